@@ -1,0 +1,28 @@
+# attnscale: reproduce and extend the figures of two papers on attention scaling.
+#   Paper A: Chen, Lin, Polyanskiy, Rigollet (ICLR 2026), spec ../shared/spec/paper-a.md
+#   Paper B: Bruno et al. (2026), spec ../shared/spec/paper-b.md
+# Run everything:  snakemake --cores all        Smoke run:  snakemake --cores all --configfile tests/smoke.yaml
+
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/paper_a.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        PAPER_A_TARGETS,

@@ -1,0 +1,144 @@
+"""Paper A compute steps: tokens and the lambda grid (spec paper-a.md §4, §6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import attention, theory, tokens
+from ..io import provenance, save_csv, save_npz
+from ..seeding import job_rng, spawn_key
+
+TOKENS_STREAM = "paper_a/tokens"
+
+
+def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
+    """Spawn key of a token draw. ``rho`` is *not* part of it: for fixed ``(n, d, trial)`` every
+    ``rho`` uses the same Gaussian draws ``z_0, z_i`` (common random numbers, our choice), so
+    differences across ``rho`` in a figure are the effect of ``rho``, not of new noise."""
+    return spawn_key(TOKENS_STREAM, n, d, trial)
+
+
+def write_tokens(path, *, n: int, d: int, rho: float, trial: int, root_seed: int) -> None:
+    """Draw near-simplex tokens (spec §6) for one ``(n, d, rho, trial)`` and save them as npz.
+
+    The npz holds ``X`` and the provenance: ``root_seed`` (as a decimal string),
+    ``spawn_key``, ``rho_hat`` (realised mean cosine) and ``q_hat`` (mean squared norm).
+    """
+    key = token_key(n, d, trial)
+    X = tokens.near_simplex(n, d, rho, job_rng(root_seed, key))
+    save_npz(
+        path,
+        X=X,
+        n=np.int64(n),
+        d=np.int64(d),
+        rho=np.float64(rho),
+        trial=np.int64(trial),
+        root_seed=np.str_(str(root_seed)),
+        spawn_key=np.asarray(key, dtype=np.int64),
+        rho_hat=np.float64(tokens.mean_cosine(X)),
+        q_hat=np.float64(tokens.mean_sq_norm(X)),
+    )
+
+
+def load_tokens(path) -> dict:
+    """Load a token npz written by :func:`write_tokens` into a plain dict."""
+    with np.load(path) as z:
+        out = {k: z[k] for k in z.files}
+    for k in ("n", "d", "trial"):
+        out[k] = int(out[k])
+    for k in ("rho", "rho_hat", "q_hat"):
+        out[k] = float(out[k])
+    out["root_seed"] = int(str(out["root_seed"]))
+    out["spawn_key"] = tuple(int(v) for v in out["spawn_key"])
+    return out
+
+
+def lambda_table(tok: dict, gammas, alpha: float, params: dict) -> pd.DataFrame:
+    """lambda on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (spec §4, §6).
+
+    Each row also carries the theory at the draw's realised ``rho_hat`` and ``q_hat``: the
+    finite-n simplex value (:func:`attnscale.theory.simplex_lambda`) and the n -> inf limit
+    (:func:`attnscale.theory.lambda_limit`, ``nan`` off the three regimes is never produced: the
+    limit is piecewise constant in gamma).
+    """
+    X, n, d = tok["X"], tok["n"], tok["d"]
+    rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
+    gc_hat = theory.gamma_c(rho_hat)
+    gam = np.concatenate([np.asarray(gammas, dtype=float), [gc_hat]])
+    kind = ["grid"] * (gam.size - 1) + ["critical"]
+    betas = gam * np.log(n)
+    lam, diag = attention.angle_ratio_grid(X, betas, alpha, return_diagnostics=True)
+    prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+    return pd.DataFrame(
+        {
+            "d": d,
+            "n": n,
+            "rho": tok["rho"],
+            "rho_hat": rho_hat,
+            "q_hat": q_hat,
+            "trial": tok["trial"],
+            "gamma_kind": kind,
+            "gamma": gam,
+            "gamma_over_gc_hat": gam / gc_hat,
+            "beta": betas,
+            "alpha": alpha,
+            "lambda": lam,
+            "lambda_simplex_n": [theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) for b in betas],
+            "lambda_limit": [theory.lambda_limit(rho_hat, g, alpha, q_hat) for g in gam],
+            "n_near_pairs": diag["n_near_pairs"],
+            "n_excluded_pairs": diag["n_excluded_pairs"],
+            "root_seed": prov["root_seed"],
+            "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
+            "params_hash": prov["params_hash"],
+        }
+    )
+
+
+def run_lambda(tokens_path, out_csv, *, gammas, alpha: float) -> None:
+    """Script entry point of rule ``paper_a_lambda``."""
+    tok = load_tokens(tokens_path)
+    params = {"gammas": [float(g) for g in gammas], "alpha": float(alpha), "n": tok["n"]}
+    save_csv(out_csv, lambda_table(tok, gammas, alpha, params))
+
+
+def _mean_se(group: pd.core.groupby.DataFrameGroupBy, cols) -> pd.DataFrame:
+    """Mean and standard error (sample std / sqrt(trials); nan for one trial) of ``cols``."""
+    agg = {}
+    for c in cols:
+        agg[f"{c}_mean"] = (c, "mean")
+        agg[f"{c}_se"] = (c, lambda s: s.std(ddof=1) / np.sqrt(s.size) if s.size > 1 else np.nan)
+    agg["trials"] = ("trial", "nunique")
+    return group.agg(**agg).reset_index()
+
+
+def figure1_data(rows: pd.DataFrame) -> pd.DataFrame:
+    """Figure 1 data: mean lambda (and SE over trials) per ``(d, n, alpha, rho, gamma)``."""
+    grid = rows[rows["gamma_kind"] == "grid"]
+    out = _mean_se(
+        grid.groupby(["d", "n", "alpha", "rho", "gamma"], sort=True),
+        ["lambda", "rho_hat", "lambda_simplex_n"],
+    )
+    out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
+    return out
+
+
+def critical_data(rows: pd.DataFrame) -> pd.DataFrame:
+    """Theory-check data: lambda at ``gamma_c(rho_hat)`` per draw, with the simplex and limit
+    values at the same ``rho_hat`` and the difference ``lambda - lambda_simplex_n``."""
+    crit = rows[rows["gamma_kind"] == "critical"].copy()
+    crit["diff_vs_simplex_n"] = crit["lambda"] - crit["lambda_simplex_n"]
+    cols = [
+        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "gamma", "beta", "lambda",
+        "lambda_simplex_n", "lambda_limit", "diff_vs_simplex_n", "root_seed", "spawn_key",
+    ]  # fmt: skip
+    return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
+
+
+def run_summary(csv_paths, figure1_csv, critical_csv) -> None:
+    """Script entry point of rule ``paper_a_lambda_summary``."""
+    from ..io import read_csvs
+
+    rows = read_csvs(csv_paths)
+    save_csv(figure1_csv, figure1_data(rows))
+    save_csv(critical_csv, critical_data(rows))

@@ -1,0 +1,1 @@
+"""Figure-level functions called by the workflow plot scripts (one per plot rule)."""

@@ -1,0 +1,135 @@
+"""Paper A figures: Figure 1 (lambda heat maps) and the critical-lambda theory check."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import NullFormatter
+
+from .. import theory
+from ..plotting import apply_style, save_figure
+
+
+def _edges(v: np.ndarray, log: bool) -> np.ndarray:
+    """Cell edges around grid centres (geometric midpoints on a log axis)."""
+    v = np.asarray(v, dtype=float)
+    if v.size == 1:
+        return np.array([v[0] * 0.9, v[0] * 1.1]) if log else np.array([v[0] - 0.5, v[0] + 0.5])
+    if log:
+        lv = np.log(v)
+        mid = 0.5 * (lv[1:] + lv[:-1])
+        e = np.concatenate([[2 * lv[0] - mid[0]], mid, [2 * lv[-1] - mid[-1]]])
+        return np.exp(e)
+    mid = 0.5 * (v[1:] + v[:-1])
+    return np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]])
+
+
+def heatmap_panels(
+    data: pd.DataFrame,
+    value: str,
+    *,
+    label: str,
+    title: str,
+    caption: str,
+    png=None,
+    pdf=None,
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    cmap: str = "viridis",
+    norm=None,
+):
+    """One heat map per ``d`` (descending) over rho x gamma, dashed ``gamma = 1/(1 - rho)``,
+    one shared colour bar. Shared by Figure 1 (lambda) and Figure 2 (eta)."""
+    apply_style()
+    ds = sorted(data["d"].unique(), reverse=True)
+    fig, axes = plt.subplots(1, len(ds), figsize=(3.3 * len(ds) + 0.8, 3.4), squeeze=False)
+    axes = axes[0]
+    mesh = None
+    for ax, d in zip(axes, ds, strict=True):
+        sub = data[data["d"] == d]
+        rhos = np.sort(sub["rho"].unique())
+        gammas = np.sort(sub["gamma"].unique())
+        Z = sub.pivot_table(index="gamma", columns="rho", values=value).reindex(
+            index=gammas, columns=rhos
+        )
+        kw = {"norm": norm} if norm is not None else {"vmin": vmin, "vmax": vmax}
+        mesh = ax.pcolormesh(
+            _edges(rhos, False), _edges(gammas, True), Z.to_numpy(), cmap=cmap, shading="flat", **kw
+        )
+        rr = np.linspace(rhos.min(), rhos.max(), 200)
+        gc = 1.0 / (1.0 - rr)
+        ok = (gc >= gammas.min()) & (gc <= gammas.max())
+        ax.plot(rr[ok], gc[ok], "w--", lw=1.4, label=r"$\gamma = 1/(1-\rho)$")
+        ax.plot(rr[ok], gc[ok], "k--", lw=0.7, dashes=(3, 3))
+        ax.set_yscale("log")
+        ax.set_xlabel(r"$\rho$ (nominal)")
+        n = int(sub["n"].iloc[0])
+        ax.set_title(f"d = {d}, n = {n}")
+        ticks = [t for t in (0.25, 0.5, 1, 2, 4, 8, 16) if gammas.min() <= t <= gammas.max()]
+        ax.set_yticks(ticks)
+        ax.set_yticklabels([f"{t:g}" for t in ticks])
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(gammas.min(), gammas.max())
+    axes[0].set_ylabel(r"$\gamma$  ($\beta = \gamma \log n$)")
+    axes[0].legend(loc="upper left", framealpha=0.8)
+    fig.subplots_adjust(left=0.07, right=0.89, bottom=0.27, top=0.86, wspace=0.18)
+    cax = fig.add_axes((0.905, 0.27, 0.015, 0.59))
+    fig.colorbar(mesh, cax=cax, label=label)
+    fig.suptitle(title, y=0.99)
+    fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    save_figure(fig, png, pdf)
+
+
+def plot_figure1(data_csv, png, pdf, *, caption: str) -> None:
+    """Figure 1 of Paper A: mean lambda over trials (spec paper-a.md §6)."""
+    data = pd.read_csv(data_csv)
+    heatmap_panels(
+        data,
+        "lambda_mean",
+        label=r"angle ratio $\lambda$",
+        title=r"Paper A, Figure 1: angle ratio $\lambda$ after one attention layer ($\alpha = 0$)",
+        caption=caption,
+        png=png,
+        pdf=pdf,
+    )
+
+
+def plot_critical_check(data_csv, png, pdf, *, caption: str) -> None:
+    """lambda at gamma_c(rho_hat) against rho_hat per d, with 1/(1+3 rho) and the finite-n
+    simplex curve (spec paper-a.md §4, §6, §8)."""
+    apply_style()
+    data = pd.read_csv(data_csv)
+    ds = sorted(data["d"].unique(), reverse=True)
+    fig, axes = plt.subplots(
+        2, len(ds), figsize=(3.3 * len(ds), 4.6), squeeze=False, sharex=True,
+        gridspec_kw={"height_ratios": [3, 1.3]},
+    )  # fmt: skip
+    for k, d in enumerate(ds):
+        ax, axr = axes[0, k], axes[1, k]
+        sub = data[data["d"] == d]
+        n = int(sub["n"].iloc[0])
+        lo, hi = max(1e-3, sub["rho_hat"].min()), min(0.999, sub["rho_hat"].max())
+        rr = np.linspace(min(lo, 0.05), max(hi, 0.9), 200)
+        ax.plot(rr, [theory.critical_lambda(r) for r in rr], "k-", lw=1, label=r"limit $1/(1+3\rho)$")
+        ax.plot(
+            rr,
+            [theory.simplex_lambda(n, r, theory.gamma_c(r) * np.log(n)) for r in rr],
+            "C1--",
+            lw=1,
+            label=f"finite-n simplex (n = {n})",
+        )
+        ax.plot(sub["rho_hat"], sub["lambda"], "o", ms=2.5, alpha=0.6, color="C0",
+                label=r"simulation (one point per draw, at $\hat\rho$)")  # fmt: skip
+        axr.axhline(0, color="k", lw=0.6)
+        axr.plot(sub["rho_hat"], sub["diff_vs_simplex_n"], "o", ms=2.5, alpha=0.6, color="C0")
+        ax.set_title(f"d = {d}, n = {n}")
+        axr.set_xlabel(r"realised mean cosine $\hat\rho$")
+        ax.set_ylim(0, 1.05)
+    axes[0, 0].set_ylabel(r"$\lambda$ at $\gamma_c(\hat\rho)$")
+    axes[1, 0].set_ylabel("sim - simplex")
+    axes[0, 0].legend(loc="upper right")
+    fig.suptitle(r"Paper A theory check: critical $\lambda$ against $1/(1+3\rho)$ (ours)", y=0.99)
+    fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.2, top=0.9, wspace=0.25, hspace=0.08)
+    save_figure(fig, png, pdf)

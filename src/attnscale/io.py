@@ -1,0 +1,114 @@
+"""Atomic, byte-stable output files and their provenance (spec pipeline.md, "Artifacts").
+
+Every writer here writes to a temporary file in the target's directory and renames it into
+place (``os.replace`` is atomic on POSIX), so an interrupted job never leaves a half-written file
+under its final name. No wall-clock time is recorded anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix: str | None = None):
+    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sfx = suffix if suffix is not None else "".join(path.suffixes) or ".tmp"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=sfx, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def params_hash(params: dict) -> str:
+    """Short sha256 of a parameter dict (keys sorted, JSON canonical form)."""
+    blob = json.dumps(params, sort_keys=True, default=_json_default).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def git_commit() -> str:
+    """The repository's HEAD commit, or ``"unknown"`` outside a git checkout.
+
+    ``ATTNSCALE_GIT_COMMIT`` overrides (useful when results must not depend on the checkout).
+    """
+    env = os.environ.get("ATTNSCALE_GIT_COMMIT")
+    if env is not None:
+        return env
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def provenance(root_seed: int | None, key, params: dict) -> dict:
+    """The provenance record stored with every output: seed, spawn key, params hash, versions.
+
+    ``git_commit`` is recorded in provenance JSON side files only (not in data tables), so that
+    data files stay byte-identical across commits that do not change the numbers.
+    """
+    return {
+        "root_seed": None if root_seed is None else str(int(root_seed)),
+        "spawn_key": None if key is None else [int(k) for k in key],
+        "params_hash": params_hash(params),
+        "attnscale_version": __version__,
+    }
+
+
+def save_npz(path, **arrays) -> None:
+    """Atomic ``numpy.savez`` (uncompressed: byte-stable for identical inputs)."""
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def save_csv(path, df: pd.DataFrame) -> None:
+    """Atomic CSV with a fixed float format (17 significant digits: round-trips float64)."""
+    with atomic_path(path, suffix=".csv") as tmp:
+        df.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
+
+
+def save_json(path, obj) -> None:
+    """Atomic JSON with sorted keys."""
+    with atomic_path(path, suffix=".json") as tmp:
+        tmp.write_text(json.dumps(obj, sort_keys=True, indent=1, default=_json_default) + "\n")
+
+
+def read_csvs(paths) -> pd.DataFrame:
+    """Concatenate CSV files in the given order."""
+    frames = [pd.read_csv(p) for p in paths]
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,48 @@
+"""Byte-stable figure output and a shared look (spec pipeline.md, "Artifacts").
+
+PNG via Agg carries no timestamp; PDF metadata (Creator, Producer, CreationDate) is stripped, so
+identical data give identical bytes.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .io import atomic_path  # noqa: E402
+
+STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "pdf.fonttype": 42,
+    "svg.hashsalt": "attnscale",
+}
+
+
+def apply_style() -> None:
+    """Apply the project's rcParams (call before creating figures)."""
+    plt.rcParams.update(STYLE)
+
+
+def save_figure(fig, png_path=None, pdf_path=None) -> None:
+    """Save ``fig`` atomically as PNG and/or PDF with no metadata that varies between runs."""
+    if png_path is not None:
+        with atomic_path(png_path, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", metadata={"Software": None})
+    if pdf_path is not None:
+        with atomic_path(pdf_path, suffix=".pdf") as tmp:
+            fig.savefig(
+                tmp,
+                format="pdf",
+                metadata={"Creator": None, "Producer": None, "CreationDate": None},
+            )
+    plt.close(fig)
