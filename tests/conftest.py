@@ -1,0 +1,71 @@
+"""Shared fixtures. The smoke workflow runs once per test session in a temporary copy of the
+repository (see ``smoke_run``); workflow tests reuse it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# top-level entries that are outputs or local state, never copied
+EXCLUDE = {".venv", "results", "figures", ".snakemake", "logs", "benchmarks", ".git",
+           ".pytest_cache", ".ruff_cache", "report.html"}  # fmt: skip
+CACHES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+
+
+def copy_repo(dest: Path) -> Path:
+    """Copy the repository (sources only, no outputs) to ``dest``."""
+
+    def ignore(directory, names):
+        top = Path(directory) == REPO
+        return [
+            n for n in names if (top and n in EXCLUDE) or n in CACHES or n.endswith(".egg-info")
+        ]
+
+    shutil.copytree(REPO, dest, ignore=ignore)
+    (dest / "results").mkdir(exist_ok=True)
+    (dest / "figures").mkdir(exist_ok=True)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900):
+    """Run Snakemake (from this interpreter's environment) in ``workdir``."""
+    exe = Path(sys.executable).parent / "snakemake"
+    cmd = [str(exe), *args]
+    env = dict(os.environ)
+    env.setdefault("ATTNSCALE_GIT_COMMIT", "test")
+    proc = subprocess.run(
+        cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
+            f"{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` keyed by relative path."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+SMOKE = ("--configfile", "tests/smoke.yaml")
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """A completed smoke run (``--cores 2``) in a fresh copy of the repository."""
+    work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
+    proc = snakemake(work, "--cores", "2", *SMOKE)
+    return {"dir": work, "proc": proc}
