@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from . import __version__
 
@@ -96,7 +95,7 @@ def save_npz(path, **arrays) -> None:
             np.savez(fh, **arrays)
 
 
-def save_csv(path, df: pd.DataFrame) -> None:
+def save_csv(path, df) -> None:
     """Atomic CSV with a fixed float format (17 significant digits: round-trips float64)."""
     with atomic_path(path, suffix=".csv") as tmp:
         df.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
@@ -108,7 +107,9 @@ def save_json(path, obj) -> None:
         tmp.write_text(json.dumps(obj, sort_keys=True, indent=1, default=_json_default) + "\n")
 
 
-def read_csvs(paths) -> pd.DataFrame:
-    """Concatenate CSV files in the given order."""
+def read_csvs(paths):
+    """Concatenate CSV files in the given order (pandas is imported lazily: token jobs skip it)."""
+    import pandas as pd
+
     frames = [pd.read_csv(p) for p in paths]
     return pd.concat(frames, ignore_index=True)

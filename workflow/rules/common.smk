@@ -55,11 +55,10 @@ PA_TRIALS = list(range(int(PA["trials"])))
 
 def paper_a_lambda_csvs(wildcards):
     return expand(
-        "results/paper_a/lambda/n{n}/d{d}/rho{rho}/trial{trial}.csv",
+        "results/paper_a/lambda/n{n}/d{d}/rho{rho}.csv",
         n=PA["n"],
         d=PA["d"],
         rho=PA_RHO_STR,
-        trial=PA_TRIALS,
     )
 
 

@@ -31,16 +31,18 @@ rule paper_a_tokens:
 
 
 rule paper_a_lambda:
-    """lambda over the gamma grid and at gamma_c(rho_hat) for one token draw, spec §4."""
+    """lambda over the gamma grid and at gamma_c(rho_hat) for every draw of one (n, d, rho)."""
     input:
-        tokens="results/paper_a/tokens/n{n}/d{d}/rho{rho}/trial{trial}.npz",
+        tokens=expand(
+            "results/paper_a/tokens/n{{n}}/d{{d}}/rho{{rho}}/trial{trial}.npz", trial=PA_TRIALS
+        ),
         lib=lib("attention", "theory", "io", "experiments.paper_a", "validation"),
     output:
-        csv="results/paper_a/lambda/n{n}/d{d}/rho{rho}/trial{trial}.csv",
+        csv="results/paper_a/lambda/n{n}/d{d}/rho{rho}.csv",
     log:
-        "logs/paper_a/lambda/n{n}/d{d}/rho{rho}/trial{trial}.log",
+        "logs/paper_a/lambda/n{n}/d{d}/rho{rho}.log",
     benchmark:
-        "benchmarks/paper_a/lambda/n{n}/d{d}/rho{rho}/trial{trial}.tsv"
+        "benchmarks/paper_a/lambda/n{n}/d{d}/rho{rho}.tsv"
     conda:
         "../../envs/environment.yaml"
     threads: 1

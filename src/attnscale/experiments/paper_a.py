@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .. import attention, theory, tokens
 from ..io import provenance, save_csv, save_npz
@@ -54,7 +53,7 @@ def load_tokens(path) -> dict:
     return out
 
 
-def lambda_table(tok: dict, gammas, alpha: float, params: dict) -> pd.DataFrame:
+def lambda_table(tok: dict, gammas, alpha: float, params: dict):
     """lambda on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (spec §4, §6).
 
     Each row also carries the theory at the draw's realised ``rho_hat`` and ``q_hat``: the
@@ -62,6 +61,8 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict) -> pd.DataFrame:
     (:func:`attnscale.theory.lambda_limit`, ``nan`` off the three regimes is never produced: the
     limit is piecewise constant in gamma).
     """
+    import pandas as pd
+
     X, n, d = tok["X"], tok["n"], tok["d"]
     rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
     gc_hat = theory.gamma_c(rho_hat)
@@ -95,14 +96,19 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict) -> pd.DataFrame:
     )
 
 
-def run_lambda(tokens_path, out_csv, *, gammas, alpha: float) -> None:
-    """Script entry point of rule ``paper_a_lambda``."""
-    tok = load_tokens(tokens_path)
-    params = {"gammas": [float(g) for g in gammas], "alpha": float(alpha), "n": tok["n"]}
-    save_csv(out_csv, lambda_table(tok, gammas, alpha, params))
+def run_lambda(tokens_paths, out_csv, *, gammas, alpha: float) -> None:
+    """Script entry point of rule ``paper_a_lambda``: one table for all draws of one (n, d, rho)."""
+    import pandas as pd
+
+    tables = []
+    for path in tokens_paths:
+        tok = load_tokens(path)
+        params = {"gammas": [float(g) for g in gammas], "alpha": float(alpha), "n": tok["n"]}
+        tables.append(lambda_table(tok, gammas, alpha, params))
+    save_csv(out_csv, pd.concat(tables, ignore_index=True))
 
 
-def _mean_se(group: pd.core.groupby.DataFrameGroupBy, cols) -> pd.DataFrame:
+def _mean_se(group, cols):
     """Mean and standard error (sample std / sqrt(trials); nan for one trial) of ``cols``."""
     agg = {}
     for c in cols:
@@ -112,7 +118,7 @@ def _mean_se(group: pd.core.groupby.DataFrameGroupBy, cols) -> pd.DataFrame:
     return group.agg(**agg).reset_index()
 
 
-def figure1_data(rows: pd.DataFrame) -> pd.DataFrame:
+def figure1_data(rows):
     """Figure 1 data: mean lambda (and SE over trials) per ``(d, n, alpha, rho, gamma)``."""
     grid = rows[rows["gamma_kind"] == "grid"]
     out = _mean_se(
@@ -123,7 +129,7 @@ def figure1_data(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def critical_data(rows: pd.DataFrame) -> pd.DataFrame:
+def critical_data(rows):
     """Theory-check data: lambda at ``gamma_c(rho_hat)`` per draw, with the simplex and limit
     values at the same ``rho_hat`` and the difference ``lambda - lambda_simplex_n``."""
     crit = rows[rows["gamma_kind"] == "critical"].copy()
