@@ -26,9 +26,6 @@ from .validation import check_matrix, check_nonzero_rows, check_real, check_vect
 #: Pairs with ``1 - <y_i, y_j>`` below this (as read from the Gram matrix) are treated exactly.
 NEAR_PAIR_TOL = 1e-6
 
-#: Default budget for the stacked weight blocks, in float64 entries (128 MiB).
-DEFAULT_BLOCK_ENTRIES = 16 * 2**20
-
 #: Default budget for the outputs of one group of betas, in float64 entries (512 MiB).
 DEFAULT_OUTPUT_ENTRIES = 64 * 2**20
 
@@ -131,20 +128,23 @@ def angle_ratio_grid(
     alpha: float = 0.0,
     *,
     block_rows: int | None = None,
-    block_entries: int = DEFAULT_BLOCK_ENTRIES,
     output_entries: int = DEFAULT_OUTPUT_ENTRIES,
     return_diagnostics: bool = False,
 ):
     """lambda of spec paper-a.md §4 for many ``beta`` at once, sharing all beta-free work.
 
-    Computed once: the normalisation ``Y``, the input Gram rows, the pair weights
-    ``W_ij = 1 / (1 - <y_i, y_j>)`` and the near-pair list. Per ``beta`` the cost is one
-    ``exp`` of the score block and two GEMMs (``A Y`` and ``W Y'``), i.e. ``4 n^2 d`` flops;
-    several betas are stacked into one GEMM. Work proceeds in row blocks, so memory is
-    ``O(block x n + n d x (#betas in a batch))`` and no ``n x n`` matrix is formed when
-    ``block_rows < n``.
+    Computed once (per row block): the normalisation ``Y``, the input Gram rows, the pair
+    weights ``W_ij = 1 / (1 - <y_i, y_j>)`` and the near-pair list. Per ``beta`` the cost is one
+    ``exp`` of the score block and two large GEMMs, ``A Y`` (``2 n^2 d`` flops) and the share of
+    ``W [Y'_1 ... Y'_B]`` (``2 n^2 d``), i.e. ``4 n^2 d`` flops; the outputs of a group of betas
+    are laid out side by side as an ``n x (B d)`` matrix so that the second product is one GEMM.
+    The exp runs in place in a reusable buffer (fresh allocations page-fault and cost more than
+    the exp itself).
 
-    Uses ``sum_{i != j} W_ij (1 - <y_i', y_j'>) = sum W - sum_i <y_i', (W Y')_i>``.
+    With ``block_rows < n`` the work proceeds in row blocks and memory is
+    ``O(block_rows x n + n d B)``: no ``n x n`` matrix is formed (Gram rows are then recomputed
+    per group of betas). Uses
+    ``sum_{i != j} W_ij (1 - <y_i', y_j'>) = sum W - sum_i <y_i', (W Y')_i>``.
 
     Parameters
     ----------
@@ -155,12 +155,10 @@ def angle_ratio_grid(
     alpha : float, optional
         Residual weight, ``alpha >= 0``.
     block_rows : int, optional
-        Rows per block (default: all rows if the stacked weights fit ``block_entries``).
-    block_entries : int, optional
-        Budget for one stacked block of weights, in float64 entries.
+        Rows per block (default ``n``: one block, the ``n x n`` Gram matrix is kept).
     output_entries : int, optional
-        Budget for the outputs ``Y'`` of one group of betas (groups are processed in turn and
-        each recomputes the beta-free Gram rows), in float64 entries.
+        Budget, in float64 entries, for the outputs ``Y'`` of one group of betas
+        (``B = max(1, output_entries // (n d))`` betas per group).
     return_diagnostics : bool, optional
         Also return a dict with ``n_pairs``, ``n_near_pairs``, ``n_excluded_pairs``.
 
@@ -172,88 +170,78 @@ def angle_ratio_grid(
     X, r, _, alpha = _check_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     n, d = X.shape
-    Y = X / r[:, None]
-    if block_rows is None:
-        block_rows = n
-    block_rows = int(max(1, min(n, block_rows)))
-    # betas per group: the group's outputs (group, n, d) must fit the output budget
-    group = int(max(1, min(betas.size, output_entries // (n * d))))
-    lam = np.empty(betas.size)
-    diag = None
-    for g0 in range(0, betas.size, group):
-        lam[g0 : g0 + group], diag = _angle_ratio_group(
-            X, Y, betas[g0 : g0 + group], alpha, block_rows, block_entries
-        )
-    if return_diagnostics:
-        return lam, diag
-    return lam
-
-
-def _angle_ratio_group(X, Y, betas, alpha, block_rows, block_entries):
-    """Both passes of :func:`angle_ratio_grid` for one group of betas."""
-    n, d = X.shape
     m = betas.size
-    # how many betas share one stacked GEMM
-    per_beta = block_rows * n
-    beta_batch = int(max(1, min(m, block_entries // max(per_beta, 1))))
+    Y = X / r[:, None]
+    block_rows = n if block_rows is None else int(max(1, min(n, block_rows)))
+    group = int(max(1, min(m, output_entries // (n * d))))
+    blocks = [(s, min(n, s + block_rows)) for s in range(0, n, block_rows)]
+    cache = {} if len(blocks) == 1 else None  # one block: keep its Gram-derived matrices
 
-    # ---- pass 1: outputs Y'[k] for every beta (m, n, d) ----
-    Yp = np.empty((m, n, d))
-    for start in range(0, n, block_rows):
-        stop = min(n, start + block_rows)
-        G = Y[start:stop] @ Y.T  # (b, n), shared by all betas
-        M = G - G.max(axis=1, keepdims=True)
-        for b0 in range(0, m, beta_batch):
-            bs = betas[b0 : b0 + beta_batch]
-            E = np.exp(bs[:, None, None] * M[None, :, :])  # (B, b, n)
-            E /= E.sum(axis=2, keepdims=True)
-            out = (E.reshape(-1, n) @ Y).reshape(bs.size, stop - start, d)
-            if alpha:
-                out += alpha * X[start:stop][None]
-            Yp[b0 : b0 + bs.size, start:stop] = out
-    Yp /= np.linalg.norm(Yp, axis=2, keepdims=True)
-
-    # ---- pass 2: weighted pair sums ----
-    Ycat = np.ascontiguousarray(Yp.transpose(1, 0, 2).reshape(n, m * d))  # (n, m d)
-    num = np.zeros(m)
-    wsum = 0.0
-    n_pairs = 0
-    near_i, near_j = [], []
-    for start in range(0, n, block_rows):
-        stop = min(n, start + block_rows)
-        G = Y[start:stop] @ Y.T
+    def block_mats(start, stop):
+        if cache is not None and cache:
+            return cache["M"], cache["W"], cache["near"]
+        G = Y[start:stop] @ Y.T  # (b, n)
+        M = G - G.max(axis=1, keepdims=True)  # shifted scores / beta (row max 0)
         D = 1.0 - G
         rows = np.arange(start, stop)
         D[rows - start, rows] = np.inf  # diagonal: weight 0
-        near = D < NEAR_PAIR_TOL
-        if np.any(near):
-            ii, jj = np.nonzero(near)
-            near_i.append(ii + start)
+        near = np.nonzero(D < NEAR_PAIR_TOL)
+        D[near] = np.inf  # near pairs are handled exactly, outside the GEMM
+        np.divide(1.0, D, out=D)
+        out = (M, D, (near[0] + start, near[1]))
+        if cache is not None:
+            cache.update(M=M, W=D, near=out[2])
+        return out
+
+    lam = np.empty(m)
+    ebuf = np.empty((block_rows, n))
+    n_pairs = n_near = n_excl = 0
+    for g0 in range(0, m, group):
+        bs = betas[g0 : g0 + group]
+        B = bs.size
+        Yc = np.empty((n, B, d))  # outputs, layout (token, beta, coordinate)
+        # ---- pass 1: Y'_k = normalise(softmax(beta_k M) Y + alpha X) ----
+        for start, stop in blocks:
+            M = block_mats(start, stop)[0]
+            E = ebuf[: stop - start]
+            for k, beta in enumerate(bs):
+                np.multiply(M, beta, out=E)
+                np.exp(E, out=E)
+                z = E.sum(axis=1)  # softmax denominators (>= 1)
+                o = Yc[start:stop, k, :]
+                np.matmul(E, Y, out=o)
+                o /= z[:, None]
+                if alpha:
+                    o += alpha * X[start:stop]
+        Yc /= np.sqrt(np.einsum("nkd,nkd->nk", Yc, Yc))[:, :, None]
+        # ---- pass 2: sum_ij W_ij (1 - <y_i', y_j'>) for every beta of the group ----
+        num = np.zeros(B)
+        ws = 0.0
+        n_pairs = 0
+        near_i, near_j = [], []
+        Yflat = Yc.reshape(n, B * d)
+        for start, stop in blocks:
+            _, W, (ii, jj) = block_mats(start, stop)
+            ws += W.sum()
+            n_pairs += (stop - start) * (n - 1) - ii.size
+            near_i.append(ii)
             near_j.append(jj)
-            D[near] = np.inf  # handled exactly below
-        W = 1.0 / D
-        wsum += W.sum()
-        n_pairs += (stop - start) * (n - 1) - int(near.sum())
-        WY = (W @ Ycat).reshape(stop - start, m, d)
-        num -= np.einsum("bkd,kbd->k", WY, Yp[:, start:stop])
-    num += wsum
-    n_near = 0
-    n_excl = 0
-    if near_i:
+            WY = (W @ Yflat).reshape(stop - start, B, d)
+            num -= np.einsum("nkd,nkd->k", WY, Yc[start:stop])
+        num += ws
         ii = np.concatenate(near_i)
         jj = np.concatenate(near_j)
-        din = 0.5 * np.sum((Y[ii] - Y[jj]) ** 2, axis=1)
-        keep = din > 0.0
-        n_near = int(ii.size) // 2
-        n_excl = int((~keep).sum()) // 2
-        ii, jj, din = ii[keep], jj[keep], din[keep]
-        dout = 0.5 * np.sum((Yp[:, ii] - Yp[:, jj]) ** 2, axis=2)  # (m, k)
-        num += (dout / din[None, :]).sum(axis=1)
-        n_pairs += int(ii.size)
-    lam = num / n_pairs if n_pairs > 0 else np.full(m, np.nan)
-    diag = {
-        "n_pairs": n * (n - 1) // 2,
-        "n_near_pairs": n_near,
-        "n_excluded_pairs": n_excl,
-    }
-    return lam, diag
+        if ii.size:
+            din = 0.5 * np.sum((Y[ii] - Y[jj]) ** 2, axis=1)
+            keep = din > 0.0
+            n_near = int(ii.size) // 2
+            n_excl = int((~keep).sum()) // 2
+            ii, jj, din = ii[keep], jj[keep], din[keep]
+            dout = 0.5 * np.sum((Yc[ii] - Yc[jj]) ** 2, axis=2)  # (k, B)
+            num += (dout / din[:, None]).sum(axis=0)
+            n_pairs += int(ii.size)
+        lam[g0 : g0 + B] = num / n_pairs if n_pairs > 0 else np.nan
+    if return_diagnostics:
+        diag = {"n_pairs": n * (n - 1) // 2, "n_near_pairs": n_near, "n_excluded_pairs": n_excl}
+        return lam, diag
+    return lam
