@@ -12,8 +12,13 @@ def _fail(key, allowed, got):
 def checked_grid(section, key, *, low=None, high=None, low_open=True, high_open=True):
     """Expand config[section][key] and check every value is finite and inside (low, high)."""
     name = f"{section}.{key}"
+    spec = config[section][key]
+    raw = [spec.get("start"), spec.get("stop")] if isinstance(spec, dict) else list(spec)
+    for v in raw:
+        if isinstance(v, (int, float)) and not math.isfinite(v):
+            _fail(name, "a grid of finite numbers", spec)
     try:
-        vals = expand_grid(config[section][key], name)
+        vals = expand_grid(spec, name)
     except ValueError as err:
         _fail(
             name,
@@ -30,7 +35,7 @@ def checked_grid(section, key, *, low=None, high=None, low_open=True, high_open=
         if high is not None:
             bad |= v >= high if high_open else v > high
         if bad:
-            _fail(name, f"finite values in {rng}", v)
+            _fail(name, f"a grid of finite values in {rng}", float(v))
     return vals
 
 
