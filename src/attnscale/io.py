@@ -8,6 +8,7 @@ under its final name. No wall-clock time is recorded anywhere.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -53,38 +54,44 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+@functools.cache
 def git_commit() -> str:
-    """The repository's HEAD commit, or ``"unknown"`` outside a git checkout.
+    """The HEAD commit of the checkout that holds this package (``-dirty`` appended when tracked
+    files differ from it), or ``"unknown"`` outside a git checkout.
 
-    ``ATTNSCALE_GIT_COMMIT`` overrides (useful when results must not depend on the checkout).
+    ``ATTNSCALE_GIT_COMMIT`` overrides it (the test suite sets it so that copies of the
+    repository with and without ``.git`` give identical bytes).
     """
     env = os.environ.get("ATTNSCALE_GIT_COMMIT")
     if env is not None:
         return env
+    here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).resolve().parent,
-        )
-        return out.stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True, cwd=here,
+        ).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return head + ("-dirty" if dirty else "")
 
 
 def provenance(root_seed: int | None, key, params: dict) -> dict:
-    """The provenance record stored with every output: seed, spawn key, params hash, versions.
+    """The provenance record stored with every output (no wall-clock time, ever).
 
-    ``git_commit`` is recorded in provenance JSON side files only (not in data tables), so that
-    data files stay byte-identical across commits that do not change the numbers.
+    Keys: ``root_seed`` (decimal string; 128-bit values do not fit int64 columns), ``spawn_key``
+    (list of ints), ``params_hash`` (:func:`params_hash`), ``attnscale_version`` and
+    ``git_commit`` (:func:`git_commit`).
     """
     return {
         "root_seed": None if root_seed is None else str(int(root_seed)),
         "spawn_key": None if key is None else [int(k) for k in key],
         "params_hash": params_hash(params),
         "attnscale_version": __version__,
+        "git_commit": git_commit(),
     }
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import attention, theory, tokens
-from ..io import provenance, save_csv, save_npz
+from .. import __version__, attention, theory, tokens
+from ..io import git_commit, provenance, save_csv, save_npz
 from ..seeding import job_rng, spawn_key
 
 TOKENS_STREAM = "paper_a/tokens"
@@ -37,6 +37,8 @@ def write_tokens(path, *, n: int, d: int, rho: float, trial: int, root_seed: int
         spawn_key=np.asarray(key, dtype=np.int64),
         rho_hat=np.float64(tokens.mean_cosine(X)),
         q_hat=np.float64(tokens.mean_sq_norm(X)),
+        attnscale_version=np.str_(__version__),
+        git_commit=np.str_(git_commit()),
     )
 
 
@@ -92,6 +94,8 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
             "root_seed": prov["root_seed"],
             "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
             "params_hash": prov["params_hash"],
+            "attnscale_version": prov["attnscale_version"],
+            "git_commit": prov["git_commit"],
         }
     )
 
@@ -126,7 +130,14 @@ def figure1_data(rows):
         ["lambda", "rho_hat", "lambda_simplex_n"],
     )
     out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
-    return out
+    prov = grid.groupby(["d", "n", "alpha", "rho", "gamma"], sort=True).agg(
+        root_seed=("root_seed", "first"),
+        spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
+        params_hash=("params_hash", "first"),
+        attnscale_version=("attnscale_version", "first"),
+        git_commit=("git_commit", "first"),
+    )
+    return out.merge(prov.reset_index(), on=["d", "n", "alpha", "rho", "gamma"], how="left")
 
 
 def critical_data(rows):
@@ -137,6 +148,7 @@ def critical_data(rows):
     cols = [
         "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "gamma", "beta", "lambda",
         "lambda_simplex_n", "lambda_limit", "diff_vs_simplex_n", "root_seed", "spawn_key",
+        "params_hash", "attnscale_version", "git_commit",
     ]  # fmt: skip
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
 
