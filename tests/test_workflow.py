@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from conftest import REPO, SMOKE, copy_repo, snakemake, tree_hashes
 
 pytestmark = pytest.mark.workflow

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +22,18 @@ from . import __version__
 
 @contextlib.contextmanager
 def atomic_path(path, suffix: str | None = None):
-    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds."""
+    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds.
+
+    The temporary name is deterministic, ``.<name>.partial<suffix>``: if a job is killed
+    (SIGKILL leaves no chance to clean up), the rerun of the same job writes the same temporary
+    file and renames it, so no stray partial file survives a completed rerun.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    sfx = suffix if suffix is not None else "".join(path.suffixes) or ".tmp"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=sfx, dir=path.parent)
-    os.close(fd)
+    sfx = suffix if suffix is not None else "".join(path.suffixes)
+    tmp = path.parent / f".{path.name}.partial{sfx}"
     try:
-        yield Path(tmp)
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
