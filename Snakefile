@@ -13,6 +13,9 @@ configfile: "config.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
+# validate() does not fill the defaults of $ref'd section schemas: fill them section by section
+for _section in ("paper_a", "benchmark"):
+    validate(config[_section], f"workflow/schemas/{_section}.schema.yaml")
 
 
 report: "workflow/report/workflow.rst"
@@ -20,6 +23,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/paper_a.smk"
+include: "workflow/rules/benchmark.smk"
 
 
 rule all:

@@ -52,10 +52,11 @@ def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900)
 
 
 def tree_hashes(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` keyed by relative path."""
+    """sha256 of every file under ``root`` keyed by relative path, except ``benchmarks/``
+    (timings are the one output that is not deterministic by nature)."""
     out = {}
     for p in sorted(root.rglob("*")):
-        if p.is_file():
+        if p.is_file() and p.relative_to(root).parts[0] != "benchmarks":
             out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 

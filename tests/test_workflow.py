@@ -107,3 +107,15 @@ def test_forceall_rerun_is_byte_identical(smoke_run):
     snakemake(work, "--cores", "2", *SMOKE, "--forceall")
     assert tree_hashes(work / "results") == before
     assert tree_hashes(work / "figures") == figs_before
+
+
+def test_benchmark_suite_smoke(smoke_run):
+    """The benchmark suite runs (tiny sizes from tests/smoke.yaml); timings are not checked."""
+    work = smoke_run["dir"]
+    snakemake(work, "benchmark_suite", "--cores", "2", *SMOKE)
+    df = pd.read_csv(work / "results/benchmarks/suite.csv")
+    kinds = set(df["benchmark"])
+    assert {"gemm", "exp", "lambda_grid", "scaling_lambda"} <= kinds
+    lam = df[df["benchmark"] == "lambda_grid"].iloc[0]
+    assert lam["max_abs_diff_vs_baseline"] < 1e-10  # the fast path computes the same numbers
+    assert (work / "results/benchmarks/suite.md").read_text().startswith("| benchmark")

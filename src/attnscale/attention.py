@@ -29,6 +29,15 @@ NEAR_PAIR_TOL = 1e-6
 #: Default budget for the outputs of one group of betas, in float64 entries (512 MiB).
 DEFAULT_OUTPUT_ENTRIES = 64 * 2**20
 
+#: Default budget for one row block of an ``n x n`` matrix, in float64 entries (128 MiB):
+#: up to n = 4096 the whole matrix is one block; beyond, blocks of ``2^24 // n`` rows.
+DEFAULT_BLOCK_ENTRIES = 16 * 2**20
+
+
+def default_block_rows(n: int, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> int:
+    """Rows per block so that a ``rows x n`` float64 matrix fits ``block_entries``."""
+    return int(max(1, min(n, block_entries // n)))
+
 
 def _check_inputs(X, beta=None, alpha=0.0):
     X = check_matrix("X", X, min_rows=2)
@@ -155,7 +164,8 @@ def angle_ratio_grid(
     alpha : float, optional
         Residual weight, ``alpha >= 0``.
     block_rows : int, optional
-        Rows per block (default ``n``: one block, the ``n x n`` Gram matrix is kept).
+        Rows per block (default :func:`default_block_rows`: one block, with the ``n x n``
+        matrices kept across groups, up to ``n = 4096``; row blocks beyond).
     output_entries : int, optional
         Budget, in float64 entries, for the outputs ``Y'`` of one group of betas
         (``B = max(1, output_entries // (n d))`` betas per group).
@@ -172,7 +182,7 @@ def angle_ratio_grid(
     n, d = X.shape
     m = betas.size
     Y = X / r[:, None]
-    block_rows = n if block_rows is None else int(max(1, min(n, block_rows)))
+    block_rows = default_block_rows(n) if block_rows is None else int(max(1, min(n, block_rows)))
     group = int(max(1, min(m, output_entries // (n * d))))
     blocks = [(s, min(n, s + block_rows)) for s in range(0, n, block_rows)]
     cache = {} if len(blocks) == 1 else None  # one block: keep its Gram-derived matrices
