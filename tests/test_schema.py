@@ -1,0 +1,70 @@
+"""The configuration schema: every key described with a default, defaults equal config.yaml,
+and tests/smoke.yaml valid. Uses Snakemake's own validate (the one the Snakefile calls)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+from snakemake.utils import validate
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMAS = REPO / "workflow/schemas"
+
+
+def _sections() -> list[str]:
+    top = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
+    return [k for k, v in top["properties"].items() if "$ref" in v]
+
+
+def _validate(cfg: dict) -> dict:
+    cfg = copy.deepcopy(cfg)
+    validate(cfg, str(SCHEMAS / "config.schema.yaml"))
+    for s in _sections():
+        validate(cfg[s], str(SCHEMAS / f"{s}.schema.yaml"))
+    return cfg
+
+
+def _walk(schema: dict, path: str, problems: list[str]) -> None:
+    for key, sub in schema.get("properties", {}).items():
+        where = f"{path}.{key}" if path else key
+        if "description" not in sub:
+            problems.append(f"{where}: no description")
+        if "default" not in sub:
+            problems.append(f"{where}: no default")
+        if sub.get("type") == "object" and "properties" in sub:
+            _walk(sub, where, problems)
+
+
+def test_every_key_has_a_description_and_a_default():
+    problems: list[str] = []
+    for f in sorted(SCHEMAS.glob("*.schema.yaml")):
+        if f.name == "grid.schema.yaml":
+            continue  # a value type, documented and defaulted where it is used
+        schema = yaml.safe_load(f.read_text())
+        assert schema.get("additionalProperties") is False, f"{f.name}: unknown keys not rejected"
+        _walk(schema, f.stem.replace(".schema", ""), problems)
+    assert not problems, problems
+
+
+def test_defaults_equal_config_yaml():
+    """Leaving a key out of config.yaml changes nothing: the schema defaults are the
+    paper-scale values."""
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    full = _validate(cfg)
+    assert full == cfg, "config.yaml relies on a default it does not spell out"
+    minimal = _validate({"seed": cfg["seed"], **{s: {} for s in _sections()}})
+    assert minimal == cfg
+
+
+def test_smoke_config_is_valid():
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    smoke = yaml.safe_load((REPO / "tests/smoke.yaml").read_text())
+    for key, val in smoke.items():
+        if isinstance(val, dict):
+            cfg[key] = {**cfg.get(key, {}), **val}
+        else:
+            cfg[key] = val
+    _validate(cfg)
+    assert set(smoke) >= set(_sections()), "tests/smoke.yaml must shrink every section"
