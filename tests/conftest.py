@@ -34,12 +34,22 @@ def copy_repo(dest: Path) -> Path:
     return dest
 
 
+def hermetic_env(workdir: Path) -> dict:
+    """Environment for a run in a copy: the copy's own ``src/`` first on the path (the editable
+    install would otherwise import the original checkout), a fixed git-commit label."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(workdir) / "src"), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    env.setdefault("ATTNSCALE_GIT_COMMIT", "test")
+    return env
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900):
     """Run Snakemake (from this interpreter's environment) in ``workdir``."""
     exe = Path(sys.executable).parent / "snakemake"
     cmd = [str(exe), *args]
-    env = dict(os.environ)
-    env.setdefault("ATTNSCALE_GIT_COMMIT", "test")
+    env = hermetic_env(workdir)
     proc = subprocess.run(
         cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
     )

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import SMOKE, copy_repo, snakemake, tree_hashes
+from conftest import SMOKE, copy_repo, hermetic_env, snakemake, tree_hashes
 
 pytestmark = pytest.mark.workflow
 BIN = Path(sys.executable).parent
@@ -22,7 +22,7 @@ BIN = Path(sys.executable).parent
 def _kill_during_compute_job(work: Path, marker_glob: str, timeout: float = 300.0) -> None:
     """Start the smoke run and SIGKILL its whole process group as soon as a compute job has
     started (its log exists) but not finished (its output does not)."""
-    env = dict(os.environ, ATTNSCALE_GIT_COMMIT="test")
+    env = hermetic_env(work)
     proc = subprocess.Popen(
         [str(BIN / "snakemake"), "--cores", "2", *SMOKE],
         cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
@@ -79,10 +79,11 @@ def test_cores_1_and_2_give_identical_bytes(smoke_run, tmp_path):
 
 
 def test_provenance_command(smoke_run):
+    env = hermetic_env(smoke_run["dir"])
     proc = subprocess.run(
         [sys.executable, "-m", "attnscale.provenance", "figures/paper_a/figure1_lambda.png",
          "--depth", "4"],
-        cwd=smoke_run["dir"], capture_output=True, text=True, check=True,
+        cwd=smoke_run["dir"], capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     out = proc.stdout
     for needle in ("paper_a_figure1", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
