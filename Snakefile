@@ -14,7 +14,7 @@ configfile: "config.yaml"
 
 validate(config, "workflow/schemas/config.schema.yaml")
 # validate() does not fill the defaults of $ref'd section schemas: fill them section by section
-for _section in ("paper_a", "benchmark"):
+for _section in ("paper_a", "benchmark", "paper_b"):
     validate(config[_section], f"workflow/schemas/{_section}.schema.yaml")
 
 
@@ -23,10 +23,14 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/paper_a.smk"
+include: "workflow/rules/paper_a_eta.smk"
 include: "workflow/rules/benchmark.smk"
+include: "workflow/rules/paper_b.smk"
 
 
 rule all:
     default_target: True
     input:
         PAPER_A_TARGETS,
+        PAPER_A_ETA_TARGETS,
+        PAPER_B_TARGETS,

@@ -167,3 +167,17 @@ def test_gaussian_tokens_match_the_simplex_map_at_rho_hat(rho):
     beta = theory.gamma_c(rho_hat) * np.log(n)
     lam = attention.angle_ratio_grid(X, [beta])[0]
     assert abs(lam - theory.simplex_lambda(n, rho_hat, beta)) < 0.03
+
+
+def test_lambda_table_survives_a_negative_mean_cosine():
+    """A d = 2 draw can have rho_hat <= 0: no critical row, nan theory, no crash."""
+    from attnscale.experiments.paper_a import lambda_table
+
+    X = np.array([[1.0, 0.0], [-1.0, 0.1], [0.0, 1.0], [0.1, -1.0]])
+    rho_hat = tokens.mean_cosine(X)
+    assert rho_hat <= 0
+    tok = {"X": X, "n": 4, "d": 2, "rho": 0.05, "rho_hat": rho_hat, "q_hat": 1.0, "trial": 0,
+           "root_seed": 1, "spawn_key": (1, 2)}  # fmt: skip
+    df = lambda_table(tok, [0.5, 1.0], 0.0, {})
+    assert list(df["gamma_kind"]) == ["grid", "grid"]
+    assert df["lambda"].notna().all() and df["lambda_simplex_n"].isna().all()

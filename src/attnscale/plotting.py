@@ -46,3 +46,17 @@ def save_figure(fig, png_path=None, pdf_path=None) -> None:
                 metadata={"Creator": None, "Producer": None, "CreationDate": None},
             )
     plt.close(fig)
+
+
+def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: float = 6.5):
+    """Put a caption at the bottom-left of ``fig``, wrapped to the figure's width.
+
+    Wrapping is done here with :mod:`textwrap` (about 0.6 em per character, conservative for
+    DejaVu Sans) rather than by matplotlib's ``wrap=True``, which can overrun the right edge.
+    """
+    import textwrap
+
+    width_pt = fig.get_figwidth() * 72.0 * (1.0 - 2 * x)
+    chars = max(20, int(width_pt / (0.6 * size)))
+    wrapped = "\n".join(textwrap.wrap(text, width=chars))
+    return fig.text(x, y, wrapped, fontsize=size, ha="left", va="bottom")

@@ -146,3 +146,106 @@ def beta_of_gamma(gamma: float, n: int) -> float:
     gamma = check_real("gamma", gamma, low=0.0)
     n = check_int("n", n, minimum=2)
     return float(gamma * np.log(n))
+
+
+def simplex_eta(
+    n: int,
+    d: int,
+    rho: float,
+    beta: float,
+    alpha: float = 0.0,
+    q: float = 1.0,
+    *,
+    mean_inv_norm: float | None = None,
+    mean_inv_sq_norm: float | None = None,
+) -> float:
+    """Exact finite-n eta for simplex tokens (spec §5) [derived].
+
+    The block formula of :func:`attnscale.jacobian.eta_exact_grid` evaluated on the simplex Gram
+    matrix ``G = (1 - rho) I + rho 1 1^T``. With ``t = e^{beta (rho - 1)}``,
+    ``a = 1 / (1 + (n-1) t)`` (= ``A_ii``), ``b = t a`` (= ``A_ij``), ``K0 = <m_i, y_i> =
+    a + (n-1) b rho``, ``K1 = <m_i, y_j> = a rho + b (1 + (n-2) rho)``,
+    ``mm = ||m_i||^2 = a K0 + (n-1) b K1``:
+
+    * off-diagonal block: ``b^2 [(d-1) - 2 beta (K0 - rho K1) + beta^2 (1 - 2 K1 + mm)(1 - rho^2)]``
+      (times ``1 / r_k^2``);
+    * diagonal block: ``a^2 (d-1) + 2 beta a tr(CP) + beta^2 ||CP||^2`` (times ``1 / r_i^2``)
+      with ``tr(CP) = 1 - mm - (a + (n-1) b rho^2 - K0^2)`` and ``||CP||^2 = s2 - 2 (a K0^2 +
+      (n-1) b K1^2) + mm^2 - ||C y_i||^2``, ``s2 = s + rho^2 (1 - s)``, ``s = a^2 + (n-1) b^2``,
+      ``C y_i = a (1 - K0) y_i + b (rho - K0) sum_{j != i} y_j``; its trace term
+      ``a (d-1) + beta tr(CP)`` (times ``1 / r_i``) meets alpha.
+
+    ``eta = [(diag + (n-1) off) / q + 2 alpha (a (d-1) + beta tr(CP)) / sqrt(q) + alpha^2 d] / d``.
+
+    ``d`` enters only through ``d - 1 = tr P_i`` and ``alpha^2 d``; a simplex Gram needs
+    ``d >= n``, for ``d < n`` the value is the formal extension (the same Gram matrix with the
+    normalisation of dimension ``d``), which is what a near-simplex configuration in ``R^d`` is
+    compared with. For ``n -> inf`` with ``d >= n`` it tends to :func:`eta_limit`.
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, ``n >= 2``.
+    d : int
+        Dimension, ``d >= 1``.
+    rho : float
+        Pairwise cosine, ``0 < rho < 1``.
+    beta : float
+        Inverse temperature, ``beta >= 0``.
+    alpha : float, optional
+        Residual weight, ``alpha >= 0``.
+    q : float, optional
+        Squared norm of every token, ``q > 0``.
+    mean_inv_norm, mean_inv_sq_norm : float, optional
+        For tokens with simplex directions but unequal norms, the realised ``mean_i 1/||x_i||``
+        and ``mean_i 1/||x_i||^2``; they replace ``1/sqrt(q)`` and ``1/q`` (the formula stays
+        exact, since ``J_ik`` depends on the norms only through a factor ``1/||x_k||``).
+
+    Returns
+    -------
+    float
+        eta.
+    """
+    n = check_int("n", n, minimum=2)
+    d = check_int("d", d, minimum=1)
+    rho = _rho(rho)
+    beta = check_real("beta", beta, low=0.0)
+    alpha = check_real("alpha", alpha, low=0.0)
+    q = check_real("q", q, low=0.0, low_open=True)
+    w1 = 1.0 / np.sqrt(q)
+    w2 = 1.0 / q
+    if mean_inv_norm is not None:
+        w1 = check_real("mean_inv_norm", mean_inv_norm, low=0.0, low_open=True)
+    if mean_inv_sq_norm is not None:
+        w2 = check_real("mean_inv_sq_norm", mean_inv_sq_norm, low=0.0, low_open=True)
+    t = np.exp(beta * (rho - 1.0))
+    a = 1.0 / (1.0 + (n - 1) * t)
+    b = t * a
+    k0 = a + (n - 1) * b * rho
+    k1 = a * rho + b * (1.0 + (n - 2) * rho)
+    mm = a * k0 + (n - 1) * b * k1
+    off = b**2 * (
+        (d - 1) - 2.0 * beta * (k0 - rho * k1) + beta**2 * (1.0 - 2.0 * k1 + mm) * (1.0 - rho**2)
+    )
+    tr_cp = 1.0 - mm - (a + (n - 1) * b * rho**2 - k0**2)
+    s = a**2 + (n - 1) * b**2
+    s2 = s + rho**2 * (1.0 - s)
+    msm = a * k0**2 + (n - 1) * b * k1**2
+    ca = a * (1.0 - k0)
+    cb = b * (rho - k0)
+    cy2 = ca**2 + 2.0 * ca * cb * (n - 1) * rho + cb**2 * (n - 1) * (1.0 + (n - 2) * rho)
+    cp2 = s2 - 2.0 * msm + mm**2 - cy2
+    diag = a**2 * (d - 1) + 2.0 * beta * a * tr_cp + beta**2 * cp2
+    lin = a * (d - 1) + beta * tr_cp
+    return float(((diag + (n - 1) * off) * w2 + 2.0 * alpha * lin * w1 + alpha**2 * d) / d)
+
+
+def simplex_self_weight(n: int, rho: float, beta: float) -> float:
+    """Finite-n simplex self-weight ``A_ii = 1 / (1 + (n-1) e^{beta (rho - 1)})`` (spec §3).
+
+    Tends to :func:`self_weight_limit` (0 / 1/2 / 1) as ``n -> inf`` with ``beta = gamma log n``.
+    """
+    n = check_int("n", n, minimum=2)
+    rho = _rho(rho)
+    beta = check_real("beta", beta, low=0.0)
+    return float(1.0 / (1.0 + (n - 1) * np.exp(beta * (rho - 1.0))))

@@ -13,7 +13,9 @@ def checked_grid(section, key, *, low=None, high=None, low_open=True, high_open=
     """Expand config[section][key] and check every value is finite and inside (low, high)."""
     name = f"{section}.{key}"
     spec = config[section][key]
-    raw = [spec.get("start"), spec.get("stop")] if isinstance(spec, dict) else list(spec)
+    raw = (
+        [spec.get("start"), spec.get("stop")] if isinstance(spec, dict) else list(spec)
+    )
     for v in raw:
         if isinstance(v, (int, float)) and not math.isfinite(v):
             _fail(name, "a grid of finite numbers", spec)
@@ -42,6 +44,28 @@ def checked_grid(section, key, *, low=None, high=None, low_open=True, high_open=
 def lib(*modules):
     """Source files of attnscale modules, declared as inputs so library edits rerun jobs."""
     return [f"src/attnscale/{m.replace('.', '/')}.py" for m in modules]
+
+
+def checked_values(path, *, low=0.0):
+    """The list or grid at a dotted config path (e.g. "paper_b.phase.n"), expanded: finite
+    values > low, strictly increasing; else ValueError("config error: <path> must be ...").
+    """
+    spec = config
+    for part in path.split("."):
+        spec = spec[part]
+    raw = (
+        [spec.get("start"), spec.get("stop")] if isinstance(spec, dict) else list(spec)
+    )
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in raw):
+        _fail(path, "a grid of finite numbers", spec)
+    try:
+        vals = expand_grid(spec, path)
+    except ValueError as err:
+        _fail(path, "a non-empty, strictly increasing grid", f"{spec} ({err})")
+    for v in vals:
+        if v <= low:
+            _fail(path, f"a grid of finite values > {low:g}", float(v))
+    return vals
 
 
 ROOT_SEED = int(config["seed"])

@@ -34,7 +34,8 @@ rule paper_a_lambda:
     """lambda over the gamma grid and at gamma_c(rho_hat) for every draw of one (n, d, rho)."""
     input:
         tokens=expand(
-            "results/paper_a/tokens/n{{n}}/d{{d}}/rho{{rho}}/trial{trial}.npz", trial=PA_TRIALS
+            "results/paper_a/tokens/n{{n}}/d{{d}}/rho{{rho}}/trial{trial}.npz",
+            trial=PA_TRIALS,
         ),
         lib=lib("attention", "theory", "io", "experiments.paper_a", "validation"),
     output:

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import __version__, attention, theory, tokens
 from ..io import git_commit, provenance, save_csv, save_npz
+from ..runtime import LOG
 from ..seeding import job_rng, spawn_key
 
 TOKENS_STREAM = "paper_a/tokens"
@@ -60,17 +61,31 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
 
     Each row also carries the theory at the draw's realised ``rho_hat`` and ``q_hat``: the
     finite-n simplex value (:func:`attnscale.theory.simplex_lambda`) and the n -> inf limit
-    (:func:`attnscale.theory.lambda_limit`, ``nan`` off the three regimes is never produced: the
-    limit is piecewise constant in gamma).
+    (:func:`attnscale.theory.lambda_limit`, piecewise constant in gamma).
+
+    The simplex theory needs ``0 < rho_hat < 1``. A d = 2 draw can (rarely) have
+    ``rho_hat <= 0``; it then gets no ``critical`` row and ``nan`` theory columns, and the job
+    log says so.
     """
     import pandas as pd
 
     X, n, d = tok["X"], tok["n"], tok["d"]
     rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
-    gc_hat = theory.gamma_c(rho_hat)
-    gam = np.concatenate([np.asarray(gammas, dtype=float), [gc_hat]])
-    kind = ["grid"] * (gam.size - 1) + ["critical"]
+    valid = 0.0 < rho_hat < 1.0
+    gc_hat = theory.gamma_c(rho_hat) if valid else np.nan
+    gam = np.asarray(gammas, dtype=float)
+    kind = ["grid"] * gam.size
+    if valid:
+        gam = np.concatenate([gam, [gc_hat]])
+        kind.append("critical")
+    else:
+        LOG.warning("draw d=%d rho=%g trial=%d has rho_hat=%g <= 0: no critical row",
+                    d, tok["rho"], tok["trial"], rho_hat)  # fmt: skip
     betas = gam * np.log(n)
+
+    def theory_col(fn, values):
+        return [fn(v) if valid else np.nan for v in values]
+
     lam, diag = attention.angle_ratio_grid(X, betas, alpha, return_diagnostics=True)
     prov = provenance(tok["root_seed"], tok["spawn_key"], params)
     return pd.DataFrame(
@@ -87,8 +102,12 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
             "beta": betas,
             "alpha": alpha,
             "lambda": lam,
-            "lambda_simplex_n": [theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) for b in betas],
-            "lambda_limit": [theory.lambda_limit(rho_hat, g, alpha, q_hat) for g in gam],
+            "lambda_simplex_n": theory_col(
+                lambda b: theory.simplex_lambda(n, rho_hat, b, alpha, q_hat), betas
+            ),
+            "lambda_limit": theory_col(
+                lambda g: theory.lambda_limit(rho_hat, g, alpha, q_hat), gam
+            ),
             "n_near_pairs": diag["n_near_pairs"],
             "n_excluded_pairs": diag["n_excluded_pairs"],
             "root_seed": prov["root_seed"],

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from .. import theory
-from ..plotting import apply_style, save_figure
+from ..plotting import add_caption, apply_style, save_figure
 
 
 def _edges(v: np.ndarray, log: bool) -> np.ndarray:
@@ -38,9 +38,14 @@ def heatmap_panels(
     vmax: float = 1.0,
     cmap: str = "viridis",
     norm=None,
+    cbar_ticks=None,
+    extend: str = "neither",
 ):
     """One heat map per ``d`` (descending) over rho x gamma, dashed ``gamma = 1/(1 - rho)``,
-    one shared colour bar. Shared by Figure 1 (lambda) and Figure 2 (eta)."""
+    one shared colour bar. Shared by Figure 1 (lambda) and Figure 2 (eta).
+
+    ``cbar_ticks`` (optional) sets the colour-bar ticks; ``extend`` (``"neither"``, ``"max"``,
+    ...) marks values beyond the colour range on the colour bar."""
     apply_style()
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(1, len(ds), figsize=(3.3 * len(ds) + 0.8, 3.4), squeeze=False)
@@ -75,9 +80,11 @@ def heatmap_panels(
     axes[0].legend(loc="upper left", framealpha=0.8)
     fig.subplots_adjust(left=0.07, right=0.89, bottom=0.27, top=0.86, wspace=0.18)
     cax = fig.add_axes((0.905, 0.27, 0.015, 0.59))
-    fig.colorbar(mesh, cax=cax, label=label)
+    cbar = fig.colorbar(mesh, cax=cax, label=label, extend=extend)
+    if cbar_ticks is not None:
+        cbar.set_ticks(cbar_ticks)
     fig.suptitle(title, y=0.99)
-    fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    add_caption(fig, caption)
     save_figure(fig, png, pdf)
 
 
@@ -130,6 +137,6 @@ def plot_critical_check(data_csv, png, pdf, *, caption: str) -> None:
     axes[1, 0].set_ylabel("sim - simplex")
     axes[0, 0].legend(loc="upper right")
     fig.suptitle(r"Paper A theory check: critical $\lambda$ against $1/(1+3\rho)$ (ours)", y=0.99)
-    fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    add_caption(fig, caption)
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.2, top=0.9, wspace=0.25, hspace=0.08)
     save_figure(fig, png, pdf)

@@ -1,0 +1,417 @@
+"""Paper A backward pass: the Jacobian norm eta on the (rho, gamma) grid (Figure 2), the
+theorem-vs-simulation table and the finite-size check (spec paper-a.md §3-§6).
+
+Every step reads the token draws written by rule ``paper_a_tokens``
+(:func:`attnscale.experiments.paper_a.write_tokens`), so Figures 1 and 2 see the same tokens.
+
+Theory columns are evaluated per draw at the draw's realised mean cosine ``rho_hat`` and mean
+squared norm ``q_hat`` (spec §6). Two extra eta columns use the realised norm moments
+``mean 1/||x_i||`` and ``mean 1/||x_i||^2`` instead of ``q_hat`` (``eta_plateau``,
+``eta_simplex_n_norms``): ``J`` depends on the norms only through ``1/||x_k||`` factors, so for
+Gaussian tokens, whose norms spread by ``~sqrt(2/d)``, eta follows ``mean 1/||x||^2`` rather
+than ``1/q_hat`` [derived].
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from .. import attention, jacobian, theory, tokens
+from ..io import provenance, read_csvs, save_csv
+from ..seeding import job_rng, spawn_key, value_id
+from ..validation import check_int, check_real, check_vector
+from .paper_a import _mean_se, load_tokens
+
+LOG = logging.getLogger("attnscale")
+
+PROBES_STREAM = "paper_a/eta_probes"
+METHODS = ("exact", "hutchinson", "auto")
+QUANTITIES = ("self_weight", "cosine", "lambda", "eta")
+
+
+def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
+    """Spawn key of the Hutchinson probes of one token draw (``rho`` in units of 1e-6)."""
+    return spawn_key(PROBES_STREAM, n, d, value_id(rho), trial)
+
+
+def choose_method(method: str, n: int, d: int, probes: int) -> str:
+    """``"exact"`` or ``"hutchinson"``. ``"auto"`` takes the exact block formula when its cost
+    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.jacobian.exact_cost`,
+    :func:`attnscale.jacobian.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method != "auto":
+        return method
+    exact = jacobian.exact_cost(n, d)
+    return "exact" if exact <= jacobian.hutchinson_cost(n, d, probes) else "hutchinson"
+
+
+def norm_moments(X: np.ndarray) -> tuple[float, float]:
+    """``(mean_i 1/||x_i||, mean_i 1/||x_i||^2)`` of a token matrix."""
+    r = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+    return float(np.mean(1.0 / r)), float(np.mean(1.0 / r**2))
+
+
+def eta_plateau(d: int, alpha: float, w1: float, w2: float) -> float:
+    """Super-critical limit of eta at realised norms [derived]: ``J -> blockdiag(P_i / r_i) +
+    alpha I``, so ``eta -> [(d-1)(w2 + 2 alpha w1 + alpha^2) + alpha^2] / d`` with ``w1 = mean
+    1/r``, ``w2 = mean 1/r^2``; for ``alpha = 0`` this is ``(1 - 1/d) mean 1/||x_i||^2``, the
+    plateau of Figure 2 (``(1 - 1/d) / q`` for equal norms, Theorem 2.4)."""
+    return ((d - 1) * (w2 + 2.0 * alpha * w1 + alpha**2) + alpha**2) / d
+
+
+def _rho_ok(rho_hat: float) -> bool:
+    return 0.0 < rho_hat < 1.0
+
+
+def eta_table(
+    tok: dict,
+    gammas,
+    alpha: float,
+    *,
+    method: str,
+    probes: int,
+    probe_kind: str,
+    root_seed: int,
+    params: dict,
+) -> pd.DataFrame:
+    """eta on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (Figure 2, spec §5).
+
+    Parameters
+    ----------
+    tok : dict
+        A token draw from :func:`attnscale.experiments.paper_a.load_tokens`.
+    gammas : array_like
+        Grid of gamma (``beta = gamma log n``).
+    alpha : float
+        Residual weight.
+    method : {"exact", "hutchinson", "auto"}
+        How eta is computed (see :func:`choose_method`).
+    probes : int
+        Hutchinson probes (used when the method resolves to ``"hutchinson"``).
+    probe_kind : {"rademacher", "gaussian"}
+        Probe distribution.
+    root_seed : int
+        Root seed of the probe generator (key :func:`probe_key`).
+    params : dict
+        Parameters hashed into the provenance column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per gamma; ``eta_se`` is 0 for the exact method.
+    """
+    X, n, d = tok["X"], tok["n"], tok["d"]
+    rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
+    gammas = check_vector("gammas", gammas, low=0.0, low_open=True)
+    alpha = check_real("alpha", alpha, low=0.0)
+    probes = check_int("probes", probes, minimum=1)
+    ok = _rho_ok(rho_hat)
+    gc_hat = theory.gamma_c(rho_hat) if ok else np.nan
+    gam = np.concatenate([gammas, [gc_hat]]) if ok else gammas.copy()
+    kind = ["grid"] * gammas.size + (["critical"] if ok else [])
+    if not ok:
+        LOG.warning("rho_hat = %g outside (0, 1): no gamma_c row, theory columns nan", rho_hat)
+    betas = gam * np.log(n)
+    how = choose_method(method, n, d, probes)
+    key = probe_key(n, d, tok["rho"], tok["trial"])
+    if how == "exact":
+        eta = jacobian.eta_exact_grid(X, betas, alpha)
+        se = np.zeros_like(eta)
+        used_probes = 0
+    else:
+        eta, se = jacobian.eta_hutchinson_grid(
+            X, betas, alpha, probes=probes, rng=job_rng(root_seed, key), kind=probe_kind
+        )
+        used_probes = probes
+    w1, w2 = norm_moments(X)
+    plateau = eta_plateau(d, alpha, w1, w2)
+    nan = np.full(gam.size, np.nan)
+    lim, simp, simp_w = nan.copy(), nan.copy(), nan.copy()
+    if ok:
+        lim = np.array([theory.eta_limit(rho_hat, g, d, alpha, q_hat) for g in gam])
+        simp = np.array([theory.simplex_eta(n, d, rho_hat, b, alpha, q_hat) for b in betas])
+        simp_w = np.array(
+            [
+                theory.simplex_eta(
+                    n, d, rho_hat, b, alpha, q_hat, mean_inv_norm=w1, mean_inv_sq_norm=w2
+                )
+                for b in betas
+            ]
+        )
+    # provenance: the probe generator's key for Hutchinson, the token draw's key otherwise
+    if how == "hutchinson":
+        prov = provenance(root_seed, key, params)
+    else:
+        prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+    return pd.DataFrame(
+        {
+            "d": d,
+            "n": n,
+            "rho": tok["rho"],
+            "rho_hat": rho_hat,
+            "q_hat": q_hat,
+            "mean_inv_sq_norm": w2,
+            "trial": tok["trial"],
+            "gamma_kind": kind,
+            "gamma": gam,
+            "gamma_over_gc_hat": gam / gc_hat,
+            "beta": betas,
+            "alpha": alpha,
+            "method": how,
+            "probes": used_probes,
+            "eta": eta,
+            "eta_se": se,
+            "eta_plateau": plateau,
+            "eta_rel": eta / plateau,
+            "eta_limit": lim,
+            "eta_simplex_n": simp,
+            "eta_simplex_n_norms": simp_w,
+            "root_seed": prov["root_seed"],
+            "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
+            "params_hash": prov["params_hash"],
+            "attnscale_version": prov["attnscale_version"],
+            "git_commit": prov["git_commit"],
+        }
+    )
+
+
+def run_eta(
+    tokens_paths,
+    out_csv,
+    *,
+    gammas,
+    alpha: float,
+    method: str,
+    probes: int,
+    probe_kind: str,
+    root_seed: int,
+) -> None:
+    """Script entry point of rule ``paper_a_eta``: one table for all draws of one (n, d, rho)."""
+    tables = []
+    for path in tokens_paths:
+        tok = load_tokens(path)
+        params = {
+            "gammas": [float(g) for g in gammas],
+            "alpha": float(alpha),
+            "n": tok["n"],
+            "method": method,
+            "probes": int(probes),
+            "probe_kind": probe_kind,
+        }
+        df = eta_table(
+            tok,
+            gammas,
+            alpha,
+            method=method,
+            probes=probes,
+            probe_kind=probe_kind,
+            root_seed=root_seed,
+            params=params,
+        )
+        LOG.info("d = %d, rho = %g, trial %d: eta by %s", tok["d"], tok["rho"], tok["trial"],
+                 df["method"].iloc[0])  # fmt: skip
+        tables.append(df)
+    save_csv(out_csv, pd.concat(tables, ignore_index=True))
+
+
+def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
+    """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell."""
+    grid = rows[rows["gamma_kind"] == "grid"]
+    out = _mean_se(
+        grid.groupby(["d", "n", "alpha", "rho", "gamma"], sort=True),
+        ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"],
+    )
+    out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
+    keys = ["d", "n", "alpha", "rho", "gamma"]
+    prov = grid.groupby(keys, sort=True).agg(
+        method=("method", "first"),
+        probes=("probes", "first"),
+        root_seed=("root_seed", "first"),
+        spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
+        params_hash=("params_hash", "first"),
+        attnscale_version=("attnscale_version", "first"),
+        git_commit=("git_commit", "first"),
+    )
+    return out.merge(prov.reset_index(), on=keys, how="left")
+
+
+def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
+    """eta at ``gamma_c(rho_hat)`` per draw with its theory columns."""
+    crit = rows[rows["gamma_kind"] == "critical"].copy()
+    cols = [
+        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "gamma",
+        "beta", "method", "probes", "eta", "eta_se", "eta_plateau", "eta_limit", "eta_simplex_n",
+        "eta_simplex_n_norms", "root_seed", "spawn_key", "params_hash", "attnscale_version",
+        "git_commit",
+    ]  # fmt: skip
+    return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
+
+
+def run_eta_summary(csv_paths, figure2_csv, critical_csv) -> None:
+    """Script entry point of rule ``paper_a_eta_summary``."""
+    rows = read_csvs(csv_paths)
+    save_csv(figure2_csv, figure2_data(rows))
+    save_csv(critical_csv, eta_critical_data(rows))
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem table and finite-size check
+# ---------------------------------------------------------------------------------------------
+
+
+def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
+    """Simulation beside theory for one draw at ``gamma = f gamma_c(rho_hat)`` (spec §3-§5).
+
+    For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
+    mechanism of spec §3: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
+    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.attention.angle_ratio_grid`)
+    and exact eta (:func:`attnscale.jacobian.eta_exact_grid`), each with its n -> inf limit
+    (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: spec §3) and its finite-n
+    simplex value (:func:`attnscale.theory.simplex_self_weight`, ``simplex_map``,
+    ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised
+    norm moments (``eta_simplex_n_norms``). A draw with ``rho_hat`` outside (0, 1) has no
+    ``gamma_c`` and gives no rows (logged).
+    """
+    X, n, d = tok["X"], tok["n"], tok["d"]
+    rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
+    factors = check_vector("gamma_factors", gamma_factors, low=0.0, low_open=True)
+    alphas = check_vector("alphas", alphas, low=0.0)
+    if not _rho_ok(rho_hat):
+        LOG.warning("d = %d trial %d: rho_hat = %g outside (0, 1), draw skipped", d,
+                    tok["trial"], rho_hat)  # fmt: skip
+        return pd.DataFrame()
+    gc_hat = theory.gamma_c(rho_hat)
+    gam = factors * gc_hat
+    betas = gam * np.log(n)
+    eta = jacobian.eta_exact_grid(X, betas, alphas)  # (alphas, factors)
+    lam = [attention.angle_ratio_grid(X, betas, a) for a in alphas]
+    w1, w2 = norm_moments(X)
+    Y, _ = attention.normalise(X)
+    prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+    out = []
+    for k, (f, g, beta) in enumerate(zip(factors, gam, betas, strict=True)):
+        A = attention.attention_weights(X, beta)
+        self_w = float(np.mean(np.diag(A)))
+        AY = A @ Y
+        for ia, alpha in enumerate(alphas):
+            cos = tokens.mean_cosine(AY + alpha * X)
+            out.append(
+                {
+                    "d": d,
+                    "n": n,
+                    "rho": tok["rho"],
+                    "trial": tok["trial"],
+                    "rho_hat": rho_hat,
+                    "q_hat": q_hat,
+                    "mean_inv_sq_norm": w2,
+                    "alpha": alpha,
+                    "gamma_factor": f,
+                    "gamma": g,
+                    "beta": beta,
+                    "self_weight": self_w,
+                    "self_weight_limit": theory.self_weight_limit(rho_hat, g),
+                    "self_weight_simplex_n": theory.simplex_self_weight(n, rho_hat, beta),
+                    "cosine": cos,
+                    "cosine_limit": theory.cosine_limit(rho_hat, g, alpha, q_hat),
+                    "cosine_simplex_n": theory.simplex_map(n, rho_hat, beta, alpha, q_hat)[0],
+                    "lambda": lam[ia][k],
+                    "lambda_limit": theory.lambda_limit(rho_hat, g, alpha, q_hat),
+                    "lambda_simplex_n": theory.simplex_lambda(n, rho_hat, beta, alpha, q_hat),
+                    "eta": eta[ia, k],
+                    "eta_limit": theory.eta_limit(rho_hat, g, d, alpha, q_hat),
+                    "eta_simplex_n": theory.simplex_eta(n, d, rho_hat, beta, alpha, q_hat),
+                    "eta_simplex_n_norms": theory.simplex_eta(
+                        n, d, rho_hat, beta, alpha, q_hat, mean_inv_norm=w1, mean_inv_sq_norm=w2
+                    ),
+                    "root_seed": prov["root_seed"],
+                    "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
+                    "params_hash": prov["params_hash"],
+                    "attnscale_version": prov["attnscale_version"],
+                    "git_commit": prov["git_commit"],
+                }
+            )
+    return pd.DataFrame(out).sort_values(["alpha", "gamma_factor"], kind="stable")
+
+
+def run_theory_rows(tokens_paths, out_csv, *, gamma_factors, alphas) -> None:
+    """Script entry point of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
+    :func:`theory_rows` for every token draw in ``tokens_paths``, concatenated."""
+    frames = []
+    for path in tokens_paths:
+        tok = load_tokens(path)
+        params = {
+            "gamma_factors": [float(f) for f in gamma_factors],
+            "alphas": [float(a) for a in alphas],
+            "n": tok["n"],
+        }
+        frames.append(theory_rows(tok, gamma_factors, alphas, params))
+    df = pd.concat(frames, ignore_index=True)
+    if df.empty:
+        raise ValueError(f"no token draw in {list(tokens_paths)} has rho_hat in (0, 1)")
+    save_csv(out_csv, df)
+
+
+THEORY_KEYS = ["d", "n", "rho", "alpha", "gamma_factor"]
+
+
+def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Tidy theorem table: one row per (d, n, rho, alpha, gamma_factor, quantity).
+
+    ``sim_mean``/``sim_se``: the simulation's mean and standard error over draws;
+    ``simplex_n``/``limit``: the theory values, averaged over draws (each draw is evaluated at its
+    own ``rho_hat`` and ``q_hat``); ``diff_mean``/``diff_se``: the paired difference simulation
+    minus finite-n simplex value per draw, ``z = diff_mean / diff_se`` and
+    ``within_2se = |z| <= 2``. For eta, ``simplex_n_norms`` uses the realised norm moments.
+    """
+    out = []
+    for keys, g in rows.groupby(THEORY_KEYS, sort=True):
+        t = len(g)
+        for qty in QUANTITIES:
+            sim = g[qty].to_numpy()
+            simp = g[f"{qty}_simplex_n"].to_numpy()
+            diff = sim - simp
+            se = sim.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
+            dse = diff.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
+            z = diff.mean() / dse if t > 1 and dse > 0 else np.nan
+            rec = dict(zip(THEORY_KEYS, keys, strict=True))
+            rec.update(
+                {
+                    "quantity": qty,
+                    "trials": t,
+                    "rho_hat_mean": g["rho_hat"].mean(),
+                    "q_hat_mean": g["q_hat"].mean(),
+                    "gamma_mean": g["gamma"].mean(),
+                    "sim_mean": sim.mean(),
+                    "sim_se": se,
+                    "simplex_n": simp.mean(),
+                    "limit": g[f"{qty}_limit"].mean(),
+                    "diff_mean": diff.mean(),
+                    "diff_se": dse,
+                    "z": z,
+                    "within_2se": bool(np.isfinite(z) and abs(z) <= 2.0),
+                    "simplex_n_norms": np.nan,
+                    "z_norms": np.nan,
+                }
+            )
+            if qty == "eta":
+                dn = sim - g["eta_simplex_n_norms"].to_numpy()
+                dnse = dn.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
+                rec["simplex_n_norms"] = g["eta_simplex_n_norms"].mean()
+                rec["z_norms"] = dn.mean() / dnse if t > 1 and dnse > 0 else np.nan
+            out.append(rec)
+    return pd.DataFrame(out)
+
+
+def run_theorem_table(csv_paths, out_csv) -> None:
+    """Script entry point of rule ``paper_a_theorem_table_data``."""
+    save_csv(out_csv, theorem_table(read_csvs(csv_paths)))
+
+
+def run_finite_size(csv_paths, out_csv) -> None:
+    """Script entry point of rule ``paper_a_finite_size_data``: the theorem table of the
+    finite-size draws (one ``gamma_factor``, usually 1: the critical values)."""
+    save_csv(out_csv, theorem_table(read_csvs(csv_paths)))
