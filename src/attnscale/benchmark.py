@@ -122,7 +122,7 @@ def naive_angle_ratio_grid(X: np.ndarray, betas) -> np.ndarray:
     return np.array(out)
 
 
-def bench_lambda(n: int, d: int, gammas: int, peak: float, repeat: int = 2) -> dict:
+def bench_lambda(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> dict:
     """Grid lambda vs the naive per-gamma recompute; both on the same tokens and gammas."""
     X = _tokens(n, d)
     betas = np.geomspace(0.25, 12.0, gammas) * np.log(n)
@@ -138,19 +138,22 @@ def bench_lambda(n: int, d: int, gammas: int, peak: float, repeat: int = 2) -> d
             "max_abs_diff_vs_baseline": err}  # fmt: skip
 
 
-def bench_eta(n: int, d: int, probes: int, peak: float, repeat: int = 2) -> dict:
-    """Batched Hutchinson eta vs an unbatched per-probe loop (same probes)."""
+def bench_eta(n: int, d: int, probes: int, peak: float, repeat: int = 3) -> dict:
+    """:func:`attnscale.jacobian.eta_hutchinson` (all probes batched) against an unbatched loop
+    that calls :func:`attnscale.jacobian.jvp` once per probe on the same probes."""
     from . import jacobian
 
     X = _tokens(n, d)
     beta = 2.0 * np.log(n)
-    V = jacobian.draw_probes(np.random.default_rng(1), probes, n, d, "rademacher")
 
     def batched():
-        return np.sum(jacobian.jvp(X, V, beta) ** 2)
+        return jacobian.eta_hutchinson(X, beta, probes=probes, rng=np.random.default_rng(1))[0]
 
     def looped():
-        return sum(np.sum(jacobian.jvp(X, V[k], beta) ** 2) for k in range(probes))
+        V = jacobian.draw_probes(np.random.default_rng(1), probes, n, d, "rademacher")
+        return sum(np.sum(jacobian.jvp(X, V[k], beta) ** 2) for k in range(probes)) / (
+            n * d * probes
+        )
 
     fast = best_time(batched, repeat)
     slow = best_time(looped, 1)
@@ -159,6 +162,38 @@ def bench_eta(n: int, d: int, probes: int, peak: float, repeat: int = 2) -> dict
             "seconds": fast, "gflops": gflops, "fraction_of_gemm_peak": gflops / peak,
             "baseline_seconds": slow, "speedup_vs_baseline": slow / fast,
             "max_abs_diff_vs_baseline": float(abs(batched() - looped()) / looped())}  # fmt: skip
+
+
+def bench_paper_b(repeat: int = 3) -> list[dict]:
+    """Paper B throughput in keys per second, at the default figures' sizes.
+
+    * phase diagram: one column of the A_(1) heat map (d = 5, n = 1e4 keys, 100 contexts, 36
+      betas): drawing the keys on S^4 and evaluating A_(1) at every beta; reported as keys
+      drawn per second and key-beta evaluations per second.
+    * vector fields: attention output of 500 queries against one context of 1e4 keys on S^2
+      (d = 3); reported as query-key pairs per second.
+    """
+    from . import keys
+
+    rng = np.random.default_rng(0)
+    n, d, trials, nb = 10_000, 5, 100, 36
+    betas = np.geomspace(0.1, 1e3, nb)
+
+    def phase():
+        T = keys.sample_d2q_uniform(trials, n, d, np.random.default_rng(1))
+        return keys.top_weight_from_d2q(T, betas)
+
+    t_phase = best_time(phase, repeat)
+    Q = keys.fibonacci_sphere(500)
+    K = keys.sample_uniform_sphere(10_000, 3, rng)
+    t_vf = best_time(lambda: keys.attention_output(Q, K, 100.0), repeat)
+    return [
+        {"benchmark": "paper_b_phase", "variant": f"d=5, {trials} contexts, {nb} betas", "n": n,
+         "d": d, "seconds": t_phase, "keys_per_s": trials * n / t_phase,
+         "key_betas_per_s": trials * n * nb / t_phase},
+        {"benchmark": "paper_b_vector_field", "variant": "500 queries, one context", "n": 10_000,
+         "d": 3, "seconds": t_vf, "keys_per_s": 500 * 10_000 / t_vf},
+    ]  # fmt: skip
 
 
 def scaling_one(n: int, d: int, what: str) -> dict:
@@ -223,13 +258,8 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
     except ImportError:
         say("eta: attnscale.jacobian not available, skipped")
     if paper_b:
-        try:
-            from .experiments.paper_b import keys_per_second
-        except ImportError:
-            keys_per_second = None
-        if keys_per_second is not None:
-            rows += keys_per_second()
-            say("paper B: done")
+        rows += bench_paper_b()
+        say(f"paper B: {rows[-2:]}")
     for what in ("lambda", "eta"):
         rows += bench_scaling(scaling_ns, scaling_d, what)
         say(f"scaling {what}: done")
@@ -243,7 +273,7 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
 def markdown_table(df) -> str:
     """A short table of the ratios for the README."""
     lines = ["| benchmark | n | d | variant | seconds | GFLOP/s | fraction of GEMM peak | "
-             "speed-up vs baseline | peak MB |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "speed-up vs baseline | peak MB | keys/s |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
 
     def f(v, fmt):
         return "" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, fmt)
@@ -253,7 +283,7 @@ def markdown_table(df) -> str:
             f"| {r['benchmark']} | {r.get('n', '')} | {r.get('d', '')} | {r.get('variant', '')} | "
             f"{f(r.get('seconds'), '.3g')} | {f(r.get('gflops'), '.1f')} | "
             f"{f(r.get('fraction_of_gemm_peak'), '.2f')} | {f(r.get('speedup_vs_baseline'), '.1f')} | "
-            f"{f(r.get('peak_mem_mb'), '.0f')} |"
+            f"{f(r.get('peak_mem_mb'), '.0f')} | {f(r.get('keys_per_s'), '.3g')} |"
         )
     return "\n".join(lines)
 

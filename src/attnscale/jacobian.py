@@ -68,20 +68,34 @@ def _check_probes(V, shape) -> tuple[np.ndarray, bool]:
 def _tangent(Y: np.ndarray, r: np.ndarray, V: np.ndarray) -> np.ndarray:
     """``dy_i = P_i v_i / r_i`` with ``P_i = I - y_i y_i^T`` for a stack ``V`` of shape (k, n, d)."""
     proj = np.einsum("knd,nd->kn", V, Y)
-    return (V - proj[:, :, None] * Y[None]) / r[None, :, None]
+    out = proj[:, :, None] * Y[None]
+    np.subtract(V, out, out=out)
+    out *= (1.0 / r)[None, :, None]
+    return out
 
 
-def _apply(Y, A, beta, alpha, V, dY, Gv) -> np.ndarray:
-    """``J v`` for a probe stack, given ``dY`` and ``Gv = dY Y^T + Y dY^T`` (both beta-free).
+def _side_by_side(dY: np.ndarray) -> np.ndarray:
+    """``[dY_1 ... dY_k]`` as one ``(n, k d)`` matrix (beta-free: built once per call)."""
+    k, n, d = dY.shape
+    return np.ascontiguousarray(dY.transpose(1, 0, 2)).reshape(n, k * d)
 
-    ``dS = beta Gv``, ``dA = A * (dS - rowsum(A * dS))``, ``J v = dA Y + A dY + alpha V``.
+
+def _apply(Y, A, beta, alpha, V, dYcat, Gv, work=None) -> np.ndarray:
+    """``J v`` for a probe stack, given ``dYcat = [dY_1 ... dY_k]`` and
+    ``Gv = dY Y^T + Y dY^T`` (both beta-free).
+
+    ``dS = beta Gv``, ``dA = A * (dS - rowsum(A * dS))``, ``J v = dA Y + A dY + alpha V``,
+    evaluated as ``s = rowsum(A * Gv)``, ``W = A * (Gv - s)`` (three in-place passes over the
+    ``(k, n, n)`` stack, in the reusable buffer ``work``) and two stacked GEMMs,
+    ``W (beta Y)`` and ``A [dY_1 ... dY_k]``.
     """
     k, n, d = V.shape
-    W = A[None] * Gv
-    W -= A[None] * W.sum(axis=2, keepdims=True)
-    W *= beta
-    out = (W.reshape(k * n, n) @ Y).reshape(k, n, d)
-    ady = A @ np.ascontiguousarray(dY.transpose(1, 0, 2)).reshape(n, k * d)
+    W = np.empty_like(Gv) if work is None else work
+    s = np.einsum("knm,nm->kn", Gv, A)
+    np.subtract(Gv, s[:, :, None], out=W)
+    W *= A[None]
+    out = (W.reshape(k * n, n) @ (beta * Y)).reshape(k, n, d)
+    ady = A @ dYcat
     out += ady.reshape(n, k, d).transpose(1, 0, 2)
     if alpha:
         out += alpha * V
@@ -92,7 +106,23 @@ def _probe_gram(Y: np.ndarray, dY: np.ndarray) -> np.ndarray:
     """``Gv_p = dY_p Y^T + Y dY_p^T`` for every probe, shape (k, n, n) (one stacked GEMM)."""
     k, n, d = dY.shape
     T = (dY.reshape(k * n, d) @ Y.T).reshape(k, n, n)
-    return T + T.transpose(0, 2, 1)
+    for p in range(k):
+        _symmetrise(T[p])
+    return T
+
+
+def _symmetrise(T: np.ndarray, tile: int = 128) -> None:
+    """``T <- T + T^T`` in place, tile pair by tile pair (cache-friendly: about twice as fast
+    as ``T += T.T.copy()`` at n = 1024)."""
+    n = T.shape[0]
+    for i0 in range(0, n, tile):
+        rows = slice(i0, min(n, i0 + tile))
+        T[rows, rows] += T[rows, rows].T.copy()
+        for j0 in range(i0 + tile, n, tile):
+            cols = slice(j0, min(n, j0 + tile))
+            upper = T[rows, cols].copy()
+            T[rows, cols] += T[cols, rows].T
+            T[cols, rows] += upper.T
 
 
 def jvp(X: np.ndarray, V: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
@@ -124,7 +154,7 @@ def jvp(X: np.ndarray, V: np.ndarray, beta: float, alpha: float = 0.0) -> np.nda
     Y = X / r[:, None]
     A = softmax_rows(beta * (Y @ Y.T))
     dY = _tangent(Y, r, V)
-    out = _apply(Y, A, beta, alpha, V, dY, _probe_gram(Y, dY))
+    out = _apply(Y, A, beta, alpha, V, _side_by_side(dY), _probe_gram(Y, dY))
     return out[0] if single else out
 
 
@@ -167,7 +197,13 @@ def draw_probes(rng: np.random.Generator, probes: int, n: int, d: int, kind: str
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     if kind == "rademacher":
-        return rng.integers(0, 2, size=(probes, n, d)).astype(np.float64) * 2.0 - 1.0
+        # one random bit per sign: ~8x faster than integers(0, 2) and the same law
+        size = probes * n * d
+        bits = np.unpackbits(np.frombuffer(rng.bytes((size + 7) // 8), dtype=np.uint8))
+        V = np.empty((probes, n, d))
+        np.multiply(bits[:size].reshape(probes, n, d), 2.0, out=V)
+        V -= 1.0
+        return V
     if kind == "gaussian":
         return rng.standard_normal((probes, n, d))
     raise ValueError(f"kind must be one of {PROBE_KINDS}, got {kind!r}")
@@ -234,6 +270,8 @@ def eta_hutchinson_grid(
     block_entries : int, optional
         Budget for the probe stack ``(probes, n, n)`` in float64 entries; larger stacks are
         processed in groups of probes (each group redraws nothing: probes are drawn up front).
+        When even one ``n x n`` matrix exceeds it, the computation runs in row blocks with
+        memory ``O(block_entries + n d)`` (:func:`_hutchinson_sq_blocked`), e.g. n = 32768.
 
     Returns
     -------
@@ -249,27 +287,64 @@ def eta_hutchinson_grid(
     n, d = X.shape
     V = draw_probes(rng, probes, n, d, kind)
     Y = X / r[:, None]
+    if n * n > block_entries:  # not even one probe's n x n stack fits: row blocks
+        sq = _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, max(1, block_entries // (4 * n)))
+        return _hutchinson_summary(sq, n, d, probes, betas.size)
     M0 = Y @ Y.T
     M0 -= M0.max(axis=1, keepdims=True)
-    group = int(max(1, min(probes, block_entries // (n * n))))
+    group = int(max(1, min(probes, block_entries // (2 * n * n))))  # Gv and its work buffer
     sq = np.empty((probes, betas.size))
     for p0 in range(0, probes, group):
         Vg = V[p0 : p0 + group]
         dY = _tangent(Y, r, Vg)
         Gv = _probe_gram(Y, dY)
+        dYcat = _side_by_side(dY)
+        work = np.empty_like(Gv)
         for b, beta in enumerate(betas):
             A = np.exp(beta * M0)
             A /= A.sum(axis=1, keepdims=True)
-            JV = _apply(Y, A, beta, alpha, Vg, dY, Gv)
+            JV = _apply(Y, A, beta, alpha, Vg, dYcat, Gv, work)
             sq[p0 : p0 + group, b] = np.einsum("knd,knd->k", JV, JV)
+    return _hutchinson_summary(sq, n, d, probes, betas.size)
+
+
+def _hutchinson_summary(sq, n, d, probes, m):
+    """Mean and standard error of ``||J v_p||^2 / (n d)`` over probes, per beta."""
     scale = 1.0 / (n * d)
     est = sq.mean(axis=0) * scale
-    se = (
-        sq.std(axis=0, ddof=1) / np.sqrt(probes) * scale
-        if probes > 1
-        else np.full(betas.size, np.nan)
-    )
+    se = sq.std(axis=0, ddof=1) / np.sqrt(probes) * scale if probes > 1 else np.full(m, np.nan)
     return est, se
+
+
+def _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, block_rows):
+    """``||J v_p||^2`` for every probe and beta in row blocks: memory ``O(block_rows x n + n d)``.
+
+    Row block ``I`` of ``J v`` needs only rows ``I`` of ``A`` and of
+    ``Gv = dY Y^T + Y dY^T`` (``dY_I Y^T + Y_I dY^T``, two ``b x d x n`` GEMMs), so no
+    ``n x n`` matrix is formed. Cost ``8 n^2 d`` flops per probe and beta (the unblocked path
+    shares ``dY Y^T`` between ``Gv`` and its transpose and pays ``6 n^2 d`` for one beta).
+    Same probes, same numbers as the unblocked path up to rounding.
+    """
+    k, n, d = V.shape
+    dY = _tangent(Y, r, V)
+    sq = np.zeros((k, betas.size))
+    for start in range(0, n, block_rows):
+        stop = min(n, start + block_rows)
+        M = Y[start:stop] @ Y.T
+        M -= M.max(axis=1, keepdims=True)
+        for b, beta in enumerate(betas):
+            A = np.exp(beta * M)
+            A /= A.sum(axis=1, keepdims=True)
+            for p in range(k):
+                G = dY[p, start:stop] @ Y.T
+                G += Y[start:stop] @ dY[p].T
+                G *= A
+                G -= A * G.sum(axis=1, keepdims=True)
+                out = beta * (G @ Y) + A @ dY[p]
+                if alpha:
+                    out += alpha * V[p, start:stop]
+                sq[p, b] += np.einsum("nd,nd->", out, out)
+    return sq
 
 
 def eta_exact(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:

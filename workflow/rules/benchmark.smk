@@ -4,7 +4,7 @@
 rule benchmark_suite:
     """Kernels against the machine's GEMM/exp throughput; time and memory against n."""
     input:
-        lib=lib("benchmark", "attention", "jacobian", "tokens"),
+        lib=lib("benchmark", "attention", "jacobian", "tokens", "keys"),
     output:
         csv="results/benchmarks/suite.csv",
         md="results/benchmarks/suite.md",
