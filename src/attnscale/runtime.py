@@ -37,3 +37,21 @@ def job(log_path, threads: int = 1, name: str = "job"):
     finally:
         LOG.info("%s: elapsed %.2f s", name, time.perf_counter() - t0)
         handler.close()
+
+
+class Progress:
+    """Progress lines for a job's log: ``"<what>: k/total done, elapsed t s"``.
+
+    Wall-clock time appears only in logs, never in results.
+    """
+
+    def __init__(self, what: str, total: int, log: logging.Logger = LOG):
+        self.what, self.total, self.done, self.log = what, int(total), 0, log
+        self.t0 = time.perf_counter()
+
+    def step(self, k: int = 1) -> None:
+        self.done += k
+        self.log.info(
+            "%s: %d/%d done, elapsed %.1f s",
+            self.what, self.done, self.total, time.perf_counter() - self.t0,
+        )  # fmt: skip

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import __version__, attention, theory, tokens
 from ..io import git_commit, provenance, save_csv, save_npz
-from ..runtime import LOG
+from ..runtime import LOG, Progress
 from ..seeding import job_rng, spawn_key
 
 TOKENS_STREAM = "paper_a/tokens"
@@ -124,10 +124,12 @@ def run_lambda(tokens_paths, out_csv, *, gammas, alpha: float) -> None:
     import pandas as pd
 
     tables = []
+    progress = Progress("lambda draws", len(tokens_paths))
     for path in tokens_paths:
         tok = load_tokens(path)
         params = {"gammas": [float(g) for g in gammas], "alpha": float(alpha), "n": tok["n"]}
         tables.append(lambda_table(tok, gammas, alpha, params))
+        progress.step()
     save_csv(out_csv, pd.concat(tables, ignore_index=True))
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import attention, jacobian, theory, tokens
 from ..io import provenance, read_csvs, save_csv
+from ..runtime import Progress
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
 from .paper_a import _mean_se, load_tokens
@@ -192,6 +193,7 @@ def run_eta(
 ) -> None:
     """Script entry point of rule ``paper_a_eta``: one table for all draws of one (n, d, rho)."""
     tables = []
+    progress = Progress("eta draws", len(tokens_paths))
     for path in tokens_paths:
         tok = load_tokens(path)
         params = {
@@ -215,6 +217,7 @@ def run_eta(
         LOG.info("d = %d, rho = %g, trial %d: eta by %s", tok["d"], tok["rho"], tok["trial"],
                  df["method"].iloc[0])  # fmt: skip
         tables.append(df)
+        progress.step()
     save_csv(out_csv, pd.concat(tables, ignore_index=True))
 
 

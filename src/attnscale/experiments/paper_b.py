@@ -17,6 +17,7 @@ from scipy import special
 from .. import keys
 from .. import sphere_theory as st
 from ..io import provenance, read_csvs, save_csv
+from ..runtime import Progress
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
 
@@ -427,6 +428,7 @@ def critical_laws(
             g, c, d, limit_trials, job_rng(root_seed, key)
         )
     samples = {}
+    progress = Progress("critical-law context sizes", len(ns))
     for n in ns:
         key = spawn_key(CRIT_STREAM, d, n)
         rng = job_rng(root_seed, key)
@@ -437,6 +439,7 @@ def critical_laws(
             s.append(T.min(axis=1) * n**alpha)
         prov = _prov(root_seed, key, {**base, "n": n, "gammas": gammas.tolist()})
         samples[n] = (np.concatenate(A), np.concatenate(s), betas, prov)
+        progress.step()
     # A_(1) grid per gamma: [0, top], top = the 99.9% quantile over all samples, rounded up to
     # a multiple of 0.05 (so narrow laws, e.g. d = 5 and small gamma, are resolved)
     grids = {}
@@ -612,7 +615,10 @@ def heat_drift(
     g2 = float(g @ g)
     e_perp = np.cross(q, g) / np.sqrt(g2)
     rows = []
+    progress = Progress(f"heat drift contexts (beta = {beta:g})", R)
     for r in range(R):
+        if r:
+            progress.step()  # context r - 1 is done
         X, T = keys.sample_x1x2_cap(n, q, t_c, rng)
         tmin = T.min()
         w = np.exp(-beta * (T - tmin))
@@ -634,6 +640,7 @@ def heat_drift(
                 else 0.0,
             }
         )
+    progress.step()
     df = pd.DataFrame(rows)
     for k, v in _prov(root_seed, key, params).items():
         df[k] = v
