@@ -26,6 +26,7 @@ include: "workflow/rules/paper_a.smk"
 include: "workflow/rules/paper_a_eta.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/paper_b.smk"
+include: "workflow/rules/paper_a_rules.smk"
 
 
 rule all:
@@ -34,3 +35,4 @@ rule all:
         PAPER_A_TARGETS,
         PAPER_A_ETA_TARGETS,
         PAPER_B_TARGETS,
+        PAPER_A_RULES_TARGETS,

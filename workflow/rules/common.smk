@@ -74,6 +74,7 @@ ROOT_SEED = int(config["seed"])
 PA = config["paper_a"]
 PA_RHO = checked_grid("paper_a", "rho", low=0.0, high=1.0)
 PA_GAMMA = checked_grid("paper_a", "gamma", low=0.0, high=None)
+PA_RULES_N = checked_values("paper_a.scaling_rules.n", low=1.0)
 if not math.isfinite(PA["alpha"]) or PA["alpha"] < 0:
     _fail("paper_a.alpha", "a finite number >= 0", PA["alpha"])
 PA_RHO_STR = [fmt(r) for r in PA_RHO]

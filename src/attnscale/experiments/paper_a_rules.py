@@ -1,0 +1,19 @@
+"""Compute step of the scaling-rules figure (ours): rules x n table (spec scaling-rules.md)."""
+
+from __future__ import annotations
+
+from ..io import provenance, save_csv
+from ..scaling_rules import rules_table
+
+
+def run_scaling_rules(out_csv, *, ns, overlay_n: float) -> None:
+    """Script entry point of rule ``paper_a_scaling_rules_data``: ``m(n)`` and
+    ``gamma_eff / gamma_c`` (calibration A) on the ``n`` grid plus the overlay context size."""
+    grid = sorted({float(n) for n in ns} | {float(overlay_n)})
+    df = rules_table(grid)
+    df["is_overlay_n"] = df["n"] == float(overlay_n)
+    prov = provenance(None, None, {"ns": grid, "overlay_n": float(overlay_n)})
+    df["params_hash"] = prov["params_hash"]
+    df["attnscale_version"] = prov["attnscale_version"]
+    df["git_commit"] = prov["git_commit"]
+    save_csv(out_csv, df)
