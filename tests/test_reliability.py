@@ -106,3 +106,23 @@ def test_html_report_builds(smoke_run):
     html = (work / "report.html").read_text(errors="replace")
     assert "Paper A" in html
     assert len(html) > 10_000
+
+
+def test_every_results_table_records_its_provenance(smoke_run):
+    """Every CSV under results/ (benchmark timings aside) carries a parameter hash, the package
+    version and the git commit; tables made from random draws also carry the root seed."""
+    bad = {}
+    for p in sorted((smoke_run["dir"] / "results").rglob("*.csv")):
+        rel = p.relative_to(smoke_run["dir"] / "results")
+        if rel.parts[0] == "benchmarks":
+            continue
+        cols = set(pd.read_csv(p, nrows=1).columns)
+        missing = {"attnscale_version", "git_commit"} - cols
+        if not cols & {"params_hash", "params_hashes"}:
+            missing.add("params_hash")
+        deterministic = p.name in {"scaling_rules.csv", "heat_drift_theory.csv"}  # no draws
+        if not deterministic and "root_seed" not in cols:
+            missing.add("root_seed")
+        if missing:
+            bad[str(rel)] = sorted(missing)
+    assert not bad, bad

@@ -400,6 +400,12 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                     "z_norms": np.nan,
                 }
             )
+            # provenance of the draws behind the row (the per-draw tables hold the details)
+            rec["root_seed"] = g["root_seed"].iloc[0]
+            rec["spawn_keys"] = ";".join(sorted(set(map(str, g["spawn_key"]))))
+            rec["params_hashes"] = ";".join(sorted(set(map(str, g["params_hash"]))))
+            rec["attnscale_version"] = g["attnscale_version"].iloc[0]
+            rec["git_commit"] = g["git_commit"].iloc[0]
             if qty == "eta":
                 dn = sim - g["eta_simplex_n_norms"].to_numpy()
                 dnse = dn.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan

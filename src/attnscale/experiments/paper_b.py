@@ -39,6 +39,8 @@ def _prov(root_seed, key, params) -> dict:
         "root_seed": p["root_seed"],
         "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
         "params_hash": p["params_hash"],
+        "attnscale_version": p["attnscale_version"],
+        "git_commit": p["git_commit"],
     }
 
 
@@ -680,6 +682,8 @@ def heat_drift_summary(rows: pd.DataFrame, q, theory_betas) -> tuple[pd.DataFram
                 "root_seed": sub["root_seed"].iloc[0],
                 "spawn_key": sub["spawn_key"].iloc[0],
                 "params_hash": sub["params_hash"].iloc[0],
+                "attnscale_version": sub["attnscale_version"].iloc[0],
+                "git_commit": sub["git_commit"].iloc[0],
             }
         )
     summ = pd.DataFrame(out)
@@ -695,6 +699,9 @@ def heat_drift_summary(rows: pd.DataFrame, q, theory_betas) -> tuple[pd.DataFram
             for b in tb
         ]
     )
+    prov = provenance(None, None, {"q": np.asarray(q, float).tolist(), "theory_betas": tb.tolist()})
+    for k in ("params_hash", "attnscale_version", "git_commit"):
+        curve[k] = prov[k]  # deterministic quadrature: no seed
     return summ, curve
 
 
