@@ -401,11 +401,12 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                 }
             )
             # provenance of the draws behind the row (the per-draw tables hold the details)
-            rec["root_seed"] = g["root_seed"].iloc[0]
-            rec["spawn_keys"] = ";".join(sorted(set(map(str, g["spawn_key"]))))
-            rec["params_hashes"] = ";".join(sorted(set(map(str, g["params_hash"]))))
-            rec["attnscale_version"] = g["attnscale_version"].iloc[0]
-            rec["git_commit"] = g["git_commit"].iloc[0]
+            for col, name in (("root_seed", "root_seed"), ("spawn_key", "spawn_keys"),
+                              ("params_hash", "params_hashes"),
+                              ("attnscale_version", "attnscale_version"),
+                              ("git_commit", "git_commit")):  # fmt: skip
+                if col in g:
+                    rec[name] = ";".join(sorted(set(map(str, g[col]))))
             if qty == "eta":
                 dn = sim - g["eta_simplex_n_norms"].to_numpy()
                 dnse = dn.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
