@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_matrix, check_nonzero_rows, check_real, check_vector
+from .validation import check_layer_inputs, check_matrix, check_nonzero_rows, check_vector
 
 #: Pairs with ``1 - <y_i, y_j>`` below this (as read from the Gram matrix) are treated exactly.
 NEAR_PAIR_TOL = 1e-6
@@ -43,15 +43,6 @@ def default_block_rows(n: int, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> in
     return int(max(1, min(n, block_entries // n)))
 
 
-def _check_inputs(X, beta=None, alpha=0.0):
-    X = check_matrix("X", X, min_rows=2)
-    r = check_nonzero_rows("X", X)
-    if beta is not None:
-        beta = check_real("beta", beta, low=0.0)
-    alpha = check_real("alpha", alpha, low=0.0)
-    return X, r, beta, alpha
-
-
 def normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pre-LN normalisation ``y_i = x_i / ||x_i||`` (spec §1). Returns ``(Y, r)``, ``r_i = ||x_i||``."""
     X = check_matrix("X", X)
@@ -68,7 +59,7 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
 
 def attention_weights(X: np.ndarray, beta: float) -> np.ndarray:
     """The ``n x n`` attention matrix ``A = row-softmax(beta Y Y^T)`` of spec §1."""
-    X, _, beta, _ = _check_inputs(X, beta)
+    X, _, beta, _ = check_layer_inputs(X, beta)
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     return softmax_rows(beta * (Y @ Y.T))
 
@@ -90,7 +81,7 @@ def forward(X: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
     numpy.ndarray
         ``(n, d)`` outputs ``X'`` (before the next normalisation).
     """
-    X, r, beta, alpha = _check_inputs(X, beta, alpha)
+    X, r, beta, alpha = check_layer_inputs(X, beta, alpha)
     Y = X / r[:, None]
     A = softmax_rows(beta * (Y @ Y.T))
     return A @ Y + alpha * X
@@ -118,7 +109,7 @@ def angle_ratio(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:
     float
         lambda (``nan`` if every pair is coincident).
     """
-    X, r, beta, alpha = _check_inputs(X, beta, alpha)
+    X, r, beta, alpha = check_layer_inputs(X, beta, alpha)
     Y = X / r[:, None]
     Xp = forward(X, beta, alpha)
     Yp = Xp / np.linalg.norm(Xp, axis=1, keepdims=True)
@@ -183,7 +174,7 @@ def angle_ratio_grid(
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
-    X, r, _, alpha = _check_inputs(X, None, alpha)
+    X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     n, d = X.shape
     m = betas.size

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .attention import softmax_rows
-from .validation import check_int, check_matrix, check_nonzero_rows, check_real, check_vector
+from .validation import check_int, check_layer_inputs, check_real, check_vector
 
 #: Default size of one stacked ``(betas x rows, n)`` work block, in float64 entries (1 MiB:
 #: small enough to stay in cache, large enough for efficient GEMMs).
@@ -39,15 +39,6 @@ DEFAULT_PROBE_ENTRIES = 32 * 2**20
 MAX_DENSE = 4096
 
 PROBE_KINDS = ("rademacher", "gaussian")
-
-
-def _check_inputs(X, beta=None, alpha=0.0):
-    X = check_matrix("X", X, min_rows=2)
-    r = check_nonzero_rows("X", X)
-    if beta is not None:
-        beta = check_real("beta", beta, low=0.0)
-    alpha = check_real("alpha", alpha, low=0.0)
-    return X, r, beta, alpha
 
 
 def _check_probes(V, shape) -> tuple[np.ndarray, bool]:
@@ -149,7 +140,7 @@ def jvp(X: np.ndarray, V: np.ndarray, beta: float, alpha: float = 0.0) -> np.nda
     numpy.ndarray
         ``J v`` with the shape of ``V``.
     """
-    X, r, beta, alpha = _check_inputs(X, beta, alpha)
+    X, r, beta, alpha = check_layer_inputs(X, beta, alpha)
     V, single = _check_probes(V, X.shape)
     Y = X / r[:, None]
     A = softmax_rows(beta * (Y @ Y.T))
@@ -178,7 +169,7 @@ def jacobian(X: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
     numpy.ndarray
         ``(n d, n d)`` matrix.
     """
-    X, r, beta, alpha = _check_inputs(X, beta, alpha)
+    X, r, beta, alpha = check_layer_inputs(X, beta, alpha)
     n, d = X.shape
     if n * d > MAX_DENSE:
         raise ValueError(f"X must have n d <= {MAX_DENSE} for a dense Jacobian, got n d = {n * d}")
@@ -227,7 +218,7 @@ def eta_hutchinson(
     (float, float)
         The estimate and its standard error (``nan`` for one probe).
     """
-    _check_inputs(X, beta, alpha)
+    check_layer_inputs(X, beta, alpha)
     est, se = eta_hutchinson_grid(X, [beta], alpha, probes=probes, rng=rng, kind=kind)
     return float(est[0]), float(se[0])
 
@@ -278,7 +269,7 @@ def eta_hutchinson_grid(
     (numpy.ndarray, numpy.ndarray)
         ``(m,)`` estimates and ``(m,)`` standard errors (``nan`` if ``probes == 1``).
     """
-    X, r, _, alpha = _check_inputs(X, None, alpha)
+    X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     probes = check_int("probes", probes, minimum=1)
     if kind not in PROBE_KINDS:
@@ -352,7 +343,7 @@ def eta_exact(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:
 
     See :func:`eta_exact_grid` for the formula and its cost.
     """
-    _check_inputs(X, beta, alpha)
+    check_layer_inputs(X, beta, alpha)
     return float(eta_exact_grid(X, [beta], alpha)[0])
 
 
@@ -434,7 +425,7 @@ def eta_exact_grid(
     numpy.ndarray
         ``(m,)`` eta for a scalar ``alpha``, ``(k, m)`` for a sequence of alphas.
     """
-    X, r, _, _ = _check_inputs(X, None, 0.0)
+    X, r, _, _ = check_layer_inputs(X, None, 0.0)
     betas = check_vector("betas", betas, low=0.0)
     scalar_alpha = np.ndim(alpha) == 0
     alphas = (

@@ -90,3 +90,17 @@ def check_vector(
             op = ">" if low_open else ">="
             raise ValueError(f"every entry of {name} must be {op} {low:g}, got {arr[bad][0]:g}")
     return arr
+
+
+def check_layer_inputs(X, beta=None, alpha=0.0):
+    """Checks shared by the attention layer and its Jacobian: ``X`` an ``(n, d)`` finite matrix
+    with ``n >= 2`` and non-zero rows, ``beta >= 0`` (unless ``None``), ``alpha >= 0``.
+
+    Returns ``(X as float64, row norms, beta, alpha)``.
+    """
+    X = check_matrix("X", X, min_rows=2)
+    r = check_nonzero_rows("X", X)
+    if beta is not None:
+        beta = check_real("beta", beta, low=0.0)
+    alpha = check_real("alpha", alpha, low=0.0)
+    return X, r, beta, alpha
