@@ -312,9 +312,11 @@ def _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, block_rows):
 
     Row block ``I`` of ``J v`` needs only rows ``I`` of ``A`` and of
     ``Gv = dY Y^T + Y dY^T`` (``dY_I Y^T + Y_I dY^T``, two ``b x d x n`` GEMMs), so no
-    ``n x n`` matrix is formed. Cost ``8 n^2 d`` flops per probe and beta (the unblocked path
-    shares ``dY Y^T`` between ``Gv`` and its transpose and pays ``6 n^2 d`` for one beta).
-    Same probes, same numbers as the unblocked path up to rounding.
+    ``n x n`` matrix is formed. The beta-free ``Gv`` rows of a probe are built once per block and
+    serve every beta; the softmax rows are recomputed per probe (an exp is far cheaper than the
+    GEMMs it would save). Cost ``4 n^2 d`` flops per probe and beta plus ``4 n^2 d`` per probe
+    (the unblocked path shares ``dY Y^T`` between ``Gv`` and its transpose and pays ``2 n^2 d``
+    per probe). Same probes, same numbers as the unblocked path up to rounding.
     """
     k, n, d = V.shape
     dY = _tangent(Y, r, V)
@@ -323,15 +325,18 @@ def _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, block_rows):
         stop = min(n, start + block_rows)
         M = Y[start:stop] @ Y.T
         M -= M.max(axis=1, keepdims=True)
-        for b, beta in enumerate(betas):
-            A = np.exp(beta * M)
-            A /= A.sum(axis=1, keepdims=True)
-            for p in range(k):
-                G = dY[p, start:stop] @ Y.T
-                G += Y[start:stop] @ dY[p].T
-                G *= A
-                G -= A * G.sum(axis=1, keepdims=True)
-                out = beta * (G @ Y) + A @ dY[p]
+        for p in range(k):
+            G = dY[p, start:stop] @ Y.T  # beta-free
+            G += Y[start:stop] @ dY[p].T
+            for b, beta in enumerate(betas):
+                A = np.exp(beta * M)
+                A /= A.sum(axis=1, keepdims=True)
+                s = np.einsum("ij,ij->i", A, G)
+                W = G - s[:, None]
+                W *= A
+                out = W @ Y
+                out *= beta
+                out += A @ dY[p]
                 if alpha:
                     out += alpha * V[p, start:stop]
                 sq[p, b] += np.einsum("nd,nd->", out, out)
