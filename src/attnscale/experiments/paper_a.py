@@ -11,6 +11,9 @@ from ..seeding import job_rng, spawn_key
 
 TOKENS_STREAM = "paper_a/tokens"
 
+#: The keys of one heat-map cell of Figures 1 and 2.
+CELL_KEYS = ["d", "n", "alpha", "rho", "gamma"]
+
 
 def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
     """Spawn key of a token draw. ``rho`` is *not* part of it: for fixed ``(n, d, trial)`` every
@@ -147,18 +150,29 @@ def figure1_data(rows):
     """Figure 1 data: mean lambda (and SE over trials) per ``(d, n, alpha, rho, gamma)``."""
     grid = rows[rows["gamma_kind"] == "grid"]
     out = _mean_se(
-        grid.groupby(["d", "n", "alpha", "rho", "gamma"], sort=True),
+        grid.groupby(CELL_KEYS, sort=True),
         ["lambda", "rho_hat", "lambda_simplex_n"],
     )
     out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
-    prov = grid.groupby(["d", "n", "alpha", "rho", "gamma"], sort=True).agg(
-        root_seed=("root_seed", "first"),
-        spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
-        params_hash=("params_hash", "first"),
-        attnscale_version=("attnscale_version", "first"),
-        git_commit=("git_commit", "first"),
+    return out.merge(cell_provenance(grid, CELL_KEYS), on=CELL_KEYS, how="left")
+
+
+def cell_provenance(rows, keys, **extra):
+    """Provenance of the draws behind each group of ``rows``: the root seed, every spawn key
+    (``;``-joined), the parameter hash, package version and git commit (plus ``extra`` named
+    aggregations, as for :meth:`pandas.DataFrame.agg`)."""
+    return (
+        rows.groupby(keys, sort=True)
+        .agg(
+            root_seed=("root_seed", "first"),
+            spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
+            params_hash=("params_hash", "first"),
+            attnscale_version=("attnscale_version", "first"),
+            git_commit=("git_commit", "first"),
+            **extra,
+        )
+        .reset_index()
     )
-    return out.merge(prov.reset_index(), on=["d", "n", "alpha", "rho", "gamma"], how="left")
 
 
 def critical_data(rows):

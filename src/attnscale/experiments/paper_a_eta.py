@@ -24,7 +24,7 @@ from ..io import provenance, read_csvs, save_csv
 from ..runtime import Progress
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
-from .paper_a import _mean_se, load_tokens
+from .paper_a import CELL_KEYS, _mean_se, cell_provenance, load_tokens
 
 LOG = logging.getLogger("attnscale")
 
@@ -225,21 +225,15 @@ def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
     """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell."""
     grid = rows[rows["gamma_kind"] == "grid"]
     out = _mean_se(
-        grid.groupby(["d", "n", "alpha", "rho", "gamma"], sort=True),
+        grid.groupby(CELL_KEYS, sort=True),
         ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"],
     )
     out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
-    keys = ["d", "n", "alpha", "rho", "gamma"]
-    prov = grid.groupby(keys, sort=True).agg(
-        method=("method", "first"),
-        probes=("probes", "first"),
-        root_seed=("root_seed", "first"),
-        spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
-        params_hash=("params_hash", "first"),
-        attnscale_version=("attnscale_version", "first"),
-        git_commit=("git_commit", "first"),
+    return out.merge(
+        cell_provenance(grid, CELL_KEYS, method=("method", "first"), probes=("probes", "first")),
+        on=CELL_KEYS,
+        how="left",
     )
-    return out.merge(prov.reset_index(), on=keys, how="left")
 
 
 def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
@@ -294,10 +288,11 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     lam = [attention.angle_ratio_grid(X, betas, a) for a in alphas]
     w1, w2 = norm_moments(X)
     Y, _ = attention.normalise(X)
+    G = Y @ Y.T  # beta-free: shared by every factor
     prov = provenance(tok["root_seed"], tok["spawn_key"], params)
     out = []
     for k, (f, g, beta) in enumerate(zip(factors, gam, betas, strict=True)):
-        A = attention.attention_weights(X, beta)
+        A = attention.softmax_rows(beta * G)
         self_w = float(np.mean(np.diag(A)))
         AY = A @ Y
         for ia, alpha in enumerate(alphas):
