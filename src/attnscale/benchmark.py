@@ -232,8 +232,9 @@ def bench_scaling(ns, d: int, what: str) -> list[dict]:
 
 def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_n: int,
               eta_d: int, eta_probes: int, scaling_ns, scaling_d: int,
-              paper_b: bool = True, log=None) -> None:  # fmt: skip
-    """Run every benchmark and write ``suite.csv``, ``suite.md`` and ``machine.json``."""
+              paper_b: bool = True, log=None):  # fmt: skip
+    """Run every benchmark; write ``suite.csv``, ``suite.md`` and ``machine.json`` into
+    ``out_dir`` (unless it is ``None``) and return the table."""
     import pandas as pd
 
     from .io import save_csv, save_json
@@ -264,10 +265,25 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
         rows += bench_scaling(scaling_ns, scaling_d, what)
         say(f"scaling {what}: done")
     df = pd.DataFrame(rows)
+    if out_dir is None:
+        return df
     out = Path(out_dir)
     save_csv(out / "suite.csv", df)
     save_json(out / "machine.json", machine_info())
     (out / "suite.md").write_text(markdown_table(df) + "\n")
+    return df
+
+
+def suite(*, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_n: int, eta_d: int,
+          eta_probes: int, scaling_ns, scaling_d: int) -> dict:  # fmt: skip
+    """Entry of rule ``benchmark_suite``: the suite table, its markdown summary and the machine
+    description (outputs ``csv``, ``md``, ``machine``)."""
+    from .runtime import LOG
+
+    df = run_suite(None, lambda_n=lambda_n, lambda_d=lambda_d, lambda_gammas=lambda_gammas,
+                   eta_n=eta_n, eta_d=eta_d, eta_probes=eta_probes, scaling_ns=scaling_ns,
+                   scaling_d=scaling_d, log=LOG)  # fmt: skip
+    return {"csv": df, "md": markdown_table(df) + "\n", "machine": machine_info()}
 
 
 def markdown_table(df) -> str:

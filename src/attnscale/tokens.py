@@ -37,9 +37,32 @@ def near_simplex(n: int, d: int, rho: float, rng: np.random.Generator) -> np.nda
     rho = check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    z0, Z = gaussian_draw(n, d, rng)
+    return from_draw(z0, Z, rho)
+
+
+def gaussian_draw(n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian draw behind :func:`near_simplex`: ``z_0`` (``d``) and ``Z`` (``n x d``),
+    i.i.d. ``N(0, I_d / d)``, drawn in that order (docs/paper-a.md#gaussian-near-simplex-tokens).
+
+    One draw serves every ``rho`` (common random numbers): the workflow caches it once per
+    ``(n, d, trial)`` and builds the tokens of each ``rho`` with :func:`from_draw`.
+    """
+    n = check_int("n", n, minimum=2)
+    d = check_int("d", d, minimum=1)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     scale = 1.0 / np.sqrt(d)
     z0 = rng.standard_normal(d) * scale
     Z = rng.standard_normal((n, d)) * scale
+    return z0, Z
+
+
+def from_draw(z0: np.ndarray, Z: np.ndarray, rho: float) -> np.ndarray:
+    """Near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` from a Gaussian draw
+    (:func:`gaussian_draw`); bit-identical to :func:`near_simplex` with the same generator state.
+    """
+    rho = check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
     return np.sqrt(rho) * z0[None, :] + np.sqrt(1.0 - rho) * Z
 
 

@@ -4,7 +4,7 @@
 rule benchmark_suite:
     """Kernels against the machine's GEMM/exp throughput; time and memory against n."""
     input:
-        lib=lib("benchmark", "attention", "jacobian", "tokens", "keys"),
+        lib=lib("benchmark"),
     output:
         csv="results/benchmarks/suite.csv",
         md="results/benchmarks/suite.md",
@@ -20,13 +20,14 @@ rule benchmark_suite:
         mem_mb=6000,
         runtime=30,
     params:
-        lambda_n=config["benchmark"]["lambda"]["n"],
-        lambda_d=config["benchmark"]["lambda"]["d"],
-        lambda_gammas=config["benchmark"]["lambda"]["gammas"],
-        eta_n=config["benchmark"]["eta"]["n"],
-        eta_d=config["benchmark"]["eta"]["d"],
-        eta_probes=config["benchmark"]["eta"]["probes"],
-        scaling_ns=config["benchmark"]["scaling"]["n"],
-        scaling_d=config["benchmark"]["scaling"]["d"],
+        entry="benchmark:suite",
+        lambda_n=CFG.get("benchmark.lambda.n"),
+        lambda_d=CFG.get("benchmark.lambda.d"),
+        lambda_gammas=CFG.get("benchmark.lambda.gammas"),
+        eta_n=CFG.get("benchmark.eta.n"),
+        eta_d=CFG.get("benchmark.eta.d"),
+        eta_probes=CFG.get("benchmark.eta.probes"),
+        scaling_ns=CFG.ints("benchmark.scaling.n"),
+        scaling_d=CFG.get("benchmark.scaling.d"),
     script:
-        "../scripts/benchmark_suite.py"
+        ENTRY

@@ -1,23 +1,19 @@
-# Paper A: tokens -> lambda grid -> Figure 1 and its theory check.
-
-PAPER_A_TARGETS = [
-    "figures/paper_a/figure1_lambda.png",
-    "figures/paper_a/figure1_lambda.pdf",
-    "figures/paper_a/lambda_critical_check.png",
-    "figures/paper_a/lambda_critical_check.pdf",
-]
+# Paper A, forward pass: Gaussian draws -> lambda grid -> Figure 1 and its theory check
+# (docs/paper-a.md#the-angle-ratio-lambda). Rule files hold rules only: values come from CFG
+# (src/attnscale/config.py), each rule names its library function in params.entry.
 
 
 rule paper_a_tokens:
-    """Near-simplex Gaussian tokens for one (n, d, rho, trial), spec paper-a.md §6."""
+    """Gaussian draw z_0, Z of one (n, d, trial); the tokens of every rho are built from it
+    (common random numbers, docs/paper-a.md#gaussian-near-simplex-tokens)."""
     input:
-        lib=lib("tokens", "seeding", "io", "experiments.paper_a"),
+        lib=lib("experiments.paper_a"),
     output:
-        npz="results/paper_a/tokens/n{n}/d{d}/rho{rho}/trial{trial}.npz",
+        npz="results/paper_a/tokens/n{n}/d{d}/trial{trial}.npz",
     log:
-        "logs/paper_a/tokens/n{n}/d{d}/rho{rho}/trial{trial}.log",
+        "logs/paper_a/tokens/n{n}/d{d}/trial{trial}.log",
     benchmark:
-        "benchmarks/paper_a/tokens/n{n}/d{d}/rho{rho}/trial{trial}.tsv"
+        "benchmarks/paper_a/tokens/n{n}/d{d}/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
     threads: 1
@@ -25,19 +21,20 @@ rule paper_a_tokens:
         mem_mb=500,
         runtime=5,
     params:
+        entry="experiments.paper_a:draw_tokens",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
+        trial=lambda wc: int(wc.trial),
         root_seed=ROOT_SEED,
     script:
-        "../scripts/paper_a_tokens.py"
+        ENTRY
 
 
 rule paper_a_lambda:
     """lambda over the gamma grid and at gamma_c(rho_hat) for every draw of one (n, d, rho)."""
     input:
-        tokens=expand(
-            "results/paper_a/tokens/n{{n}}/d{{d}}/rho{{rho}}/trial{trial}.npz",
-            trial=PA_TRIALS,
-        ),
-        lib=lib("attention", "theory", "io", "experiments.paper_a", "validation"),
+        draws=token_draws(CFG.value("paper_a.trials")),
+        lib=lib("experiments.paper_a"),
     output:
         csv="results/paper_a/lambda/n{n}/d{d}/rho{rho}.csv",
     log:
@@ -51,17 +48,24 @@ rule paper_a_lambda:
         mem_mb=2000,
         runtime=15,
     params:
-        gammas=PA_GAMMA.tolist(),
-        alpha=PA["alpha"],
+        entry="experiments.paper_a:lambda_rows",
+        rho=lambda wc: CFG.exact("paper_a.rho", wc.rho),
+        gammas=CFG.grid("paper_a.gamma").tolist(),
+        alpha=CFG.value("paper_a.alpha"),
     script:
-        "../scripts/paper_a_lambda.py"
+        ENTRY
 
 
 rule paper_a_lambda_summary:
     """Figure-data tables: mean lambda per grid cell, and lambda at gamma_c per draw."""
     input:
-        csvs=paper_a_lambda_csvs,
-        lib=lib("experiments.paper_a", "io"),
+        csvs=expand(
+            "results/paper_a/lambda/n{n}/d{d}/rho{rho}.csv",
+            n=CFG.value("paper_a.n"),
+            d=CFG.ints("paper_a.d"),
+            rho=CFG.labels("paper_a.rho"),
+        ),
+        lib=lib("experiments.paper_a"),
     output:
         figure1="results/paper_a/figure1_data.csv",
         critical="results/paper_a/lambda_critical_data.csv",
@@ -73,15 +77,17 @@ rule paper_a_lambda_summary:
     resources:
         mem_mb=2000,
         runtime=5,
+    params:
+        entry="experiments.paper_a:lambda_summary",
     script:
-        "../scripts/paper_a_lambda_summary.py"
+        ENTRY
 
 
 rule paper_a_figure1:
     """Figure 1: lambda heat maps over (rho, gamma), one panel per d."""
     input:
-        data="results/paper_a/figure1_data.csv",
-        lib=lib("figures.paper_a", "plotting"),
+        data=rules.paper_a_lambda_summary.output.figure1,
+        lib=lib("figures.paper_a"),
     output:
         png=report(
             "figures/paper_a/figure1_lambda.png",
@@ -99,21 +105,23 @@ rule paper_a_figure1:
         mem_mb=1000,
         runtime=5,
     params:
+        entry="figures.paper_a:plot_figure1",
         caption=(
-            f"Mean over {len(PA_TRIALS)} token draws per cell; n = {PA['n']}, "
-            f"{len(PA_RHO)} x {len(PA_GAMMA)} grid (rho linear, gamma log-spaced) "
-            "[our choices: the paper's n and grid are unknown]. Near-simplex Gaussian tokens, "
-            "z ~ N(0, I/d). Dashed: gamma = 1/(1 - rho) [paper]."
+            f"Mean over {CFG.value('paper_a.trials')} token draws per cell; "
+            f"n = {CFG.value('paper_a.n')}, {len(CFG.grid('paper_a.rho'))} x "
+            f"{len(CFG.grid('paper_a.gamma'))} grid (rho linear, gamma log-spaced) [our choices: "
+            "the paper's n and grid are unknown]. Near-simplex Gaussian tokens, z ~ N(0, I/d). "
+            "Dashed: gamma = 1/(1 - rho) [paper]."
         ),
     script:
-        "../scripts/paper_a_figure1.py"
+        ENTRY
 
 
 rule paper_a_critical_check:
     """Theory check (ours): lambda at gamma_c(rho_hat) vs the limit and the finite-n simplex."""
     input:
-        data="results/paper_a/lambda_critical_data.csv",
-        lib=lib("figures.paper_a", "plotting", "theory"),
+        data=rules.paper_a_lambda_summary.output.critical,
+        lib=lib("figures.paper_a"),
     output:
         png=report(
             "figures/paper_a/lambda_critical_check.png",
@@ -131,11 +139,13 @@ rule paper_a_critical_check:
         mem_mb=1000,
         runtime=5,
     params:
+        entry="figures.paper_a:plot_critical_check",
         caption=(
-            f"One point per token draw (n = {PA['n']}, {len(PA_TRIALS)} draws per rho), at "
-            "gamma = gamma_c(rho_hat) with rho_hat the draw's realised mean cosine. Black: n -> inf "
-            "limit 1/(1 + 3 rho) [paper]. Orange dashed: exact finite-n simplex map [our "
-            "derivation]. Bottom: simulation minus finite-n simplex."
+            f"One point per token draw (n = {CFG.value('paper_a.n')}, "
+            f"{CFG.value('paper_a.trials')} draws per rho), at gamma = gamma_c(rho_hat) with "
+            "rho_hat the draw's realised mean cosine. Black: n -> inf limit 1/(1 + 3 rho) "
+            "[paper]. Orange dashed: exact finite-n simplex map [our derivation]. Bottom: "
+            "simulation minus finite-n simplex."
         ),
     script:
-        "../scripts/paper_a_critical_check.py"
+        ENTRY

@@ -1,15 +1,10 @@
-# Scaling rules of real models on Paper A's phase diagram (ours; spec scaling-rules.md).
-
-PAPER_A_RULES_TARGETS = [
-    "figures/paper_a/scaling_rules.png",
-    "figures/paper_a/scaling_rules.pdf",
-]
+# Scaling rules of real models on Paper A's phase diagram (ours; docs/scaling-rules.md).
 
 
 rule paper_a_scaling_rules_data:
     """m(n) and gamma_eff / gamma_c (calibration A) for every rule on the n grid."""
     input:
-        lib=lib("scaling_rules", "experiments.paper_a_rules", "io"),
+        lib=lib("experiments.paper_a_rules"),
     output:
         csv="results/paper_a/scaling_rules.csv",
     log:
@@ -23,18 +18,19 @@ rule paper_a_scaling_rules_data:
         mem_mb=500,
         runtime=5,
     params:
-        ns=PA_RULES_N.tolist(),
-        overlay_n=PA["scaling_rules"]["overlay_n"],
+        entry="experiments.paper_a_rules:scaling_rules_data",
+        ns=CFG.grid("paper_a.scaling_rules.n").tolist(),
+        overlay_n=CFG.value("paper_a.scaling_rules.overlay_n"),
     script:
-        "../scripts/paper_a_scaling_rules_data.py"
+        ENTRY
 
 
 rule paper_a_scaling_rules:
     """Plot: rules against n, and on Figure 1's lambda map."""
     input:
-        rules="results/paper_a/scaling_rules.csv",
-        figure1="results/paper_a/figure1_data.csv",
-        lib=lib("figures.paper_a_rules", "figures.paper_a", "plotting"),
+        rules=rules.paper_a_scaling_rules_data.output.csv,
+        figure1=rules.paper_a_lambda_summary.output.figure1,
+        lib=lib("figures.paper_a_rules"),
     output:
         png=report(
             "figures/paper_a/scaling_rules.png",
@@ -55,14 +51,16 @@ rule paper_a_scaling_rules:
         mem_mb=1000,
         runtime=5,
     params:
+        entry="figures.paper_a_rules:plot_scaling_rules",
         caption=(
-            "(ours) Logit multipliers m(n) of real models (formulas from their public code, spec "
-            "scaling-rules.md; SWAN-GPT and scale-invariant attention unverified and not shown), "
-            "placed with calibration A [the spec's choice]: beta_n = gamma_c ln(L) m(n), i.e. "
+            "(ours) Logit multipliers m(n) of real models (formulas from their public code, "
+            "docs/scaling-rules.md; SWAN-GPT and scale-invariant attention unverified and not "
+            "shown), placed with calibration A [our choice]: beta_n = gamma_c ln(L) m(n), i.e. "
             "critical at each model's own length L, so gamma_eff / gamma_c = ln(L) m(n) / ln(n). "
-            "Dashed: gamma = gamma_c [paper]. Right: Figure 1's lambda map at its n with each rule's "
-            f"gamma_eff at n = {PA['scaling_rules']['overlay_n']:,} drawn over rho "
+            "Dashed: gamma = gamma_c [paper]. Right: Figure 1's lambda map at its n with each "
+            "rule's gamma_eff at n = "
+            f"{CFG.value('paper_a.scaling_rules.overlay_n'):,} drawn over rho "
             "(gamma_eff = ratio x gamma_c(rho)); the phase boundary is n-independent in the limit."
         ),
     script:
-        "../scripts/paper_a_scaling_rules.py"
+        ENTRY

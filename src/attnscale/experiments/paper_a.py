@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import __version__, attention, theory, tokens
-from ..io import git_commit, provenance, save_csv, save_npz
+from ..io import git_commit, provenance
 from ..runtime import LOG, Progress
 from ..seeding import job_rng, spawn_key
 
@@ -22,41 +22,45 @@ def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
     return spawn_key(TOKENS_STREAM, n, d, trial)
 
 
-def write_tokens(path, *, n: int, d: int, rho: float, trial: int, root_seed: int) -> None:
-    """Draw near-simplex tokens (spec §6) for one ``(n, d, rho, trial)`` and save them as npz.
+def draw_tokens(*, n: int, d: int, trial: int, root_seed: int) -> dict:
+    """Entry of rule ``paper_a_tokens``: the Gaussian draw of one ``(n, d, trial)``.
 
-    The npz holds ``X`` and the provenance: ``root_seed`` (as a decimal string),
-    ``spawn_key``, ``rho_hat`` (realised mean cosine) and ``q_hat`` (mean squared norm).
+    Returns the npz content: ``z0`` and ``Z`` (:func:`attnscale.tokens.gaussian_draw`) and the
+    provenance (``root_seed`` as a decimal string, ``spawn_key``, package version, git commit).
+    The tokens of every ``rho`` are built from it by :func:`tokens_at` (common random numbers,
+    docs/paper-a.md#gaussian-near-simplex-tokens).
     """
     key = token_key(n, d, trial)
-    X = tokens.near_simplex(n, d, rho, job_rng(root_seed, key))
-    save_npz(
-        path,
-        X=X,
-        n=np.int64(n),
-        d=np.int64(d),
-        rho=np.float64(rho),
-        trial=np.int64(trial),
-        root_seed=np.str_(str(root_seed)),
-        spawn_key=np.asarray(key, dtype=np.int64),
-        rho_hat=np.float64(tokens.mean_cosine(X)),
-        q_hat=np.float64(tokens.mean_sq_norm(X)),
-        attnscale_version=np.str_(__version__),
-        git_commit=np.str_(git_commit()),
-    )
+    z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
+    return {
+        "z0": z0,
+        "Z": Z,
+        "n": np.int64(n),
+        "d": np.int64(d),
+        "trial": np.int64(trial),
+        "root_seed": np.str_(str(root_seed)),
+        "spawn_key": np.asarray(key, dtype=np.int64),
+        "attnscale_version": np.str_(__version__),
+        "git_commit": np.str_(git_commit()),
+    }
 
 
-def load_tokens(path) -> dict:
-    """Load a token npz written by :func:`write_tokens` into a plain dict."""
-    with np.load(path) as z:
-        out = {k: z[k] for k in z.files}
-    for k in ("n", "d", "trial"):
-        out[k] = int(out[k])
-    for k in ("rho", "rho_hat", "q_hat"):
-        out[k] = float(out[k])
-    out["root_seed"] = int(str(out["root_seed"]))
-    out["spawn_key"] = tuple(int(v) for v in out["spawn_key"])
-    return out
+def tokens_at(draw: dict, rho: float) -> dict:
+    """The token draw at ``rho`` from a cached Gaussian draw (:func:`draw_tokens`): a dict with
+    ``X``, ``n``, ``d``, ``rho``, ``trial``, ``rho_hat`` (realised mean cosine), ``q_hat`` (mean
+    squared norm), ``root_seed`` (int) and ``spawn_key`` (tuple)."""
+    X = tokens.from_draw(draw["z0"], draw["Z"], rho)
+    return {
+        "X": X,
+        "n": int(draw["n"]),
+        "d": int(draw["d"]),
+        "rho": float(rho),
+        "trial": int(draw["trial"]),
+        "rho_hat": tokens.mean_cosine(X),
+        "q_hat": tokens.mean_sq_norm(X),
+        "root_seed": int(str(draw["root_seed"])),
+        "spawn_key": tuple(int(v) for v in draw["spawn_key"]),
+    }
 
 
 def lambda_table(tok: dict, gammas, alpha: float, params: dict):
@@ -122,18 +126,19 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
     )
 
 
-def run_lambda(tokens_paths, out_csv, *, gammas, alpha: float) -> None:
-    """Script entry point of rule ``paper_a_lambda``: one table for all draws of one (n, d, rho)."""
+def lambda_rows(*, draws: list[dict], rho: float, gammas, alpha: float):
+    """Entry of rule ``paper_a_lambda``: :func:`lambda_table` for every draw of one
+    ``(n, d, rho)``, stacked."""
     import pandas as pd
 
     tables = []
-    progress = Progress("lambda draws", len(tokens_paths))
-    for path in tokens_paths:
-        tok = load_tokens(path)
+    progress = Progress("lambda draws", len(draws))
+    for draw in draws:
+        tok = tokens_at(draw, rho)
         params = {"gammas": [float(g) for g in gammas], "alpha": float(alpha), "n": tok["n"]}
         tables.append(lambda_table(tok, gammas, alpha, params))
         progress.step()
-    save_csv(out_csv, pd.concat(tables, ignore_index=True))
+    return pd.concat(tables, ignore_index=True)
 
 
 def _mean_se(group, cols):
@@ -188,10 +193,10 @@ def critical_data(rows):
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
 
 
-def run_summary(csv_paths, figure1_csv, critical_csv) -> None:
-    """Script entry point of rule ``paper_a_lambda_summary``."""
-    from ..io import read_csvs
+def lambda_summary(*, csvs: list) -> dict:
+    """Entry of rule ``paper_a_lambda_summary``: Figure 1's cell means and the per-draw
+    critical rows from the per-``(d, rho)`` tables."""
+    import pandas as pd
 
-    rows = read_csvs(csv_paths)
-    save_csv(figure1_csv, figure1_data(rows))
-    save_csv(critical_csv, critical_data(rows))
+    rows = pd.concat(csvs, ignore_index=True)
+    return {"figure1": figure1_data(rows), "critical": critical_data(rows)}

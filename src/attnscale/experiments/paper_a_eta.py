@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from .. import attention, jacobian, theory, tokens
-from ..io import provenance, read_csvs, save_csv
+from ..io import provenance
 from ..runtime import Progress
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
-from .paper_a import CELL_KEYS, _mean_se, cell_provenance, load_tokens
+from .paper_a import CELL_KEYS, _mean_se, cell_provenance, tokens_at
 
 LOG = logging.getLogger("attnscale")
 
@@ -180,22 +180,22 @@ def eta_table(
     )
 
 
-def run_eta(
-    tokens_paths,
-    out_csv,
+def eta_rows(
     *,
+    draws: list[dict],
+    rho: float,
     gammas,
     alpha: float,
     method: str,
     probes: int,
     probe_kind: str,
     root_seed: int,
-) -> None:
-    """Script entry point of rule ``paper_a_eta``: one table for all draws of one (n, d, rho)."""
+) -> pd.DataFrame:
+    """Entry of rule ``paper_a_eta``: :func:`eta_table` for every draw of one (n, d, rho), stacked."""
     tables = []
-    progress = Progress("eta draws", len(tokens_paths))
-    for path in tokens_paths:
-        tok = load_tokens(path)
+    progress = Progress("eta draws", len(draws))
+    for draw in draws:
+        tok = tokens_at(draw, rho)
         params = {
             "gammas": [float(g) for g in gammas],
             "alpha": float(alpha),
@@ -218,7 +218,7 @@ def run_eta(
                  df["method"].iloc[0])  # fmt: skip
         tables.append(df)
         progress.step()
-    save_csv(out_csv, pd.concat(tables, ignore_index=True))
+    return pd.concat(tables, ignore_index=True)
 
 
 def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
@@ -248,11 +248,11 @@ def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
 
 
-def run_eta_summary(csv_paths, figure2_csv, critical_csv) -> None:
-    """Script entry point of rule ``paper_a_eta_summary``."""
-    rows = read_csvs(csv_paths)
-    save_csv(figure2_csv, figure2_data(rows))
-    save_csv(critical_csv, eta_critical_data(rows))
+def eta_summary(*, csvs: list) -> dict:
+    """Entry of rule ``paper_a_eta_summary``: Figure 2's cell means and the per-draw critical
+    rows."""
+    rows = pd.concat(csvs, ignore_index=True)
+    return {"figure2": figure2_data(rows), "critical": eta_critical_data(rows)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,12 +335,12 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     return pd.DataFrame(out).sort_values(["alpha", "gamma_factor"], kind="stable")
 
 
-def run_theory_rows(tokens_paths, out_csv, *, gamma_factors, alphas) -> None:
-    """Script entry point of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
-    :func:`theory_rows` for every token draw in ``tokens_paths``, concatenated."""
+def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas) -> pd.DataFrame:
+    """Entry of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
+    :func:`theory_rows` for every draw of one (n, d, rho), stacked."""
     frames = []
-    for path in tokens_paths:
-        tok = load_tokens(path)
+    for draw in draws:
+        tok = tokens_at(draw, rho)
         params = {
             "gamma_factors": [float(f) for f in gamma_factors],
             "alphas": [float(a) for a in alphas],
@@ -349,8 +349,8 @@ def run_theory_rows(tokens_paths, out_csv, *, gamma_factors, alphas) -> None:
         frames.append(theory_rows(tok, gamma_factors, alphas, params))
     df = pd.concat(frames, ignore_index=True)
     if df.empty:
-        raise ValueError(f"no token draw in {list(tokens_paths)} has rho_hat in (0, 1)")
-    save_csv(out_csv, df)
+        raise ValueError(f"no token draw of d = {draws[0]['d']} at rho = {rho} has rho_hat in (0, 1)")
+    return df
 
 
 THEORY_KEYS = ["d", "n", "rho", "alpha", "gamma_factor"]
@@ -411,12 +411,7 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def run_theorem_table(csv_paths, out_csv) -> None:
-    """Script entry point of rule ``paper_a_theorem_table_data``."""
-    save_csv(out_csv, theorem_table(read_csvs(csv_paths)))
-
-
-def run_finite_size(csv_paths, out_csv) -> None:
-    """Script entry point of rule ``paper_a_finite_size_data``: the theorem table of the
-    finite-size draws (one ``gamma_factor``, usually 1: the critical values)."""
-    save_csv(out_csv, theorem_table(read_csvs(csv_paths)))
+def theorem_table_data(*, csvs: list) -> pd.DataFrame:
+    """Entry of rules ``paper_a_theorem_table_data`` and ``paper_a_finite_size_data``:
+    :func:`theorem_table` of the stacked per-(n, d, rho) rows."""
+    return theorem_table(pd.concat(csvs, ignore_index=True))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from ..io import provenance, save_csv
+import pandas as pd
+
+from ..io import provenance
 from ..scaling_rules import rules_table
 
 
-def run_scaling_rules(out_csv, *, ns, overlay_n: float) -> None:
-    """Script entry point of rule ``paper_a_scaling_rules_data``: ``m(n)`` and
+def scaling_rules_data(*, ns, overlay_n: float) -> pd.DataFrame:
+    """Entry of rule ``paper_a_scaling_rules_data``: ``m(n)`` and
     ``gamma_eff / gamma_c`` (calibration A) on the ``n`` grid plus the overlay context size."""
     grid = sorted({float(n) for n in ns} | {float(overlay_n)})
     df = rules_table(grid)
@@ -16,4 +18,4 @@ def run_scaling_rules(out_csv, *, ns, overlay_n: float) -> None:
     df["params_hash"] = prov["params_hash"]
     df["attnscale_version"] = prov["attnscale_version"]
     df["git_commit"] = prov["git_commit"]
-    save_csv(out_csv, df)
+    return df

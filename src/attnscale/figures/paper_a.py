@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from .. import theory
-from ..plotting import add_caption, apply_style, save_figure
+from ..plotting import add_caption, apply_style
 
 
 def _edges(v: np.ndarray, log: bool) -> np.ndarray:
@@ -32,8 +32,6 @@ def heatmap_panels(
     label: str,
     title: str,
     caption: str,
-    png=None,
-    pdf=None,
     vmin: float = 0.0,
     vmax: float = 1.0,
     cmap: str = "viridis",
@@ -85,28 +83,24 @@ def heatmap_panels(
         cbar.set_ticks(cbar_ticks)
     fig.suptitle(title, y=0.99)
     add_caption(fig, caption)
-    save_figure(fig, png, pdf)
+    return fig
 
 
-def plot_figure1(data_csv, png, pdf, *, caption: str) -> None:
+def plot_figure1(*, data: pd.DataFrame, caption: str):
     """Figure 1 of Paper A: mean lambda over trials (spec paper-a.md §6)."""
-    data = pd.read_csv(data_csv)
-    heatmap_panels(
+    return heatmap_panels(
         data,
         "lambda_mean",
         label=r"angle ratio $\lambda$",
         title=r"Paper A, Figure 1: angle ratio $\lambda$ after one attention layer ($\alpha = 0$)",
         caption=caption,
-        png=png,
-        pdf=pdf,
     )
 
 
-def plot_critical_check(data_csv, png, pdf, *, caption: str) -> None:
+def plot_critical_check(*, data: pd.DataFrame, caption: str):
     """lambda at gamma_c(rho_hat) against rho_hat per d, with 1/(1+3 rho) and the finite-n
     simplex curve (spec paper-a.md §4, §6, §8)."""
     apply_style()
-    data = pd.read_csv(data_csv)
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(
         2, len(ds), figsize=(3.3 * len(ds), 4.6), squeeze=False, sharex=True,
@@ -139,4 +133,4 @@ def plot_critical_check(data_csv, png, pdf, *, caption: str) -> None:
     fig.suptitle(r"Paper A theory check: critical $\lambda$ against $1/(1+3\rho)$ (ours)", y=0.99)
     add_caption(fig, caption)
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.2, top=0.9, wspace=0.25, hspace=0.08)
-    save_figure(fig, png, pdf)
+    return fig

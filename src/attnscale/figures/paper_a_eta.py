@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import Normalize
 
-from ..plotting import apply_style, save_figure
+from ..plotting import apply_style
 from .paper_a import heatmap_panels
 
 #: Upper end of Figure 2's colour scale for eta / plateau (larger values get the "over" colour).
@@ -22,7 +22,7 @@ QTY_LABEL = {
 }
 
 
-def plot_figure2(data_csv, png, pdf, *, caption: str) -> None:
+def plot_figure2(*, data: pd.DataFrame, caption: str):
     """Figure 2 of Paper A: eta over (rho, gamma), one panel per d (spec paper-a.md §5, §6).
 
     Colour: the trial mean of ``eta / eta_plateau`` where ``eta_plateau = (1 - 1/d) mean_i
@@ -30,7 +30,6 @@ def plot_figure2(data_csv, png, pdf, *, caption: str) -> None:
     plateau ``1 - 1/d`` reads 1 in every panel and the critical value ``(1 - 1/d)/(4q)`` reads
     1/4. Values above :data:`FIG2_VMAX` are drawn in the colour-bar's "over" colour.
     """
-    data = pd.read_csv(data_csv)
     used = data.groupby("d", sort=True)[["method", "probes"]].first().sort_index(ascending=False)
     caption += (
         " eta computed by: "
@@ -41,14 +40,12 @@ def plot_figure2(data_csv, png, pdf, *, caption: str) -> None:
         + "."
     )
     cmap = plt.get_cmap("viridis").with_extremes(over="#ff4fd8")
-    heatmap_panels(
+    return heatmap_panels(
         data,
         "eta_rel_mean",
         label=r"$\eta\,/\,[(1-1/d)\,\langle 1/\|x_i\|^2\rangle]$",
         title=r"Paper A, Figure 2: Jacobian norm $\eta$ of one attention layer ($\alpha = 0$)",
         caption=caption,
-        png=png,
-        pdf=pdf,
         cmap=cmap,
         norm=Normalize(vmin=0.0, vmax=FIG2_VMAX),
         cbar_ticks=[0.0, 0.25, 0.5, 0.75, 1.0, FIG2_VMAX],
@@ -66,12 +63,12 @@ def _fmt(x: float, se: float | None = None) -> str:
     return s
 
 
-def plot_theorem_table(table_csv, png, pdf, *, caption: str) -> None:
+def plot_theorem_table(*, data: pd.DataFrame, caption: str):
     """Render the tidy theorem table: one block per ``d``, one line per (rho, alpha, gamma/gamma_c),
     for each quantity the simulation (mean ± SE over draws), the finite-n simplex value, the
     n -> inf limit and the paired z-score. Simulation cells are green when ``|z| <= 2``."""
     apply_style()
-    tab = pd.read_csv(table_csv)
+    tab = data
     qtys = [q for q in QTY_LABEL if q in set(tab["quantity"])]
     ds = sorted(tab["d"].unique(), reverse=True)
     keys = ["rho", "alpha", "gamma_factor"]
@@ -127,15 +124,14 @@ def plot_theorem_table(table_csv, png, pdf, *, caption: str) -> None:
         fontsize=9,
     )
     fig.text(0.01, 0.1 / fig_h, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
-    save_figure(fig, png, pdf)
+    return fig
 
 
-def plot_finite_size(data_csv, png, pdf, *, caption: str) -> None:
+def plot_finite_size(*, data: pd.DataFrame, caption: str):
     """Critical values (self-weight, cosine, lambda, eta at ``gamma_c(rho_hat)``) against n, one
     column per d: simulation (mean ± SE over draws), finite-n simplex value (dashed) and the
     n -> inf limit (dotted), one colour per nominal rho and alpha."""
     apply_style()
-    data = pd.read_csv(data_csv)
     data = data[np.isclose(data["gamma_factor"], 1.0)]
     qtys = [q for q in QTY_LABEL if q in set(data["quantity"])]
     ds = sorted(data["d"].unique(), reverse=True)
@@ -176,4 +172,4 @@ def plot_finite_size(data_csv, png, pdf, *, caption: str) -> None:
     )
     fig.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.13, hspace=0.12, wspace=0.25)
     fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
-    save_figure(fig, png, pdf)
+    return fig

@@ -6,16 +6,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..plotting import add_caption, apply_style, save_figure
+from ..plotting import add_caption, apply_style
 from .paper_a import _edges
 
 
-def plot_scaling_rules(rules_csv, figure1_csv, png, pdf, *, caption: str) -> None:
+def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: str):
     """Left: ``gamma_eff(n) / gamma_c`` under calibration A against n. Right: Figure 1's
     largest-d lambda map with each rule's ``gamma_eff`` at the overlay n as a curve over rho."""
     apply_style()
-    rules = pd.read_csv(rules_csv)
-    fig1 = pd.read_csv(figure1_csv)
+    fig1 = figure1
     fig, (ax, axm) = plt.subplots(1, 2, figsize=(11.5, 4.4))
     names = list(dict.fromkeys(rules["rule"]))
     colours = {r: f"C{k}" for k, r in enumerate(names)}
@@ -64,4 +63,4 @@ def plot_scaling_rules(rules_csv, figure1_csv, png, pdf, *, caption: str) -> Non
     fig.suptitle("Attention-logit scaling rules of real models on Paper A's phase diagram (ours)")
     fig.subplots_adjust(left=0.07, right=0.97, bottom=0.25, top=0.86, wspace=0.25)
     add_caption(fig, caption)
-    save_figure(fig, png, pdf)
+    return fig

@@ -1,0 +1,259 @@
+"""The one place where the workflow's configuration is checked and expanded (docs/pipeline.md).
+
+``Snakefile`` calls :func:`load` once, at parse time, before any job runs. It
+
+1. validates ``config.yaml`` against the JSON schemas in ``workflow/schemas/`` and fills every
+   default (each key has a description and a default there; unknown keys are rejected);
+2. runs the range checks of :data:`GRIDS`, :data:`VALUES` and :data:`CHECKS`, so that a bad value
+   stops the run with ``config error: <key> must be <allowed range>; got <value>`` before any work;
+3. returns a :class:`Config` whose :meth:`Config.grid`, :meth:`Config.labels` and
+   :meth:`Config.exact` give rule files the expanded grids, their file-name labels and the exact
+   value behind a label.
+
+File names carry grid values as fixed-decimal labels (``label(0.05) == "0.0500"``). A value that
+the label would round (``0.12345``) is refused with an error naming the key, so a file name never
+stands for a value other than the one computed with (docs/pipeline.md#configuration).
+
+To add a key: describe it (with its default) in the section's schema, add its range to
+:data:`GRIDS` or :data:`VALUES` (or a function to :data:`CHECKS`), and read it in the rule file
+through ``CFG``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: Decimals of a grid value in a file name.
+LABEL_DIGITS = 4
+
+
+class ConfigError(ValueError):
+    """A configuration value outside its allowed range (the message names the key)."""
+
+
+def fail(key: str, allowed: str, got) -> None:
+    """Raise :class:`ConfigError` ``config error: <key> must be <allowed>; got <got>``."""
+    raise ConfigError(f"config error: {key} must be {allowed}; got {got!r}")
+
+
+def expand_grid(spec, name: str = "grid", *, increasing: bool = True) -> np.ndarray:
+    """Expand a grid: a list of numbers, or ``{start, stop, num, spacing}``.
+
+    ``spacing`` is ``"linear"`` (:func:`numpy.linspace`) or ``"log"`` (:func:`numpy.geomspace`).
+    Values are rounded to 10 significant digits, so a grid written two ways (``0.3`` or
+    ``linspace(0.1, 0.5, 3)[1]``) gives the same value and the same seeds.
+
+    Raises
+    ------
+    ConfigError
+        Empty grid, ``num < 1``, unknown spacing, log spacing from ``start <= 0``, non-finite
+        values, or values not strictly increasing; the message names ``name``.
+    """
+    if isinstance(spec, dict):
+        start, stop, num = spec.get("start"), spec.get("stop"), spec.get("num")
+        for k, v in (("start", start), ("stop", stop)):
+            if not isinstance(v, (int, float)) or not math.isfinite(v):
+                fail(f"{name}.{k}", "a finite number", v)
+        if not isinstance(num, int) or num < 1:
+            fail(f"{name}.num", "an integer >= 1", num)
+        spacing = spec.get("spacing", "linear")
+        if spacing == "log":
+            if start <= 0 or stop <= 0:
+                fail(name, "a log grid with start > 0 and stop > 0", spec)
+            vals = np.geomspace(start, stop, num)
+        elif spacing == "linear":
+            vals = np.linspace(start, stop, num)
+        else:
+            fail(f"{name}.spacing", "'linear' or 'log'", spacing)
+    else:
+        seq = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+        if not seq:
+            fail(name, "a non-empty grid", spec)
+        for v in seq:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                fail(name, "a grid of finite numbers", spec)
+        vals = np.asarray(seq, dtype=float)
+    vals = np.array([float(f"{v:.10g}") for v in np.atleast_1d(vals)])
+    if increasing and np.any(np.diff(vals) <= 0):
+        fail(name, "a strictly increasing grid", vals.tolist())
+    if not increasing and len(set(vals.tolist())) != vals.size:
+        fail(name, "a list of distinct values", vals.tolist())
+    return vals
+
+
+def label(x: float, digits: int = LABEL_DIGITS) -> str:
+    """The file-name label of a grid value: fixed decimals, e.g. ``label(0.05) == "0.0500"``."""
+    return f"{float(x):.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Allowed range of a value: ``low``/``high`` bounds (``None``: unbounded), open or closed."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = True
+    high_open: bool = True
+    integer: bool = False
+    labelled: bool = False  # the values name files: must survive label() exactly
+    increasing: bool = True  # False: a list of distinct values in the user's order
+
+    def text(self) -> str:
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        kind = "integers" if self.integer else "finite values"
+        br = f"{'(' if self.low_open else '['}{lo}, {hi}{')' if self.high_open else ']'}"
+        return f"{kind} in {br}"
+
+    def ok(self, v: float) -> bool:
+        if not math.isfinite(v):
+            return False
+        if self.integer and v != round(v):
+            return False
+        if self.low is not None and (v <= self.low if self.low_open else v < self.low):
+            return False
+        return not (self.high is not None and (v >= self.high if self.high_open else v > self.high))
+
+
+#: Grids (lists or {start, stop, num, spacing}) and their ranges, by dotted key.
+GRIDS: dict[str, Range] = {
+    "paper_a.d": Range(low=2, low_open=False, integer=True, increasing=False),
+    "paper_a.rho": Range(low=0.0, high=1.0, labelled=True),
+    "paper_a.gamma": Range(low=0.0),
+    "paper_a.theorem_table.rho": Range(low=0.0, high=1.0, labelled=True),
+    "paper_a.theorem_table.alpha": Range(low=0.0, low_open=False),
+    "paper_a.theorem_table.gamma_factors": Range(low=0.0),
+    "paper_a.finite_size.n": Range(low=2, low_open=False, integer=True),
+    "paper_a.finite_size.rho": Range(low=0.0, high=1.0, labelled=True),
+    "paper_a.finite_size.alpha": Range(low=0.0, low_open=False),
+    "paper_a.scaling_rules.n": Range(low=1.0),
+    "benchmark.scaling.n": Range(low=2, low_open=False, integer=True),
+}
+
+#: Scalars and their ranges, by dotted key.
+VALUES: dict[str, Range] = {
+    "paper_a.n": Range(low=2, low_open=False, integer=True),
+    "paper_a.trials": Range(low=1, low_open=False, integer=True),
+    "paper_a.alpha": Range(low=0.0, low_open=False),
+    "paper_a.eta.trials": Range(low=1, low_open=False, integer=True),
+    "paper_a.theorem_table.trials": Range(low=1, low_open=False, integer=True),
+    "paper_a.finite_size.trials": Range(low=1, low_open=False, integer=True),
+    "paper_a.scaling_rules.overlay_n": Range(low=1.0),
+}
+
+
+def _check_eta_trials(cfg: Config) -> None:
+    if cfg.get("paper_a.eta.trials") > cfg.get("paper_a.trials"):
+        fail("paper_a.eta.trials", "<= paper_a.trials (Figure 2 reuses Figure 1's draws)",
+             cfg.get("paper_a.eta.trials"))  # fmt: skip
+
+
+#: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
+CHECKS: list = [_check_eta_trials]
+
+
+class Config:
+    """A validated configuration: dotted-key access, checked grids and exact labelled values."""
+
+    def __init__(self, raw: dict):
+        self.raw = raw
+        self._grids: dict[str, np.ndarray] = {}
+
+    def get(self, key: str):
+        """The raw value at a dotted key (``"paper_a.eta.trials"``)."""
+        node = self.raw
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(f"config has no key {key!r}")
+            node = node[part]
+        return node
+
+    def grid(self, key: str) -> np.ndarray:
+        """The expanded, range-checked grid at ``key`` (ranges in :data:`GRIDS`)."""
+        if key not in self._grids:
+            rng = GRIDS.get(key, Range())
+            vals = expand_grid(self.get(key), key, increasing=rng.increasing)
+            for v in vals:
+                if not rng.ok(float(v)):
+                    fail(key, f"a grid of {rng.text()}", float(v))
+            if rng.labelled:
+                labs = [label(v) for v in vals]
+                for v, lab in zip(vals, labs, strict=True):
+                    if float(lab) != float(v):
+                        fail(key, f"values with at most {LABEL_DIGITS} decimals (they name "
+                             "files)", float(v))  # fmt: skip
+            self._grids[key] = vals
+        return self._grids[key]
+
+    def ints(self, key: str) -> list[int]:
+        """An integer grid as a list of ``int``."""
+        return [int(round(v)) for v in self.grid(key)]
+
+    def labels(self, key: str) -> list[str]:
+        """File-name labels of a labelled grid (exact by construction, see :meth:`grid`)."""
+        return [label(v) for v in self.grid(key)]
+
+    def exact(self, key: str, lab: str) -> float:
+        """The grid value at ``key`` whose label is ``lab`` (raises if there is none)."""
+        for v in self.grid(key):
+            if label(v) == lab:
+                return float(v)
+        raise KeyError(f"{key} has no value labelled {lab!r}")
+
+    def value(self, key: str):
+        """A range-checked scalar (ranges in :data:`VALUES`)."""
+        v = self.get(key)
+        rng = VALUES.get(key)
+        if rng is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not rng.ok(float(v)):
+                fail(key, f"one of {rng.text()}", v)
+        return v
+
+
+def validate_schema(raw: dict, schema_path) -> None:
+    """Validate ``raw`` against a JSON schema file (YAML), filling defaults in place.
+
+    Section schemas referenced with ``$ref`` are validated (and their defaults filled) section
+    by section, as :func:`snakemake.utils.validate` does not fill defaults behind ``$ref``.
+    """
+    from snakemake.utils import validate
+
+    schema_path = Path(schema_path)
+    validate(raw, str(schema_path))
+    import yaml
+
+    top = yaml.safe_load(schema_path.read_text())
+    for name, prop in top.get("properties", {}).items():
+        ref = prop.get("$ref") if isinstance(prop, dict) else None
+        if ref and name in raw:
+            validate(raw[name], str(schema_path.parent / ref))
+
+
+def check(cfg: Config) -> Config:
+    """Run every range check (:data:`GRIDS`, :data:`VALUES`, :data:`CHECKS`) on ``cfg``."""
+    for key in GRIDS:
+        try:
+            cfg.get(key)
+        except KeyError:
+            continue
+        cfg.grid(key)
+    for key in VALUES:
+        try:
+            cfg.get(key)
+        except KeyError:
+            continue
+        cfg.value(key)
+    for fn in CHECKS:
+        fn(cfg)
+    return cfg
+
+
+def load(raw: dict, schema: str | Path | None = None) -> Config:
+    """Validate (schema, defaults, ranges) and wrap a configuration dict; see the module doc."""
+    if schema is not None:
+        validate_schema(raw, schema)
+    return check(Config(raw))

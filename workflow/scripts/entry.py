@@ -1,0 +1,17 @@
+"""The one script of every rule: hands the job to attnscale.adapter.run_rule.
+
+The rule names the library function in ``params: entry="module:function"``; inputs are loaded,
+params passed as keyword arguments and the returned tables/figures written atomically
+(docs/pipeline.md#how-a-rule-runs). ``src/`` of this checkout goes first on the path, so the
+workflow runs this checkout's library whether or not it is pip-installed (``--sdm conda`` too).
+"""
+
+import sys
+from pathlib import Path
+
+sm = snakemake  # noqa: F821  (injected by Snakemake)
+sys.path.insert(0, str(Path(sm.scriptdir).resolve().parents[1] / "src"))
+
+from attnscale.adapter import run_rule  # noqa: E402
+
+run_rule(sm)
