@@ -82,9 +82,7 @@ def write_one(path: str, obj) -> None:
     elif ext == ".json":
         io.save_json(path, obj)
     elif ext == ".md":
-        from .io import atomic_path
-
-        with atomic_path(path, suffix=".md") as tmp:
+        with io.atomic_path(path, suffix=".md") as tmp:
             Path(tmp).write_text(obj)
     else:
         raise ValueError(f"no writer for output {path!r} (type {type(obj).__name__})")
@@ -92,7 +90,7 @@ def write_one(path: str, obj) -> None:
 
 def write_outputs(result, outputs: dict[str, str]) -> None:
     """Write an entry function's return value to the rule's named outputs (see the module doc)."""
-    from .plotting import save_figure
+    from .io import save_figure
 
     figs = {k: v for k, v in outputs.items() if Path(v).suffix in FIGURE_EXTS}
     data = {k: v for k, v in outputs.items() if k not in figs}

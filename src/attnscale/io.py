@@ -111,6 +111,27 @@ def save_csv(path, df) -> None:
         df.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
 
 
+def save_figure(fig, png_path=None, pdf_path=None) -> None:
+    """Save a matplotlib figure atomically as PNG and/or PDF with no metadata that varies between
+    runs (PNG via Agg carries no timestamp; the PDF's Creator, Producer and CreationDate are
+    dropped), then close it. Needs no matplotlib import here: it calls the figure's methods."""
+    if png_path is not None:
+        with atomic_path(png_path, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", metadata={"Software": None})
+    if pdf_path is not None:
+        with atomic_path(pdf_path, suffix=".pdf") as tmp:
+            fig.savefig(
+                tmp,
+                format="pdf",
+                metadata={"Creator": None, "Producer": None, "CreationDate": None},
+            )
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close(fig)
+
+
 def save_json(path, obj) -> None:
     """Atomic JSON with sorted keys."""
     with atomic_path(path, suffix=".json") as tmp:

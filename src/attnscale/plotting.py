@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .io import atomic_path  # noqa: E402
+from .io import save_figure as _io_save_figure  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100,
@@ -34,18 +34,8 @@ def apply_style() -> None:
 
 
 def save_figure(fig, png_path=None, pdf_path=None) -> None:
-    """Save ``fig`` atomically as PNG and/or PDF with no metadata that varies between runs."""
-    if png_path is not None:
-        with atomic_path(png_path, suffix=".png") as tmp:
-            fig.savefig(tmp, format="png", metadata={"Software": None})
-    if pdf_path is not None:
-        with atomic_path(pdf_path, suffix=".pdf") as tmp:
-            fig.savefig(
-                tmp,
-                format="pdf",
-                metadata={"Creator": None, "Producer": None, "CreationDate": None},
-            )
-    plt.close(fig)
+    """Save ``fig`` atomically as PNG and/or PDF, byte-stable (:func:`attnscale.io.save_figure`)."""
+    _io_save_figure(fig, png_path, pdf_path)
 
 
 def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: float = 6.5):

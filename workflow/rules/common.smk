@@ -15,8 +15,9 @@ _SRC = Path(workflow.basedir) / "src"
 
 
 def lib(*entries):
-    """Library files a rule depends on: the import closure of each entry's module."""
-    return sorted({f for e in entries for f in _lib_files(e, src=_SRC)})
+    """Library files a rule depends on: the import closure of each entry's module and of the
+    adapter that runs it (attnscale.deps; docs/pipeline.md#what-depends-on-what)."""
+    return sorted({f for e in ("adapter", *entries) for f in _lib_files(e, src=_SRC)})
 
 
 def token_draws(trials):

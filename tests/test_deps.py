@@ -1,0 +1,145 @@
+"""One truth for what depends on what (docs/pipeline.md#what-depends-on-what).
+
+Each rule's library inputs are computed when the workflow is parsed, from the imports of its
+entry module and of the adapter (``attnscale.deps``, an :mod:`ast` walk). These tests check them
+against an independent computation (:mod:`modulefinder`, which scans byte code), for every rule
+and every library module, and end to end: after a content change of a library file, a dry run
+marks exactly the rules whose code imports it."""
+
+from __future__ import annotations
+
+import modulefinder
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from attnscale import deps
+from conftest import REPO, SMOKE, snakemake
+
+SRC = REPO / "src"
+MODULES = sorted(
+    ".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+    for p in (SRC / "attnscale").rglob("*.py")
+)
+
+
+def finder_closure(module: str) -> set[str]:
+    """attnscale modules reachable from ``module`` by imports, found by modulefinder (byte code
+    of every function included; the search path holds only src/, so no third-party package is
+    loaded)."""
+    mf = modulefinder.ModuleFinder(path=[str(SRC)])
+    mf.import_hook(module)
+    return {m for m in mf.modules if m == "attnscale" or m.startswith("attnscale.")}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_ast_closure_equals_modulefinder(module):
+    assert set(deps.closure(module, SRC)) == finder_closure(module)
+
+
+def test_closure_follows_relative_and_function_level_imports(tmp_path):
+    pkg = tmp_path / "attnscale"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "a.py": "def f():\n    from .sub import b\n    return b\n",
+        "sub/__init__.py": "",
+        "sub/b.py": "from .. import c\n",
+        "c.py": "import numpy\n",
+        "unused.py": "from . import a\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    got = deps.closure("attnscale.a", tmp_path)
+    assert got == ("attnscale", "attnscale.a", "attnscale.c", "attnscale.sub", "attnscale.sub.b")
+    assert deps.lib_files("a:f", src=tmp_path, root=tmp_path) == [
+        "attnscale/__init__.py", "attnscale/a.py", "attnscale/c.py",
+        "attnscale/sub/__init__.py", "attnscale/sub/b.py",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="no module"):
+        deps.lib_files("nope:f", src=tmp_path, root=tmp_path)
+
+
+def rule_entries() -> dict[str, str]:
+    """rule name -> entry module, read from the rule files' text (independent of the parser)."""
+    out = {}
+    for smk in sorted((REPO / "workflow/rules").glob("*.smk")):
+        for block in re.split(r"^rule ", smk.read_text(), flags=re.M)[1:]:
+            name = block.split(":", 1)[0].strip()
+            m = re.search(r'entry="([\w.]+):\w+"', block)
+            if m:
+                out[name] = "attnscale." + m.group(1)
+    return out
+
+
+def expected_lib(module: str) -> set[str]:
+    mods = finder_closure(module) | finder_closure("attnscale.adapter")
+    return {str(deps.module_file(m, SRC).relative_to(REPO)) for m in mods}
+
+
+@pytest.fixture(scope="module")
+def summary(smoke_run):
+    """rule -> set of library inputs, from Snakemake's own detailed summary of the smoke DAG."""
+    proc = snakemake(smoke_run["dir"], "--detailed-summary", "--cores", "1", *SMOKE)
+    lines = proc.stdout.splitlines()
+    head = lines[0].split("\t")
+    rule_i, in_i = head.index("rule"), head.index("input-file(s)")
+    out: dict[str, set[str]] = {}
+    for line in lines[1:]:
+        cols = line.split("\t")
+        if len(cols) <= in_i:
+            continue
+        libs = {f for f in cols[in_i].split(",") if f.startswith("src/")}
+        out.setdefault(cols[rule_i], set()).update(libs)
+    return out
+
+
+def test_every_rule_names_an_entry_and_depends_on_its_closure(summary):
+    entries = rule_entries()
+    ran = set(summary) - {"all"}
+    assert ran <= set(entries), f"rules without params.entry: {sorted(ran - set(entries))}"
+    for rule in sorted(ran):
+        assert summary[rule] == expected_lib(entries[rule]), rule
+
+
+def test_each_module_marks_exactly_the_rules_that_import_it(summary):
+    entries = rule_entries()
+    ran = sorted(set(summary) - {"all"})
+    for module in MODULES:
+        path = str(deps.module_file(module, SRC).relative_to(REPO))
+        marked = {r for r in ran if path in summary[r]}
+        importing = {r for r in ran if module in finder_closure(entries[r])
+                     or module in finder_closure("attnscale.adapter")}  # fmt: skip
+        assert marked == importing, module
+
+
+def _reasons(text: str) -> dict[str, str]:
+    """rule -> reason line of each job in a dry run's output."""
+    out, rule = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(?:localrule|rule) (\w+):", line.strip())
+        if m:
+            rule = m.group(1)
+        elif rule and line.strip().startswith("reason:"):
+            out.setdefault(rule, line.strip())
+    return out
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("module", ["attnscale.theory", "attnscale.figures.paper_a"])
+def test_content_change_reruns_exactly_the_importing_rules(smoke_run, summary, tmp_path, module):
+    work = tmp_path / "repo"
+    shutil.copytree(smoke_run["dir"], work, symlinks=True)
+    path = deps.module_file(module, work / "src")
+    path.write_text(path.read_text() + textwrap.dedent("\n# a content change\n"))
+    proc = snakemake(work, "-n", "--cores", "1", *SMOKE)
+    rel = str(path.relative_to(work))
+    direct = {r for r, why in _reasons(proc.stdout).items() if rel in why}
+    entries = rule_entries()
+    in_dag = set(summary) - {"all"}
+    expected = {r for r, e in entries.items() if r in in_dag and module in finder_closure(e)}
+    assert direct == expected
+    assert direct, "the change marked nothing"
