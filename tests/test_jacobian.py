@@ -7,7 +7,7 @@ truncation, Monte Carlo standard errors, asymptotic rates), not from the observe
 import numpy as np
 import pytest
 
-from attnscale import attention, jacobian, theory, tokens
+from attnscale import attention, eta_exact, jacobian, theory, tokens
 
 EPS = np.finfo(float).eps
 BETAS = [0.0, 0.3, 3.0, 30.0, 1e3]
@@ -52,8 +52,8 @@ def test_exact_eta_matches_the_dense_jacobian(n, d, alpha, beta):
     dense = np.sum(J**2) / (n * d)
     tol = 1e3 * EPS * (1.0 + beta) ** 2 * max(1.0, dense)
     for route in ("gram", "outer"):
-        assert abs(jacobian.eta_exact_grid(X, [beta], alpha, route=route)[0] - dense) <= tol
-    assert abs(jacobian.eta_exact(X, beta, alpha) - dense) <= tol
+        assert abs(eta_exact.eta_exact_grid(X, [beta], alpha, route=route)[0] - dense) <= tol
+    assert abs(eta_exact.eta_exact(X, beta, alpha) - dense) <= tol
     V = np.random.default_rng(2).standard_normal((3, n, d))
     want = np.stack([(J @ v.ravel()).reshape(n, d) for v in V])
     np.testing.assert_allclose(jacobian.jvp(X, V, beta, alpha), want, rtol=1e-10, atol=1e-12)
@@ -69,10 +69,10 @@ def test_exact_eta_closed_forms_at_beta0_and_d1():
     for alpha in (0.0, 0.3):
         want = ((d - 1) * np.mean(r**-2) / n + 2 * alpha * (d - 1) * np.mean(1 / r) / n) / d
         want += alpha**2
-        assert jacobian.eta_exact(X, 0.0, alpha) == pytest.approx(want, rel=1e-13)
+        assert eta_exact.eta_exact(X, 0.0, alpha) == pytest.approx(want, rel=1e-13)
     X1 = _tokens("gauss", 6, 1)
     betas = np.array([0.0, 2.0, 50.0])
-    got = jacobian.eta_exact_grid(X1, betas, [0.0, 0.4])
+    got = eta_exact.eta_exact_grid(X1, betas, [0.0, 0.4])
     tol = 1e3 * EPS * (1.0 + betas) ** 2  # the beta^2 terms cancel to rounding
     assert np.all(np.abs(got - np.array([[0.0], [0.16]])) <= tol)
 
@@ -83,9 +83,9 @@ def test_exact_grid_blocks_routes_and_alphas_agree():
     X = tokens.near_simplex(70, 6, 0.5, np.random.default_rng(3))
     betas = np.array([0.0, 1.0, 4.0, 9.0, 25.0])
     alphas = [0.0, 0.5, 2.0]
-    ref = np.array([[jacobian.eta_exact(X, b, a) for b in betas] for a in alphas])
+    ref = np.array([[eta_exact.eta_exact(X, b, a) for b in betas] for a in alphas])
     for kw in ({}, {"block_entries": 150}, {"block_entries": 10**6}, {"route": "gram"}):
-        np.testing.assert_allclose(jacobian.eta_exact_grid(X, betas, alphas, **kw), ref, rtol=1e-11)
+        np.testing.assert_allclose(eta_exact.eta_exact_grid(X, betas, alphas, **kw), ref, rtol=1e-11)
 
 
 @pytest.mark.parametrize("kind", ["rademacher", "gaussian"])
@@ -95,7 +95,7 @@ def test_hutchinson_within_four_standard_errors(kind, alpha):
     exact| <= 4 SE fails with probability ~1e-4 per comparison (fixed seed: deterministic)."""
     X = tokens.near_simplex(40, 6, 0.5, np.random.default_rng(4))
     betas = np.array([0.5, 1.0, 2.0, 4.0]) * theory.gamma_c(0.5) * np.log(40)
-    exact = jacobian.eta_exact_grid(X, betas, alpha)
+    exact = eta_exact.eta_exact_grid(X, betas, alpha)
     est, se = jacobian.eta_hutchinson_grid(
         X, betas, alpha, probes=200, rng=np.random.default_rng(5), kind=kind
     )
@@ -128,8 +128,8 @@ def test_permutation_invariance():
     V = np.random.default_rng(11).standard_normal(X.shape)
     for beta in (0.0, 3.0, 40.0):
         for alpha in (0.0, 0.5):
-            assert jacobian.eta_exact(X[p], beta, alpha) == pytest.approx(
-                jacobian.eta_exact(X, beta, alpha), rel=1e-12
+            assert eta_exact.eta_exact(X[p], beta, alpha) == pytest.approx(
+                eta_exact.eta_exact(X, beta, alpha), rel=1e-12
             )
             np.testing.assert_allclose(
                 jacobian.jvp(X[p], V[p], beta, alpha),
@@ -146,7 +146,7 @@ def test_simplex_eta_closed_form_is_exact(n, pad):
     rho = 0.35
     for q, alpha, beta in [(1.0, 0.0, 0.0), (1.0, 0.0, 4.0), (2.5, 0.6, 9.0), (0.7, 0.3, 200.0)]:
         X = np.hstack([tokens.simplex_exact(n, rho, q), np.zeros((n, pad))])
-        got = jacobian.eta_exact(X, beta, alpha)
+        got = eta_exact.eta_exact(X, beta, alpha)
         want = theory.simplex_eta(n, n + pad, rho, beta, alpha, q)
         assert got == pytest.approx(want, rel=1e-9, abs=1e3 * EPS * (1 + beta) ** 2)
     s = np.random.default_rng(12).uniform(0.5, 2.0, size=(n, 1))
@@ -155,7 +155,7 @@ def test_simplex_eta_closed_form_is_exact(n, pad):
     want = theory.simplex_eta(
         n, n + pad, rho, 5.0, 0.4, mean_inv_norm=np.mean(1 / r), mean_inv_sq_norm=np.mean(r**-2)
     )
-    assert jacobian.eta_exact(X, 5.0, 0.4) == pytest.approx(want, rel=1e-9)
+    assert eta_exact.eta_exact(X, 5.0, 0.4) == pytest.approx(want, rel=1e-9)
 
 
 def test_simplex_eta_reproduces_the_spec_finite_size_number():
@@ -182,7 +182,7 @@ def test_exact_simplex_tokens_at_large_n_reach_the_limits(rho):
     gc = theory.gamma_c(rho)
     dk = np.log(24 / 16) / np.log(2**8)
     for f in (0.5, 1.0, 2.0):
-        got = jacobian.eta_exact_grid(X, [f * gc * np.log(n)], [0.0, 0.5])[:, 0]
+        got = eta_exact.eta_exact_grid(X, [f * gc * np.log(n)], [0.0, 0.5])[:, 0]
         for alpha, g in zip((0.0, 0.5), got, strict=True):
             want = theory.simplex_eta(n, n, rho, f * gc * np.log(n), alpha)
             assert g == pytest.approx(want, rel=1e-9)
@@ -206,11 +206,11 @@ def test_exact_simplex_tokens_at_large_n_reach_the_limits(rho):
         (lambda: jacobian.jvp([[1.0, 0.0], [0.0, 0.0]], np.ones((2, 2)), 1.0), ValueError, "zero row"),
         (lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 2)), -1.0), ValueError, r"beta must lie in \[0"),
         (lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 2)), 1.0, -0.1), ValueError, "alpha must lie"),
-        (lambda: jacobian.eta_exact(np.ones(4), 1.0), ValueError, "X must be a 2-D array"),
-        (lambda: jacobian.eta_exact(np.ones((1, 3)), 1.0), ValueError, "X must have at least 2 rows"),
-        (lambda: jacobian.eta_exact_grid(np.ones((3, 2)), [1.0, -2.0]), ValueError, "betas must be >= 0"),
-        (lambda: jacobian.eta_exact_grid(np.ones((3, 2)), [1.0], [0.1, -1.0]), ValueError, "alpha must be >= 0"),
-        (lambda: jacobian.eta_exact_grid(np.ones((3, 2)), [1.0], route="x"), ValueError, "route must be"),
+        (lambda: eta_exact.eta_exact(np.ones(4), 1.0), ValueError, "X must be a 2-D array"),
+        (lambda: eta_exact.eta_exact(np.ones((1, 3)), 1.0), ValueError, "X must have at least 2 rows"),
+        (lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0, -2.0]), ValueError, "betas must be >= 0"),
+        (lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0], [0.1, -1.0]), ValueError, "alpha must be >= 0"),
+        (lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0], route="x"), ValueError, "route must be"),
         (lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=0, rng=np.random.default_rng()), ValueError, "probes must be >= 1"),
         (lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=2, rng=1), TypeError, "rng must be a numpy"),
         (lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=2, rng=np.random.default_rng(), kind="x"), ValueError, "kind must be one of"),

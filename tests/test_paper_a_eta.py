@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import jacobian, tokens
+from attnscale import eta_exact, tokens
 from attnscale.experiments import paper_a_eta as E
 
 SEED = 271828182845904523536028747135266249775
@@ -96,7 +96,7 @@ def test_eta_table_exact_and_hutchinson_agree_within_their_error():
                       root_seed=SEED, params={})  # fmt: skip
     beta = big["beta"].iloc[0]  # rounding of the beta^2 terms: ~1e3 eps beta^2 (test_jacobian)
     assert abs(big["eta_rel"].iloc[0] - 1.0) <= 1e3 * np.finfo(float).eps * beta**2
-    assert ex["eta"].iloc[-1] == pytest.approx(jacobian.eta_exact(X, ex["beta"].iloc[-1]))
+    assert ex["eta"].iloc[-1] == pytest.approx(eta_exact.eta_exact(X, ex["beta"].iloc[-1]))
 
 
 def test_draws_without_gamma_c_are_skipped():

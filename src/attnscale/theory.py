@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_int, check_real
+from .validation import check_int, check_real, check_vector
 
 
 def _rho(rho):
     return check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
 
 
-def gamma_c(rho: float) -> float:
-    """Critical scale ``gamma_c = 1 / (1 - rho)`` of ``beta_n = gamma log n`` (spec §1)."""
-    return 1.0 / (1.0 - _rho(rho))
+def gamma_c(rho):
+    """Critical scale ``gamma_c = 1 / (1 - rho)`` of ``beta_n = gamma log n``
+    (docs/paper-a.md#the-model). The one place it is computed: a float for a scalar ``rho``, an
+    array for an array (every entry must lie in (0, 1))."""
+    if np.ndim(rho) == 0:
+        return 1.0 / (1.0 - _rho(rho))
+    r = check_vector("rho", np.ravel(rho)).reshape(np.shape(rho))
+    if np.any((r <= 0.0) | (r >= 1.0)):
+        raise ValueError(f"rho must lie in (0, 1), got {np.asarray(rho).tolist()}")
+    return 1.0 / (1.0 - r)
 
 
 def self_weight_limit(rho: float, gamma: float) -> float:
@@ -141,11 +148,13 @@ def simplex_lambda(n: int, rho: float, beta: float, alpha: float = 0.0, q: float
     return float(e**2 / norm2)
 
 
-def beta_of_gamma(gamma: float, n: int) -> float:
-    """Paper A's scaling ``beta_n = gamma log n`` (natural log, spec §1)."""
-    gamma = check_real("gamma", gamma, low=0.0)
+def beta_of_gamma(gamma, n: int):
+    """Paper A's scaling ``beta_n = gamma log n`` (natural log, docs/paper-a.md#the-model); a
+    float for a scalar ``gamma``, an array for an array."""
     n = check_int("n", n, minimum=2)
-    return float(gamma * np.log(n))
+    if np.ndim(gamma) == 0:
+        return float(check_real("gamma", gamma, low=0.0) * np.log(n))
+    return check_vector("gamma", np.ravel(gamma), low=0.0).reshape(np.shape(gamma)) * np.log(n)
 
 
 def simplex_eta(
@@ -161,7 +170,7 @@ def simplex_eta(
 ) -> float:
     """Exact finite-n eta for simplex tokens (spec §5) [derived].
 
-    The block formula of :func:`attnscale.jacobian.eta_exact_grid` evaluated on the simplex Gram
+    The block formula of :func:`attnscale.eta_exact.eta_exact_grid` evaluated on the simplex Gram
     matrix ``G = (1 - rho) I + rho 1 1^T``. With ``t = e^{beta (rho - 1)}``,
     ``a = 1 / (1 + (n-1) t)`` (= ``A_ii``), ``b = t a`` (= ``A_ij``), ``K0 = <m_i, y_i> =
     a + (n-1) b rho``, ``K1 = <m_i, y_j> = a rho + b (1 + (n-2) rho)``,

@@ -88,7 +88,7 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
     else:
         LOG.warning("draw d=%d rho=%g trial=%d has rho_hat=%g <= 0: no critical row",
                     d, tok["rho"], tok["trial"], rho_hat)  # fmt: skip
-    betas = gam * np.log(n)
+    betas = theory.beta_of_gamma(gam, n)
 
     def theory_col(fn, values):
         return [fn(v) if valid else np.nan for v in values]
@@ -142,11 +142,12 @@ def lambda_rows(*, draws: list[dict], rho: float, gammas, alpha: float):
 
 
 def _mean_se(group, cols):
-    """Mean and standard error (sample std / sqrt(trials); nan for one trial) of ``cols``."""
+    """Mean and standard error (pandas ``sem``: sample std / sqrt(trials); nan for one trial) of
+    ``cols``."""
     agg = {}
     for c in cols:
         agg[f"{c}_mean"] = (c, "mean")
-        agg[f"{c}_se"] = (c, lambda s: s.std(ddof=1) / np.sqrt(s.size) if s.size > 1 else np.nan)
+        agg[f"{c}_se"] = (c, "sem")  # std(ddof=1) / sqrt(trials); nan for one trial
     agg["trials"] = ("trial", "nunique")
     return group.agg(**agg).reset_index()
 
@@ -158,7 +159,7 @@ def figure1_data(rows):
         grid.groupby(CELL_KEYS, sort=True),
         ["lambda", "rho_hat", "lambda_simplex_n"],
     )
-    out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
+    out["gamma_c_nominal"] = theory.gamma_c(out["rho"].to_numpy())
     return out.merge(cell_provenance(grid, CELL_KEYS), on=CELL_KEYS, how="left")
 
 

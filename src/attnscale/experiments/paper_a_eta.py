@@ -19,7 +19,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from .. import attention, jacobian, theory, tokens
+from .. import attention, eta_exact, jacobian, theory, tokens
 from ..io import provenance
 from ..runtime import Progress
 from ..seeding import job_rng, spawn_key, value_id
@@ -40,14 +40,14 @@ def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
 
 def choose_method(method: str, n: int, d: int, probes: int) -> str:
     """``"exact"`` or ``"hutchinson"``. ``"auto"`` takes the exact block formula when its cost
-    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.jacobian.exact_cost`,
-    :func:`attnscale.jacobian.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
+    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.eta_exact.exact_cost`,
+    :func:`attnscale.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method != "auto":
         return method
-    exact = jacobian.exact_cost(n, d)
-    return "exact" if exact <= jacobian.hutchinson_cost(n, d, probes) else "hutchinson"
+    exact = eta_exact.exact_cost(n, d)
+    return "exact" if exact <= eta_exact.hutchinson_cost(n, d, probes) else "hutchinson"
 
 
 def norm_moments(X: np.ndarray) -> tuple[float, float]:
@@ -116,11 +116,11 @@ def eta_table(
     kind = ["grid"] * gammas.size + (["critical"] if ok else [])
     if not ok:
         LOG.warning("rho_hat = %g outside (0, 1): no gamma_c row, theory columns nan", rho_hat)
-    betas = gam * np.log(n)
+    betas = theory.beta_of_gamma(gam, n)
     how = choose_method(method, n, d, probes)
     key = probe_key(n, d, tok["rho"], tok["trial"])
     if how == "exact":
-        eta = jacobian.eta_exact_grid(X, betas, alpha)
+        eta = eta_exact.eta_exact_grid(X, betas, alpha)
         se = np.zeros_like(eta)
         used_probes = 0
     else:
@@ -228,7 +228,7 @@ def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
         grid.groupby(CELL_KEYS, sort=True),
         ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"],
     )
-    out["gamma_c_nominal"] = 1.0 / (1.0 - out["rho"])
+    out["gamma_c_nominal"] = theory.gamma_c(out["rho"].to_numpy())
     return out.merge(
         cell_provenance(grid, CELL_KEYS, method=("method", "first"), probes=("probes", "first")),
         on=CELL_KEYS,
@@ -266,7 +266,7 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
     mechanism of spec §3: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
     ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.attention.angle_ratio_grid`)
-    and exact eta (:func:`attnscale.jacobian.eta_exact_grid`), each with its n -> inf limit
+    and exact eta (:func:`attnscale.eta_exact.eta_exact_grid`), each with its n -> inf limit
     (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: spec §3) and its finite-n
     simplex value (:func:`attnscale.theory.simplex_self_weight`, ``simplex_map``,
     ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised
@@ -283,8 +283,8 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
         return pd.DataFrame()
     gc_hat = theory.gamma_c(rho_hat)
     gam = factors * gc_hat
-    betas = gam * np.log(n)
-    eta = jacobian.eta_exact_grid(X, betas, alphas)  # (alphas, factors)
+    betas = theory.beta_of_gamma(gam, n)
+    eta = eta_exact.eta_exact_grid(X, betas, alphas)  # (alphas, factors)
     lam = [attention.angle_ratio_grid(X, betas, a) for a in alphas]
     w1, w2 = norm_moments(X)
     Y, _ = attention.normalise(X)
@@ -353,6 +353,13 @@ def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas) -> 
     return df
 
 
+def _sem(x: np.ndarray) -> float:
+    """Standard error of the mean over draws (:func:`scipy.stats.sem`, ddof = 1); nan for one."""
+    from scipy.stats import sem
+
+    return float(sem(x)) if len(x) > 1 else np.nan
+
+
 THEORY_KEYS = ["d", "n", "rho", "alpha", "gamma_factor"]
 
 
@@ -372,8 +379,8 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
             sim = g[qty].to_numpy()
             simp = g[f"{qty}_simplex_n"].to_numpy()
             diff = sim - simp
-            se = sim.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
-            dse = diff.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
+            se = _sem(sim)
+            dse = _sem(diff)
             z = diff.mean() / dse if t > 1 and dse > 0 else np.nan
             rec = dict(zip(THEORY_KEYS, keys, strict=True))
             rec.update(
@@ -404,7 +411,7 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                     rec[name] = ";".join(sorted(set(map(str, g[col]))))
             if qty == "eta":
                 dn = sim - g["eta_simplex_n_norms"].to_numpy()
-                dnse = dn.std(ddof=1) / np.sqrt(t) if t > 1 else np.nan
+                dnse = _sem(dn)
                 rec["simplex_n_norms"] = g["eta_simplex_n_norms"].mean()
                 rec["z_norms"] = dn.mean() / dnse if t > 1 and dnse > 0 else np.nan
             out.append(rec)

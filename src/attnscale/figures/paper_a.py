@@ -61,7 +61,7 @@ def heatmap_panels(
             _edges(rhos, False), _edges(gammas, True), Z.to_numpy(), cmap=cmap, shading="flat", **kw
         )
         rr = np.linspace(rhos.min(), rhos.max(), 200)
-        gc = 1.0 / (1.0 - rr)
+        gc = theory.gamma_c(rr)
         ok = (gc >= gammas.min()) & (gc <= gammas.max())
         ax.plot(rr[ok], gc[ok], "w--", lw=1.4, label=r"$\gamma = 1/(1-\rho)$")
         ax.plot(rr[ok], gc[ok], "k--", lw=0.7, dashes=(3, 3))
