@@ -132,17 +132,50 @@ GRIDS: dict[str, Range] = {
     "paper_a.finite_size.alpha": Range(low=0.0, low_open=False),
     "paper_a.scaling_rules.n": Range(low=1.0),
     "benchmark.scaling.n": Range(low=2, low_open=False, integer=True),
+    # finite d (issue 9): the theory's range is 3 <= d <= 4096, 2 <= n <= 1e7, 0 <= rho < 1
+    "finite_d.transition.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
+    "finite_d.transition.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "finite_d.transition.rho": Range(low=0.0, low_open=False, high=1.0),
+    "finite_d.transition.theory_n": Range(low=2, low_open=False, high=1e7, high_open=False),
+    # causal mask and simulated scaling rules (issue 10 items 1-2; docs/realistic-attention.md)
+    "causal.rho": Range(low=0.0, high=1.0),
+    "causal.gamma": Range(low=0.0),
+    "causal.self_weight.rho": Range(low=0.0, high=1.0),
+    "causal.self_weight.gamma_factors": Range(low=0.0),
+    "causal.rules_simulated.n": Range(low=2, low_open=False, high=1e7, high_open=False,
+                                      integer=True),
+    "causal.rules_simulated.rho": Range(low=0.0, high=1.0),
 }
 
 #: Scalars and their ranges, by dotted key.
 VALUES: dict[str, Range] = {
     "paper_a.n": Range(low=2, low_open=False, integer=True),
     "paper_a.trials": Range(low=1, low_open=False, integer=True),
+    "paper_a.rho_per_job": Range(low=1, low_open=False, integer=True),
     "paper_a.alpha": Range(low=0.0, low_open=False),
     "paper_a.eta.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.theorem_table.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.finite_size.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.scaling_rules.overlay_n": Range(low=1.0),
+    "finite_d.transition.trials": Range(low=2, low_open=False, integer=True),
+    "finite_d.transition.rows": Range(low=1, low_open=False, integer=True),
+    "finite_d.transition.read_off.n": Range(low=2, low_open=False, high=1e7, high_open=False,
+                                            integer=True),
+    "finite_d.transition.read_off.d": Range(low=3, low_open=False, high=4096, high_open=False,
+                                            integer=True),
+    "finite_d.intermediate.trials": Range(low=1, low_open=False, integer=True),
+    "finite_d.intermediate.rows": Range(low=1, low_open=False, integer=True),
+    "finite_d.intermediate.mass": Range(low=0.0, high=1.0, high_open=False),
+    "causal.n": Range(low=2, low_open=False, integer=True),
+    "causal.d": Range(low=1, low_open=False, integer=True),
+    "causal.trials": Range(low=1, low_open=False, integer=True),
+    "causal.self_weight.n": Range(low=2, low_open=False, integer=True),
+    "causal.self_weight.bins": Range(low=1, low_open=False, integer=True),
+    "causal.self_weight.trials": Range(low=1, low_open=False, integer=True),
+    "causal.rules_simulated.d": Range(low=3, low_open=False, high=4096, high_open=False,
+                                      integer=True),
+    "causal.rules_simulated.block": Range(low=2, low_open=False, integer=True),
+    "causal.rules_simulated.trials": Range(low=1, low_open=False, integer=True),
 }
 
 
@@ -152,8 +185,30 @@ def _check_eta_trials(cfg: Config) -> None:
              cfg.get("paper_a.eta.trials"))  # fmt: skip
 
 
+def _check_finite_d_intermediate_trials(cfg: Config) -> None:
+    if cfg.get("finite_d.intermediate.trials") > cfg.get("paper_a.trials"):
+        fail("finite_d.intermediate.trials",
+             "<= paper_a.trials (the intermediate phase reuses Figure 1's draws)",
+             cfg.get("finite_d.intermediate.trials"))  # fmt: skip
+
+
+def _check_causal(cfg: Config) -> None:
+    try:
+        block = cfg.get("causal.rules_simulated.block")
+        cfg.get("causal.self_weight.gamma_factors")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    n_min = min(cfg.grid("causal.rules_simulated.n"))
+    if block > n_min:
+        fail("causal.rules_simulated.block", f"<= the smallest causal.rules_simulated.n "
+             f"({int(n_min)})", block)  # fmt: skip
+    if not np.any(np.isclose(cfg.grid("causal.self_weight.gamma_factors"), 1.0)):
+        fail("causal.self_weight.gamma_factors", "a grid containing 1 (gamma = gamma_c)",
+             cfg.get("causal.self_weight.gamma_factors"))  # fmt: skip
+
+
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
-CHECKS: list = [_check_eta_trials]
+CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials]
 
 
 class Config:
@@ -203,6 +258,12 @@ class Config:
             if label(v) == lab:
                 return float(v)
         raise KeyError(f"{key} has no value labelled {lab!r}")
+
+    def chunks(self, key: str, size: int) -> list[list[float]]:
+        """The grid at ``key`` cut into consecutive pieces of ``size`` values (the last may be
+        shorter): the work of one job each."""
+        vals = [float(v) for v in self.grid(key)]
+        return [vals[i : i + size] for i in range(0, len(vals), size)]
 
     def value(self, key: str):
         """A range-checked scalar (ranges in :data:`VALUES`)."""

@@ -9,6 +9,8 @@ from attnscale.deps import lib_files as _lib_files
 
 CFG = _load_config(config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 ROOT_SEED = int(config["seed"])
+# Paper A's rho grid in pieces of paper_a.rho_per_job values: one lambda/eta job each
+RHO_PARTS = CFG.chunks("paper_a.rho", CFG.value("paper_a.rho_per_job"))
 # every rule runs this script, which calls the library function named in params.entry
 ENTRY = "../scripts/entry.py"
 _SRC = Path(workflow.basedir) / "src"
@@ -42,3 +44,4 @@ wildcard_constraints:
     d=r"\d+",
     trial=r"\d+",
     rho=r"0\.\d{4}",
+    part=r"\d+",

@@ -7,7 +7,7 @@ rule paper_a_tokens:
     """Gaussian draw z_0, Z of one (n, d, trial); the tokens of every rho are built from it
     (common random numbers, docs/paper-a.md#gaussian-near-simplex-tokens)."""
     input:
-        lib=lib("experiments.paper_a"),
+        lib=lib("experiments.paper_a_tokens"),
     output:
         npz="results/paper_a/tokens/n{n}/d{d}/trial{trial}.npz",
     log:
@@ -21,7 +21,7 @@ rule paper_a_tokens:
         mem_mb=500,
         runtime=5,
     params:
-        entry="experiments.paper_a:draw_tokens",
+        entry="experiments.paper_a_tokens:draw_tokens",
         n=lambda wc: int(wc.n),
         d=lambda wc: int(wc.d),
         trial=lambda wc: int(wc.trial),
@@ -31,16 +31,17 @@ rule paper_a_tokens:
 
 
 rule paper_a_lambda:
-    """lambda over the gamma grid and at gamma_c(rho_hat) for every draw of one (n, d, rho)."""
+    """lambda over the gamma grid and at gamma_c(rho_hat) for every draw of one (n, d) at a
+    piece of the rho grid (paper_a.rho_per_job consecutive values)."""
     input:
         draws=token_draws(CFG.value("paper_a.trials")),
         lib=lib("experiments.paper_a"),
     output:
-        csv="results/paper_a/lambda/n{n}/d{d}/rho{rho}.csv",
+        csv="results/paper_a/lambda/n{n}/d{d}/part{part}.csv",
     log:
-        "logs/paper_a/lambda/n{n}/d{d}/rho{rho}.log",
+        "logs/paper_a/lambda/n{n}/d{d}/part{part}.log",
     benchmark:
-        "benchmarks/paper_a/lambda/n{n}/d{d}/rho{rho}.tsv"
+        "benchmarks/paper_a/lambda/n{n}/d{d}/part{part}.tsv"
     conda:
         "../../envs/environment.yaml"
     threads: 1
@@ -49,7 +50,7 @@ rule paper_a_lambda:
         runtime=15,
     params:
         entry="experiments.paper_a:lambda_rows",
-        rho=lambda wc: CFG.exact("paper_a.rho", wc.rho),
+        rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),
     script:
@@ -60,10 +61,10 @@ rule paper_a_lambda_summary:
     """Figure-data tables: mean lambda per grid cell, and lambda at gamma_c per draw."""
     input:
         csvs=expand(
-            "results/paper_a/lambda/n{n}/d{d}/rho{rho}.csv",
+            "results/paper_a/lambda/n{n}/d{d}/part{part}.csv",
             n=CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
-            rho=CFG.labels("paper_a.rho"),
+            part=range(len(RHO_PARTS)),
         ),
         lib=lib("experiments.paper_a"),
     output:

@@ -3,16 +3,17 @@
 
 
 rule paper_a_eta:
-    """eta over the gamma grid and at gamma_c(rho_hat) for the Figure-2 draws of one (n, d, rho)."""
+    """eta over the gamma grid and at gamma_c(rho_hat) for the Figure-2 draws of one (n, d) at a
+    piece of the rho grid (paper_a.rho_per_job consecutive values)."""
     input:
         draws=token_draws(CFG.value("paper_a.eta.trials")),
         lib=lib("experiments.paper_a_eta"),
     output:
-        csv="results/paper_a/eta/n{n}/d{d}/rho{rho}.csv",
+        csv="results/paper_a/eta/n{n}/d{d}/part{part}.csv",
     log:
-        "logs/paper_a/eta/n{n}/d{d}/rho{rho}.log",
+        "logs/paper_a/eta/n{n}/d{d}/part{part}.log",
     benchmark:
-        "benchmarks/paper_a/eta/n{n}/d{d}/rho{rho}.tsv"
+        "benchmarks/paper_a/eta/n{n}/d{d}/part{part}.tsv"
     conda:
         "../../envs/environment.yaml"
     threads: 1
@@ -21,7 +22,7 @@ rule paper_a_eta:
         runtime=15,
     params:
         entry="experiments.paper_a_eta:eta_rows",
-        rho=lambda wc: CFG.exact("paper_a.rho", wc.rho),
+        rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),
         method=CFG.get("paper_a.eta.method"),
@@ -36,10 +37,10 @@ rule paper_a_eta_summary:
     """Figure-2 data (mean eta per grid cell) and eta at gamma_c per draw."""
     input:
         csvs=expand(
-            "results/paper_a/eta/n{n}/d{d}/rho{rho}.csv",
+            "results/paper_a/eta/n{n}/d{d}/part{part}.csv",
             n=CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
-            rho=CFG.labels("paper_a.rho"),
+            part=range(len(RHO_PARTS)),
         ),
         lib=lib("experiments.paper_a_eta"),
     output:

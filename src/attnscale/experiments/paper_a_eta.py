@@ -24,7 +24,8 @@ from ..io import provenance
 from ..runtime import Progress
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
-from .paper_a import CELL_KEYS, _mean_se, cell_provenance, tokens_at
+from .paper_a import CELL_KEYS, _mean_se, cell_provenance
+from .paper_a_tokens import tokens_at
 
 LOG = logging.getLogger("attnscale")
 
@@ -183,7 +184,7 @@ def eta_table(
 def eta_rows(
     *,
     draws: list[dict],
-    rho: float,
+    rhos,
     gammas,
     alpha: float,
     method: str,
@@ -191,10 +192,11 @@ def eta_rows(
     probe_kind: str,
     root_seed: int,
 ) -> pd.DataFrame:
-    """Entry of rule ``paper_a_eta``: :func:`eta_table` for every draw of one (n, d, rho), stacked."""
+    """Entry of rule ``paper_a_eta``: :func:`eta_table` for every draw of one ``(n, d)`` at each
+    ``rho`` of ``rhos`` (a piece of the rho grid), stacked."""
     tables = []
-    progress = Progress("eta draws", len(draws))
-    for draw in draws:
+    progress = Progress("eta (rho, draw)", len(draws) * len(rhos))
+    for draw, rho in ((dr, r) for r in rhos for dr in draws):
         tok = tokens_at(draw, rho)
         params = {
             "gammas": [float(g) for g in gammas],

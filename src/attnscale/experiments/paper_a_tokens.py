@@ -1,0 +1,63 @@
+"""Paper A's data-generation step: the Gaussian draws behind the tokens, cached once per
+``(n, d, trial)`` and turned into the tokens of any ``rho`` (docs/paper-a.md#gaussian-near-simplex-tokens).
+
+Kept apart from the simulations so that editing attention or theory code never invalidates the
+cached draws (their rule depends only on this module's imports).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import __version__, tokens
+from ..io import git_commit
+from ..seeding import job_rng, spawn_key
+
+TOKENS_STREAM = "paper_a/tokens"
+
+def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
+    """Spawn key of a token draw. ``rho`` is *not* part of it: for fixed ``(n, d, trial)`` every
+    ``rho`` uses the same Gaussian draws ``z_0, z_i`` (common random numbers, our choice), so
+    differences across ``rho`` in a figure are the effect of ``rho``, not of new noise."""
+    return spawn_key(TOKENS_STREAM, n, d, trial)
+
+
+def draw_tokens(*, n: int, d: int, trial: int, root_seed: int) -> dict:
+    """Entry of rule ``paper_a_tokens``: the Gaussian draw of one ``(n, d, trial)``.
+
+    Returns the npz content: ``z0`` and ``Z`` (:func:`attnscale.tokens.gaussian_draw`) and the
+    provenance (``root_seed`` as a decimal string, ``spawn_key``, package version, git commit).
+    The tokens of every ``rho`` are built from it by :func:`tokens_at` (common random numbers,
+    docs/paper-a.md#gaussian-near-simplex-tokens).
+    """
+    key = token_key(n, d, trial)
+    z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
+    return {
+        "z0": z0,
+        "Z": Z,
+        "n": np.int64(n),
+        "d": np.int64(d),
+        "trial": np.int64(trial),
+        "root_seed": np.str_(str(root_seed)),
+        "spawn_key": np.asarray(key, dtype=np.int64),
+        "attnscale_version": np.str_(__version__),
+        "git_commit": np.str_(git_commit()),
+    }
+
+
+def tokens_at(draw: dict, rho: float) -> dict:
+    """The token draw at ``rho`` from a cached Gaussian draw (:func:`draw_tokens`): a dict with
+    ``X``, ``n``, ``d``, ``rho``, ``trial``, ``rho_hat`` (realised mean cosine), ``q_hat`` (mean
+    squared norm), ``root_seed`` (int) and ``spawn_key`` (tuple)."""
+    X = tokens.from_draw(draw["z0"], draw["Z"], rho)
+    return {
+        "X": X,
+        "n": int(draw["n"]),
+        "d": int(draw["d"]),
+        "rho": float(rho),
+        "trial": int(draw["trial"]),
+        "rho_hat": tokens.mean_cosine(X),
+        "q_hat": tokens.mean_sq_norm(X),
+        "root_seed": int(str(draw["root_seed"])),
+        "spawn_key": tuple(int(v) for v in draw["spawn_key"]),
+    }
