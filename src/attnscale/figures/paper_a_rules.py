@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .. import theory
 from ..plotting import add_caption, apply_style
 from .paper_a import _edges
 
@@ -41,8 +42,8 @@ def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: s
     mesh = axm.pcolormesh(_edges(rhos, False), _edges(gammas, True), Z.to_numpy(),
                           cmap="Greys_r", vmin=0, vmax=1, shading="flat")  # fmt: skip
     rr = np.linspace(rhos.min(), rhos.max(), 200)
-    axm.plot(rr, 1 / (1 - rr), color="w", lw=2.6)
-    axm.plot(rr, 1 / (1 - rr), "k--", lw=1.2, label=r"$\gamma_c = 1/(1-\rho)$")
+    axm.plot(rr, theory.gamma_c(rr), color="w", lw=2.6)
+    axm.plot(rr, theory.gamma_c(rr), "k--", lw=1.2, label=r"$\gamma_c = 1/(1-\rho)$")
     over = rules[rules["is_overlay_n"]]
     n_over = int(over["n"].iloc[0])
     for r in names:
