@@ -7,7 +7,9 @@ from pathlib import Path
 from attnscale.config import load as _load_config
 from attnscale.deps import lib_files as _lib_files
 
-CFG = _load_config(config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+CFG = _load_config(
+    config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
+)
 ROOT_SEED = int(config["seed"])
 # Paper A's rho grid in pieces of paper_a.rho_per_job values: one lambda/eta job each
 RHO_PARTS = CFG.chunks("paper_a.rho", CFG.value("paper_a.rho_per_job"))
@@ -24,19 +26,9 @@ def lib(*entries):
 
 def token_draws(trials):
     """Paper A Gaussian draws 0..trials-1 of a job's (n, d) (rule paper_a_tokens)."""
-    return expand("results/paper_a/tokens/n{{n}}/d{{d}}/trial{trial}.npz", trial=range(trials))
-
-
-# ---- legacy helpers, used only by rule files not yet converted to CFG (paper_b.smk) ----
-from attnscale.config import expand_grid as _expand_grid, fail as _fail, label as fmt
-
-
-def checked_values(path, *, low=0.0):
-    vals = _expand_grid(CFG.get(path), path)
-    for v in vals:
-        if v <= low:
-            _fail(path, f"a grid of finite values > {low:g}", float(v))
-    return vals
+    return expand(
+        "results/paper_a/tokens/n{{n}}/d{{d}}/trial{trial}.npz", trial=range(trials)
+    )
 
 
 wildcard_constraints:
