@@ -1,4 +1,5 @@
-"""One attention layer on pre-LN tokens and the angle ratio lambda (spec ``paper-a.md`` §1, §4).
+"""One attention layer on pre-LN tokens and the angle ratio lambda (``docs/paper-a.md#the-model``,
+``docs/paper-a.md#the-angle-ratio-lambda``).
 
 Conventions
 -----------
@@ -44,7 +45,7 @@ def default_block_rows(n: int, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> in
 
 
 def normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pre-LN normalisation ``y_i = x_i / ||x_i||`` (spec §1). Returns ``(Y, r)``, ``r_i = ||x_i||``."""
+    """Pre-LN normalisation ``y_i = x_i / ||x_i||`` (docs/paper-a.md#the-model). Returns ``(Y, r)``, ``r_i = ||x_i||``."""
     X = check_matrix("X", X)
     r = check_nonzero_rows("X", X)
     return X / r[:, None], r
@@ -58,29 +59,37 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
 
 
 def attention_weights(X: np.ndarray, beta: float) -> np.ndarray:
-    """The ``n x n`` attention matrix ``A = row-softmax(beta Y Y^T)`` of spec §1."""
+    """The ``n x n`` attention matrix ``A = row-softmax(beta Y Y^T)`` of ``docs/paper-a.md#the-model``."""
     X, _, beta, _ = check_layer_inputs(X, beta)
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     return softmax_rows(beta * (Y @ Y.T))
 
 
-def forward(X: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
-    """One attention layer, spec paper-a.md §1: ``x_i' = sum_j A_ij y_j + alpha x_i``.
+def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False) -> np.ndarray:
+    """One attention layer (``docs/paper-a.md#the-model``): ``x_i' = sum_j A_ij y_j + alpha x_i``.
 
     Parameters
     ----------
     X : array_like, shape (n, d)
         Raw tokens (``n >= 2``, non-zero finite rows).
-    beta : float
-        Inverse temperature, ``beta >= 0`` (Paper A uses ``beta = gamma log n``).
+    beta : float or array_like, shape (n,)
+        Inverse temperature, ``beta >= 0`` (Paper A uses ``beta = gamma log n``); a length-n
+        vector scales row ``i`` by ``beta_i`` (``docs/realistic-attention.md#causal-mask``).
     alpha : float, optional
         Residual weight, ``alpha >= 0``.
+    causal : bool, optional
+        Query ``i`` attends to keys ``j <= i`` only (row blocks, :mod:`attnscale.causal`). With
+        ``causal=False`` and a scalar ``beta`` the original dense path below runs unchanged.
 
     Returns
     -------
     numpy.ndarray
         ``(n, d)`` outputs ``X'`` (before the next normalisation).
     """
+    if causal or np.ndim(beta) != 0:
+        from .causal import forward_rows
+
+        return forward_rows(X, beta, alpha, causal=bool(causal))
     X, r, beta, alpha = check_layer_inputs(X, beta, alpha)
     Y = X / r[:, None]
     A = softmax_rows(beta * (Y @ Y.T))
@@ -88,7 +97,7 @@ def forward(X: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
 
 
 def angle_ratio(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:
-    """The angle ratio lambda of spec paper-a.md §4 for one ``beta`` (reference implementation).
+    """The angle ratio lambda (``docs/paper-a.md#the-angle-ratio-lambda``) for one ``beta`` (reference implementation).
 
     ``lambda = 2 / (n (n-1)) sum_{i<j} (1 - <y_i', y_j'>) / (1 - <y_i, y_j>)``.
     Near-coincident pairs are handled as described in the module docstring; this function builds
@@ -134,8 +143,9 @@ def angle_ratio_grid(
     block_rows: int | None = None,
     output_entries: int | None = None,
     return_diagnostics: bool = False,
+    causal: bool = False,
 ):
-    """lambda of spec paper-a.md §4 for many ``beta`` at once, sharing all beta-free work.
+    """lambda (``docs/paper-a.md#the-angle-ratio-lambda``) for many ``beta`` at once, sharing all beta-free work.
 
     Computed once (per row block): the normalisation ``Y``, the input Gram rows, the pair
     weights ``W_ij = 1 / (1 - <y_i, y_j>)`` and the near-pair list. Per ``beta`` the cost is one
@@ -168,12 +178,24 @@ def angle_ratio_grid(
         with row blocks.
     return_diagnostics : bool, optional
         Also return a dict with ``n_pairs``, ``n_near_pairs``, ``n_excluded_pairs``.
+    causal : bool, optional
+        Causal mask (query ``i`` sees keys ``j <= i``); then, or when ``betas`` has shape
+        ``(m, n)`` (one beta per query row), the fused row-block kernel
+        :func:`attnscale.causal.angle_ratio_grid_rows` runs
+        (``docs/realistic-attention.md#causal-mask``). lambda keeps its definition: the mean over
+        all pairs of output tokens.
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
+    if causal or np.ndim(betas) == 2:
+        from .causal import angle_ratio_grid_rows
+
+        return angle_ratio_grid_rows(X, betas, alpha, causal=bool(causal), block_rows=block_rows,
+                                     output_entries=output_entries,
+                                     return_diagnostics=return_diagnostics)  # fmt: skip
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     n, d = X.shape

@@ -1,0 +1,118 @@
+"""Compute entry of the simulated scaling rules (ours): real models' per-position logit
+multipliers under a causal mask at head dimension ``d``, measured on the last query block.
+
+Implements ``docs/realistic-attention.md#real-models-scaling-rules-simulated``. For each rule
+(:data:`attnscale.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
+and uses ``beta_i = gamma_c(rho) ln L m(i)`` (calibration A at the *nominal* rho, fixed constants
+as in a real model) or ``beta_i = m(i)`` (absolute rules, SSMax). Only the last ``block`` queries
+are computed (memory ``O(block x n)``); one Gram block is shared by every rule. Theory per row:
+the exact simplex values at the draw's ``rho_hat`` and the finite-d self-weight and critical beta
+of :mod:`attnscale.finite_d` (``docs/finite-d.md``) at the nominal rho.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import causal, causal_theory, finite_d, scaling_rules, theory, tokens
+from ..io import provenance
+from ..seeding import job_rng, spawn_key, value_id
+from ..validation import check_int, check_vector
+
+STREAM = "realistic/rules_tokens"
+
+
+def draw_key(d: int, rho: float, trial: int) -> tuple[int, ...]:
+    """Spawn key of a token draw. ``n`` is *not* part of it: ``z_0`` comes first and the rows of
+    ``Z`` are drawn in order, so the context of length ``n`` is the first ``n`` tokens of every
+    longer one (common random numbers across n, our choice): curves against n are not jagged by
+    independent ``z_0`` draws, which dominate the spread at d = 128."""
+    return spawn_key(STREAM, d, value_id(rho), trial)
+
+
+def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
+                    root_seed: int) -> pd.DataFrame:  # fmt: skip
+    """Entry of the simulated-rules table for one context length ``n``.
+
+    For each ``rho``, trial and rule: the mean self-weight ``A_ii`` and the angle ratio lambda
+    (pairs inside the block) of the last ``block`` queries, the same two quantities for simplex
+    tokens at the draw's ``rho_hat`` (:mod:`attnscale.causal_theory`), the finite-d ``E[A_ii]``
+    at the block's middle position and the finite-d critical beta (:mod:`attnscale.finite_d`,
+    nominal rho), the rule's ``beta`` at the last position and
+    ``gamma_eff / gamma_c = beta_n / (gamma_c ln n)`` at the nominal rho (``gamma_ratio``) and at
+    ``rho_hat`` (``gamma_ratio_hat``).
+
+    Parameters
+    ----------
+    n : int
+        Context length (``n >= block``, ``n >= 2``).
+    d : int
+        Head dimension.
+    rhos : sequence of float
+        Token correlations, each in (0, 1).
+    rules : sequence of str
+        Rule keys (:data:`attnscale.scaling_rules.RULE_KEYS`).
+    block : int
+        Number of last queries measured, ``2 <= block <= n``.
+    trials : int
+        Independent token draws per ``rho``.
+    root_seed : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (rho, trial, rule).
+    """
+    n = check_int("n", n, minimum=2)
+    d = check_int("d", d, minimum=1)
+    block = check_int("block", block, minimum=2, maximum=n)
+    trials = check_int("trials", trials, minimum=1)
+    rhos = check_vector("rhos", rhos, low=0.0, low_open=True)
+    if np.any(rhos >= 1.0):
+        raise ValueError("every entry of rhos must be < 1")
+    if isinstance(rules, str) or len(rules) == 0:
+        raise ValueError("rules must be a non-empty list of rule keys")
+    chosen = [scaling_rules.rule_by_key(k, "rules") for k in rules]
+    params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block,
+              "trials": trials}  # fmt: skip
+    pos = np.arange(1, n + 1, dtype=float)
+    start = n - block
+    mid = n - block // 2  # 1-indexed middle position of the block, where finite-d is evaluated
+    rows = []
+    for rho in rhos:
+        rho = float(rho)
+        grid = np.vstack([scaling_rules.rule_betas(r, pos, rho) for r in chosen])
+        # finite-d theory (averaged over draws at the nominal rho): one call per (n, rho)
+        beta_fd = finite_d.critical_beta(n, d, rho)
+        sw_fd = np.atleast_1d(finite_d.self_weight(mid, d, rho, grid[:, mid - 1]))
+        for trial in range(trials):
+            key = draw_key(d, rho, trial)
+            X = tokens.near_simplex(n, d, rho, job_rng(root_seed, key))
+            rho_hat = tokens.mean_cosine(X)
+            gc_hat = theory.gamma_c(rho_hat)
+            res = causal.query_block(X, grid, start, n, causal=True)
+            Yb = X[start:] / np.linalg.norm(X[start:], axis=1, keepdims=True)
+            prov = provenance(root_seed, key, params)
+            for k, r in enumerate(chosen):
+                a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
+                rows.append({
+                    "rule": r.name, "rule_key": r.key, "calibration": r.calibration,
+                    "n": n, "d": d, "rho": rho, "trial": trial, "rho_hat": rho_hat,
+                    "block": block, "beta_last": float(grid[k, -1]),
+                    "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
+                    "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
+                    "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
+                    "beta_critical_finite_d": beta_fd,
+                    "self_weight": float(res["self_weight"][k].mean()),
+                    "self_weight_simplex": float(a_simplex.mean()),
+                    "self_weight_finite_d": float(sw_fd[k]),
+                    "lambda_block": causal.pair_ratio_mean(Yb, res["outputs"][k]),
+                    "lambda_block_simplex": causal_theory.causal_simplex_lambda(
+                        rho_hat, grid[k], positions=np.arange(start + 1, n + 1)),
+                    "root_seed": prov["root_seed"], "spawn_key": str(prov["spawn_key"]),
+                    "params_hash": prov["params_hash"],
+                    "attnscale_version": prov["attnscale_version"],
+                    "git_commit": prov["git_commit"],
+                })  # fmt: skip
+    return pd.DataFrame(rows)

@@ -1,0 +1,146 @@
+"""Plot entry of the causal-mask figure (ours), ``docs/realistic-attention.md#causal-mask``."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ..plotting import add_caption, apply_style
+
+SCALING_LABEL = {"global": r"global $\beta = \gamma \ln n$",
+                 "position": r"per-position $\beta_i = \gamma \ln i$"}  # fmt: skip
+SCALING_COLOUR = {"global": "C0", "position": "C3"}
+
+
+def _frame(x) -> pd.DataFrame:
+    """An input table, or a list of per-trial tables (concatenated)."""
+    return pd.concat(x, ignore_index=True) if isinstance(x, list) else x
+
+
+def _edges(v: np.ndarray, log: bool) -> np.ndarray:
+    """Cell edges for pcolormesh from cell centres (geometric midpoints when ``log``)."""
+    w = np.log(v) if log else v
+    mid = (w[1:] + w[:-1]) / 2
+    e = np.concatenate([[w[0] - (mid[0] - w[0])], mid, [w[-1] + (w[-1] - mid[-1])]])
+    return np.exp(e) if log else e
+
+
+def _plain_log(axis) -> None:
+    """Plain numbers (0.5, 1, 2, ...) on a log axis instead of powers of ten."""
+    axis.set_major_locator(mticker.LogLocator(base=2.0))
+    axis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(mticker.NullFormatter())
+
+
+def _map(ax, grid: pd.DataFrame, scaling: str):
+    sub = grid[grid["scaling"] == scaling]
+    rhos = np.sort(sub["rho"].unique())
+    gammas = np.sort(sub["gamma"].unique())
+    Z = sub.pivot_table(index="gamma", columns="rho", values="lambda", aggfunc="mean")
+    Z = Z.reindex(index=gammas, columns=rhos).to_numpy()
+    mesh = ax.pcolormesh(_edges(rhos, False), _edges(gammas, True), Z, cmap="viridis",
+                         vmin=0, vmax=1, shading="flat")  # fmt: skip
+    rr = np.linspace(rhos.min(), rhos.max(), 200)
+    ax.plot(rr, 1 / (1 - rr), color="w", lw=2.4)
+    ax.plot(rr, 1 / (1 - rr), "k--", lw=1.1, label=r"$\gamma_c = 1/(1-\rho)$")
+    ax.set_yscale("log")
+    _plain_log(ax.yaxis)
+    ax.set_ylim(gammas.min(), gammas.max())
+    ax.set_xlabel(r"$\rho$ (nominal)")
+    ax.set_ylabel(r"$\gamma$")
+    n, d = int(sub["n"].iloc[0]), int(sub["d"].iloc[0])
+    ax.set_title(f"causal, {SCALING_LABEL[scaling]}\n(n = {n}, d = {d})")
+    ax.legend(loc="upper left", fontsize=7)
+    return mesh
+
+
+def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
+    """Causal-mask figure: (a, b) lambda over (rho, gamma) for the global and the per-position
+    scaling; (c) lambda against gamma at ``slice_rho`` with the exact causal simplex curves;
+    (d, e) ``A_ii`` against position at ``gamma_c(rho_hat)`` with the simplex prediction;
+    (f) ``A_ii`` against position at ``gamma / gamma_c`` = 2/3, 1, 3/2 (both scalings).
+
+    Parameters
+    ----------
+    data : DataFrame or list of DataFrame
+        Rows of :func:`attnscale.experiments.causal.causal_lambda`.
+    self_weight : DataFrame or list of DataFrame
+        Rows of :func:`attnscale.experiments.causal.causal_self_weight`.
+    caption : str
+    slice_rho : float, optional
+        The nominal rho of panels (c) and (f) (nearest grid value).
+    """
+    apply_style()
+    lam = _frame(data)
+    sw = _frame(self_weight)
+    grid = lam[lam["kind"] == "grid"]
+    fig, axes = plt.subplots(2, 3, figsize=(13.5, 8.6))
+    mesh = None
+    for ax, s in zip(axes[0, :2], ("global", "position"), strict=True):
+        mesh = _map(ax, grid, s)
+    fig.colorbar(mesh, ax=axes[0, 1], label=r"$\lambda$ (mean over draws)", fraction=0.06, pad=0.03)
+
+    ax = axes[0, 2]
+    rho_s = grid["rho"].unique()[np.argmin(np.abs(grid["rho"].unique() - slice_rho))]
+    for s in ("global", "position"):
+        sub = grid[(grid["scaling"] == s) & (grid["rho"] == rho_s)]
+        agg = sub.groupby("gamma")[["lambda", "lambda_simplex_causal"]].mean()
+        ax.plot(agg.index, agg["lambda"], "o", ms=3.5, color=SCALING_COLOUR[s],
+                label=f"simulated, {s}")  # fmt: skip
+        ax.plot(agg.index, agg["lambda_simplex_causal"], "-", lw=1.1, color=SCALING_COLOUR[s],
+                label=f"causal simplex at $\\hat\\rho$, {s}")  # fmt: skip
+        crit = lam[(lam["kind"] == "critical") & (lam["scaling"] == s) & (lam["rho"] == rho_s)]
+        ax.plot(crit["gamma"], crit["lambda"], "*", ms=9, color=SCALING_COLOUR[s], mec="k",
+                mew=0.5)  # fmt: skip
+    agg = grid[(grid["rho"] == rho_s) & (grid["scaling"] == "global")].groupby("gamma")
+    bid = agg["lambda_simplex_bidirectional"].mean()
+    ax.plot(bid.index, bid.values, "k:", lw=1.1, label="bidirectional simplex (Paper A)")
+    gc = 1 / (1 - float(lam[lam["rho"] == rho_s]["rho_hat"].mean()))
+    ax.axvline(gc, color="grey", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    _plain_log(ax.xaxis)
+    ax.set_xlabel(r"$\gamma$")
+    ax.set_ylabel(r"$\lambda$")
+    ax.set_title(f"lambda at rho = {rho_s:g} (stars: $\\gamma_c(\\hat\\rho)$, dashed line)")
+    ax.legend(fontsize=6.5, loc="upper left")
+
+    crit = sw[np.isclose(sw["gamma_factor"], 1.0)]
+    rho_colours = {r: f"C{k}" for k, r in enumerate(sorted(crit["rho"].unique()))}
+    for ax, s in zip(axes[1, :2], ("global", "position"), strict=True):
+        sub = crit[crit["scaling"] == s]
+        sns.lineplot(data=sub, x="position", y="self_weight", hue="rho", palette=rho_colours,
+                     errorbar="se", ax=ax, lw=1.3)  # fmt: skip
+        for r, c in rho_colours.items():
+            t = sub[sub["rho"] == r].groupby("position")["self_weight_simplex"].mean()
+            ax.plot(t.index, t.values, "--", color=c, lw=1.0)
+        ax.axhline(0.5, color="grey", lw=0.7)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("query position i (keys seen)")
+        ax.set_ylabel(r"$A_{ii}$ (mean over position bin)")
+        ax.set_title(f"self-weight at $\\gamma_c(\\hat\\rho)$, {SCALING_LABEL[s]}\n"
+                     "solid: simulated; dashed: $1/(1+(i-1)e^{\\beta_i(\\hat\\rho-1)})$")  # fmt: skip
+        ax.legend(title=r"$\rho$", fontsize=7)
+
+    ax = axes[1, 2]
+    rho_w = sw["rho"].unique()[np.argmin(np.abs(sw["rho"].unique() - slice_rho))]
+    sub = sw[sw["rho"] == rho_w].copy()
+    sub["gamma / gamma_c"] = sub["gamma_factor"].map(lambda f: f"{f:.2g}")
+    sns.lineplot(data=sub, x="position", y="self_weight", hue="gamma / gamma_c",
+                 style="scaling", palette="magma_r", errorbar=None, ax=ax, lw=1.2)  # fmt: skip
+    ax.axhline(0.5, color="grey", lw=0.7)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("query position i (keys seen)")
+    ax.set_ylabel(r"$A_{ii}$ (simulated)")
+    ax.set_title(f"sharpness per position, rho = {rho_w:g}")
+    ax.legend(fontsize=6.5, loc="lower left")
+    n_sw, d_sw = int(sw["n"].iloc[0]), int(sw["d"].iloc[0])
+    fig.suptitle(f"Paper A's layer under a causal mask: global vs per-position log scaling "
+                 f"(self-weights: n = {n_sw}, d = {d_sw}) (ours)")  # fmt: skip
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.9, wspace=0.3, hspace=0.42)
+    add_caption(fig, caption)
+    return fig

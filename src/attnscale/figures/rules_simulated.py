@@ -1,0 +1,93 @@
+"""Plot entry of the simulated scaling rules (ours),
+``docs/realistic-attention.md#real-models-scaling-rules-simulated``."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
+import pandas as pd
+
+from ..plotting import add_caption, apply_style
+
+
+def _frame(x) -> pd.DataFrame:
+    return pd.concat(x, ignore_index=True) if isinstance(x, list) else x
+
+
+def plot_rules_simulated(*, data, caption: str):
+    """Three panels against the context length n (one line per rule, colours shared):
+    (a) the rule's beta at the last position in units of the simplex critical ``gamma_c ln n``,
+    with the finite-d critical beta (``docs/finite-d.md``); (b) the mean self-weight ``A_ii`` of
+    the last query block, simulated (markers, +- 1 SE over draws), for simplex tokens (dashed)
+    and the finite-d ``E[A_ii]`` (dotted);
+    (c) lambda inside the last block, likewise. One row of panels per ``rho``.
+
+    Parameters
+    ----------
+    data : DataFrame or list of DataFrame
+        Rows of :func:`attnscale.experiments.rules_simulated.rules_simulated`.
+    caption : str
+    """
+    apply_style()
+    df = _frame(data)
+    rhos = sorted(df["rho"].unique())
+    names = list(dict.fromkeys(df["rule"]))
+    colours = {r: f"C{k}" for k, r in enumerate(names)}
+    fig, axes = plt.subplots(len(rhos), 3, figsize=(13.5, 4.3 * len(rhos) + 1.6), squeeze=False)
+    for row, rho in zip(axes, rhos, strict=True):
+        sub = df[df["rho"] == rho]
+        agg = sub.groupby(["rule", "n"]).agg(
+            ratio=("gamma_ratio", "mean"), sw=("self_weight", "mean"), sw_sd=("self_weight", "std"),
+            sws=("self_weight_simplex", "mean"), swfd=("self_weight_finite_d", "mean"),
+            lam=("lambda_block", "mean"),
+            lam_sd=("lambda_block", "std"), lams=("lambda_block_simplex", "mean"),
+            k=("trial", "count"), bfd=("beta_critical_finite_d", "mean"),
+        ).reset_index()  # fmt: skip
+        # standard error of the mean over draws (sample sd, ddof = 1; 0 with a single draw)
+        agg["sw_se"] = agg["sw_sd"].fillna(0.0) / np.sqrt(agg["k"])
+        agg["lam_se"] = agg["lam_sd"].fillna(0.0) / np.sqrt(agg["k"])
+        for r in names:
+            a = agg[agg["rule"] == r].sort_values("n")
+            c = colours[r]
+            row[0].plot(a["n"], a["ratio"], "-o", ms=3, color=c, lw=1.2, label=r)
+            row[1].errorbar(a["n"], a["sw"], yerr=a["sw_se"], fmt="-o", ms=3, color=c, lw=1.2,
+                            capsize=2, label=r)  # fmt: skip
+            row[1].plot(a["n"], a["sws"], "--", color=c, lw=0.9)
+            row[1].plot(a["n"], a["swfd"], ":", color=c, lw=1.4)
+            row[2].errorbar(a["n"], a["lam"], yerr=a["lam_se"], fmt="-o", ms=3, color=c, lw=1.2,
+                            capsize=2)  # fmt: skip
+            row[2].plot(a["n"], a["lams"], "--", color=c, lw=0.9)
+        row[0].axhline(1.0, color="k", ls="--", lw=1.4,
+                       label=r"simplex critical $\beta = \gamma_c(\rho) \ln n$")  # fmt: skip
+        crit = agg.groupby("n")["bfd"].mean()
+        if crit.notna().any():  # finite-d critical beta (nominal rho) in units of gamma_c ln n
+            ratio = crit * (1.0 - rho) / np.log(crit.index.to_numpy(dtype=float))
+            row[0].plot(crit.index, ratio, "k:", lw=1.8,
+                        label=f"finite-d critical beta (d = {int(sub['d'].iloc[0])})")  # fmt: skip
+        row[0].set_yscale("log")
+        row[0].yaxis.set_major_locator(mticker.LogLocator(base=2.0))
+        row[0].yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+        row[0].yaxis.set_minor_formatter(mticker.NullFormatter())
+        row[0].set_ylabel(r"$\beta_n / (\gamma_c \ln n)$ at the last position")
+        row[0].set_title(f"rule's scale vs critical lines, rho = {rho:g}")
+        row[1].axhline(0.5, color="grey", lw=0.7)
+        row[1].set_ylim(-0.02, 1.02)
+        row[1].set_ylabel(r"mean $A_{ii}$ of the last block")
+        row[1].set_title("self-weight (dashed: simplex at $\\hat\\rho$; dotted: finite-d)")
+        row[2].set_yscale("log")
+        row[2].set_ylabel(r"$\lambda$ inside the last block")
+        row[2].set_title("angle ratio (dashed: simplex tokens at $\\hat\\rho$)")
+        for ax in row:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("context length n (keys seen by the last query)")
+        row[0].legend(fontsize=6, loc="center", bbox_to_anchor=(0.6, 0.45))
+    d = int(df["d"].iloc[0])
+    block = int(df["block"].iloc[0])
+    fig.suptitle(f"Real models' scaling rules simulated: causal mask, d_head = {d}, "
+                 f"last {block} queries (ours)")  # fmt: skip
+    bottom = 1.5 / fig.get_figheight()
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=bottom + 0.06, top=0.9, wspace=0.28,
+                        hspace=0.4)  # fmt: skip
+    add_caption(fig, caption)
+    return fig

@@ -1,0 +1,128 @@
+"""Real models' scaling rules simulated under a causal mask
+(docs/realistic-attention.md#real-models-scaling-rules-simulated): SSMax, per-position betas, the
+last-block entry against a brute-force full causal pass, bad input."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnscale import causal, theory, tokens
+from attnscale import scaling_rules as sr
+from attnscale.experiments import causal as exp_causal
+from attnscale.experiments import rules_simulated as rs
+from attnscale.figures.causal import plot_causal
+from attnscale.figures.rules_simulated import plot_rules_simulated
+from attnscale.seeding import job_rng
+
+
+def test_ssmax_is_s_log_n():
+    n = np.array([1.0, 2.0, 1024.0, 131072.0])
+    np.testing.assert_allclose(sr.ssmax(n), 0.43 * np.log(n), rtol=1e-15)
+    assert sr.SSMAX_S == 0.43
+    rule = sr.rule_by_key("ssmax")
+    assert rule.calibration == "absolute"
+    # absolute: beta = m(n) whatever rho is
+    np.testing.assert_allclose(sr.rule_betas(rule, n, 0.2), sr.rule_betas(rule, n, 0.8))
+
+
+def test_calibration_a_is_critical_at_L():
+    """beta(L) = gamma_c ln L m(L), and m(L) = 1 for Qwen / LongRoPE: exactly critical at L."""
+    for key in ("qwen", "longrope"):
+        rule = sr.rule_by_key(key)
+        b = sr.rule_betas(rule, np.array([rule.L]), 0.5)[0]
+        assert b == pytest.approx(theory.gamma_c(0.5) * np.log(rule.L), rel=1e-14)
+
+
+def test_rule_table_unchanged_by_new_fields():
+    """The calibration-A table keeps its seven rules (SSMax lives in ABSOLUTE_RULES)."""
+    assert len(sr.RULES) == 7 and all(r.calibration == "A" for r in sr.RULES)
+    assert set(sr.RULE_KEYS) == {r.key for r in sr.RULES} | {"ssmax"}
+
+
+def test_unknown_rule_is_refused_before_work():
+    with pytest.raises(ValueError, match=r"rules must be one of \[.*'ssmax'.*\], got 'gpt5'"):
+        rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=["qwen", "gpt5"], block=8, trials=1,
+                           root_seed=1)  # fmt: skip
+    with pytest.raises(ValueError, match="block must be <= 64"):
+        rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=["qwen"], block=65, trials=1, root_seed=1)
+    with pytest.raises(ValueError, match="rho must lie in"):
+        sr.rule_betas(sr.rule_by_key("qwen"), [10.0], 1.0)
+
+
+def test_last_block_against_full_causal_pass():
+    """The entry's block quantities equal those of a full causal forward pass on the same draw
+    (regenerated from the documented spawn key); 1e-10: rounding of sums of n terms <= 1."""
+    n, d, block, rho = 96, 8, 16, 0.5
+    keys = ["qwen", "yarn_dynamic", "ssmax"]
+    df = rs.rules_simulated(n=n, d=d, rhos=[rho], rules=keys, block=block, trials=2,
+                            root_seed=7)  # fmt: skip
+    assert len(df) == 2 * 3
+    for trial in range(2):
+        X = tokens.near_simplex(n, d, rho, job_rng(7, rs.draw_key(d, rho, trial)))
+        pos = np.arange(1, n + 1, dtype=float)
+        for key in keys:
+            beta = sr.rule_betas(sr.rule_by_key(key), pos, rho)  # calibrated at the nominal rho
+            Xp, aii = causal.forward_rows(X, beta, return_self_weight=True)
+            row = df[(df.rule_key == key) & (df.trial == trial)].iloc[0]
+            assert row["self_weight"] == pytest.approx(aii[-block:].mean(), abs=1e-12)
+            ref = causal.pair_ratio_mean(X[-block:], Xp[-block:])
+            assert row["lambda_block"] == pytest.approx(ref, abs=1e-10)
+            assert row["beta_last"] == pytest.approx(beta[-1], rel=1e-14)
+
+
+def test_figures_render():
+    """Both plot entries run on tiny tables and return one figure each."""
+    rules = rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=list(sr.RULE_KEYS), block=8,
+                               trials=2, root_seed=3)  # fmt: skip
+    fig = plot_rules_simulated(data=[rules, rules.assign(n=128)], caption="test")
+    assert len(fig.axes) == 3
+    lam = exp_causal.causal_lambda(n=32, d=8, rhos=[0.3, 0.6], gammas=[0.5, 2.0, 6.0], trial=0,
+                                   root_seed=3)  # fmt: skip
+    sw = exp_causal.causal_self_weight(n=32, d=8, rhos=[0.3, 0.6], gamma_factors=[0.67, 1.0],
+                                       trial=0, root_seed=3, bins=6)  # fmt: skip
+    fig = plot_causal(data=[lam], self_weight=pd.concat([sw, sw.assign(trial=1)]), caption="t")
+    assert len(fig.axes) >= 6
+
+
+def test_contexts_are_prefixes_of_longer_ones():
+    """Common random numbers across n: the n-token context is the first n tokens of a longer
+    one drawn from the same key (z_0 first, then the rows of Z in order)."""
+    key = rs.draw_key(16, 0.5, 3)
+    short = tokens.near_simplex(64, 16, 0.5, job_rng(11, key))
+    long = tokens.near_simplex(200, 16, 0.5, job_rng(11, key))
+    assert np.array_equal(short, long[:64])
+
+
+@pytest.mark.parametrize(
+    "section, needle",
+    [
+        (
+            {"rules_simulated": {"block": 2048}},
+            "causal.rules_simulated.block must be <= the smallest",
+        ),
+        ({"self_weight": {"gamma_factors": [0.5, 2.0]}}, "causal.self_weight.gamma_factors"),
+        ({"rules_simulated": {"rules": ["qwen", "gpt5"]}}, "'gpt5' is not one of"),
+        ({"rules_simulated": {"d": 2}}, "2 is less than the minimum of 3"),
+        ({"rho": [0.5, 1.2]}, "causal.rho must be a grid of finite values in (0, 1)"),
+    ],
+)
+def test_bad_causal_config_names_the_key(section, needle):
+    """Bad values of the ``causal`` section stop the configuration check with the key's name."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from attnscale import config
+
+    repo = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((repo / "config.yaml").read_text())
+    raw = copy.deepcopy(raw)
+    for k, v in section.items():
+        if isinstance(v, dict):
+            raw["causal"][k].update(v)
+        else:
+            raw["causal"][k] = v
+    with pytest.raises(Exception) as err:  # ConfigError, or the schema validator's error
+        config.load(raw, repo / "workflow/schemas/config.schema.yaml")
+    assert needle in str(err.value)
