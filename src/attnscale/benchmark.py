@@ -258,6 +258,10 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
         say(f"eta: {rows[-1]}")
     except ImportError:
         say("eta: attnscale.jacobian not available, skipped")
+    from .benchmark_causal import bench_causal
+
+    rows += bench_causal(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)])
+    say(f"causal: {rows[-2:]}")
     if paper_b:
         rows += bench_paper_b()
         say(f"paper B: {rows[-2:]}")
