@@ -1,4 +1,4 @@
-"""Samplers, ordered weights and blocked attention of :mod:`attnscale.keys` (spec paper-b.md §1, §2).
+"""Samplers, ordered weights and blocked attention of :mod:`attnscale.keys` (docs/paper-b.md).
 
 Statistical tests use fixed seeds (deterministic) and tolerances from the statistics: Monte Carlo
 means within 4 standard errors, Kolmogorov-Smirnov distances below the 0.1% critical value
@@ -12,6 +12,7 @@ import pytest
 from scipy import special, stats
 
 from attnscale import keys
+from attnscale import sphere_quadrature as sq
 from attnscale import sphere_theory as st
 
 KS_C = 1.949  # Kolmogorov distribution: P(sqrt(N) D_N > 1.949) = 0.001
@@ -22,7 +23,7 @@ def rng(*ids):
 
 
 def exact_f(t, d):
-    """The spec's closed forms of F for uniform keys (paper-b.md §2)."""
+    """The closed forms of F for uniform keys (docs/paper-b.md)."""
     s = np.clip(t / 2, 0, 1)
     return {3: s, 5: 3 * s**2 - 2 * s**3}[d]
 
@@ -116,7 +117,7 @@ def test_x1x2_cap_sampler_matches_the_full_sample_in_the_cap():
     full sample restricted to the cap (two-sample KS on T and on x1; means within 4 SE)."""
     q = np.ones(3) / np.sqrt(3)
     n, t_c = 200_000, 0.3
-    p = st.cap_probability_x1x2(q, t_c)
+    p = sq.cap_probability_x1x2(q, t_c)
     Xc, Tc = keys.sample_x1x2_cap(n, q, t_c, rng(10))
     assert abs(Tc.size - n * p) < 4 * np.sqrt(n * p * (1 - p))
     np.testing.assert_allclose(Tc, 1 - Xc @ q, atol=1e-14)
@@ -138,11 +139,11 @@ def test_x1x2_cap_sampler_matches_the_full_sample_in_the_cap():
 
 def test_cap_probability_whole_sphere_and_hemisphere():
     q = np.ones(3) / np.sqrt(3)
-    assert st.cap_probability_x1x2(q, 2.0) == pytest.approx(1.0, abs=1e-13)
+    assert sq.cap_probability_x1x2(q, 2.0) == pytest.approx(1.0, abs=1e-13)
     # rho(x) = rho(-x): any hemisphere has probability 1/2
-    assert st.cap_probability_x1x2(q, 1.0) == pytest.approx(0.5, abs=1e-13)
+    assert sq.cap_probability_x1x2(q, 1.0) == pytest.approx(0.5, abs=1e-13)
     q2 = np.array([0.6, 0.0, 0.8])
-    assert st.cap_probability_x1x2(q2, 1.0) == pytest.approx(0.5, abs=1e-13)
+    assert sq.cap_probability_x1x2(q2, 1.0) == pytest.approx(0.5, abs=1e-13)
 
 
 # --------------------------------------------------------------------------- ordered weights

@@ -1,5 +1,5 @@
 """Keys on the sphere S^{d-1}, ordered softmax weights and the attention output of many queries
-(spec ``paper-b.md`` §1, §2, §5).
+(docs/paper-b.md).
 
 Conventions
 -----------
@@ -12,7 +12,7 @@ Two samplers of the D2Q of uniform keys
 ---------------------------------------
 ``sample_d2q_uniform(..., method="sphere")`` draws full ``d``-dimensional keys (normalised
 Gaussians) and computes ``T = 1 - <e_1, x>``: the honest path. ``method="beta"`` uses the exact
-law ``T / 2 ~ Beta((d-1)/2, (d-1)/2)`` (paper-b.md §2) and never forms a key. Both are exact;
+law ``T / 2 ~ Beta((d-1)/2, (d-1)/2)`` (docs/paper-b.md) and never forms a key. Both are exact;
 tests compare them with the exact ``F`` by a Kolmogorov-Smirnov distance.
 """
 
@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import sphere_theory as st
+from .sphere_quadrature import cap_probability_x1x2
 from .validation import check_int, check_matrix, check_real, check_vector
 
 #: Default budget for one block of the queries x keys score matrix, in float64 entries (64 MiB).
@@ -48,7 +49,7 @@ def _unit_vector(name: str, q) -> np.ndarray:
 
 # --------------------------------------------------------------------------- samplers
 def sample_uniform_sphere(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` i.i.d. uniform points on ``S^{d-1}`` (normalised standard Gaussians) [paper-b.md §5].
+    """``n`` i.i.d. uniform points on ``S^{d-1}`` (normalised standard Gaussians) [docs/paper-b.md].
 
     Parameters
     ----------
@@ -99,7 +100,7 @@ def sample_rejection(
     """Exact sampler of a density on ``S^{d-1}`` known up to a constant: rejection from uniform.
 
     A uniform proposal ``x`` is accepted with probability ``exp(log_density(x) - log_max)``
-    (paper-b.md §2 [derived] for ``rho ∝ exp(x1 x2)``: ``exp(x1 x2 - 1/2)``). Proposals come in
+    (docs/paper-b.md [derived] for ``rho ∝ exp(x1 x2)``: ``exp(x1 x2 - 1/2)``). Proposals come in
     batches sized from the running acceptance rate; accepted points keep their proposal order, so
     the output depends only on the generator's state.
 
@@ -147,7 +148,7 @@ def log_density_x1x2(X: np.ndarray) -> np.ndarray:
 
 
 def sample_x1x2(n: int, rng: np.random.Generator, d: int = 3) -> np.ndarray:
-    """``n`` keys from ``rho ∝ exp(x1 x2)`` on ``S^{d-1}`` (exact rejection from uniform) [paper-b.md §2]."""
+    """``n`` keys from ``rho ∝ exp(x1 x2)`` on ``S^{d-1}`` (exact rejection from uniform) [docs/paper-b.md]."""
     return sample_rejection(n, d, log_density_x1x2, LOG_MAX_X1X2, rng)
 
 
@@ -157,7 +158,7 @@ def sample_x1x2_cap(
     """The keys with ``T <= t_c`` of an ``n``-sample from ``rho ∝ exp(x1 x2)`` on S^2 [derived].
 
     Exact in law: the number of keys in the cap is ``Binomial(n, p)`` with ``p = P(T <= t_c)``
-    computed by quadrature (:func:`attnscale.sphere_theory.cap_probability_x1x2`), and given the
+    computed by quadrature (:func:`attnscale.sphere_quadrature.cap_probability_x1x2`), and given the
     number they are i.i.d. from ``rho`` restricted to the cap: uniform proposals on the cap (for
     d = 3, ``T`` is uniform on ``[0, t_c]``, Archimedes) accepted with probability
     ``exp(x1 x2 - 1/2)``. Used when ``e^{-beta t_c}`` makes keys outside the cap irrelevant.
@@ -177,7 +178,7 @@ def sample_x1x2_cap(
     if t_c >= 2.0:
         X = sample_x1x2(n, rng, 3)
         return X, np.clip(1.0 - X @ q, 0.0, 2.0)
-    k = int(rng.binomial(n, min(1.0, st.cap_probability_x1x2(q, t_c))))
+    k = int(rng.binomial(n, min(1.0, cap_probability_x1x2(q, t_c))))
     e1, e2 = st.tangent_frame(q)
     xs, ts, have, proposed = [], [], 0, 0
     while have < k:
@@ -216,7 +217,7 @@ def fibonacci_sphere(m: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- distances to the query
 def d2q(q, K) -> np.ndarray:
-    """Distances to the query ``T_i = 1 - <q, x_i>``, clipped to ``[0, 2]`` (paper-b.md §1)."""
+    """Distances to the query ``T_i = 1 - <q, x_i>``, clipped to ``[0, 2]`` (docs/paper-b.md)."""
     q = _unit_vector("q", q)
     K = check_matrix("K", K)
     if K.shape[1] != q.size:
@@ -241,7 +242,7 @@ def sample_d2q_uniform(
         Source of randomness.
     method : {"sphere", "beta"}
         ``"sphere"``: full keys (:func:`sample_uniform_sphere`), ``T = 1 - x_1`` (honest path).
-        ``"beta"``: ``T = 2 B``, ``B ~ Beta((d-1)/2, (d-1)/2)`` (exact shortcut, paper-b.md §2).
+        ``"beta"``: ``T = 2 B``, ``B ~ Beta((d-1)/2, (d-1)/2)`` (exact shortcut, docs/paper-b.md).
 
     Returns
     -------
@@ -271,7 +272,7 @@ def weights_from_d2q(T, beta: float) -> np.ndarray:
 
 
 def ordered_weights(q, K, beta: float, k: int | None = None) -> np.ndarray:
-    """The softmax weights of query ``q`` over keys ``K`` in descending order (paper-b.md §1, §3).
+    """The softmax weights of query ``q`` over keys ``K`` in descending order (docs/paper-b.md).
 
     ``A_i = exp(-beta (T_i - min T)) / sum_j exp(-beta (T_j - min T))`` with ``T = 1 - K q``:
     finite for any finite beta (the largest term is exactly 1).
@@ -338,7 +339,7 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES) -> n
 
 # --------------------------------------------------------------------------- attention output
 def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> np.ndarray:
-    """``ATT_n(q) = sum_i A_i(q) x_i`` (``V = I``) for every row ``q`` of ``Q`` (paper-b.md §1).
+    """``ATT_n(q) = sum_i A_i(q) x_i`` (``V = I``) for every row ``q`` of ``Q`` (docs/paper-b.md).
 
     Queries are processed in blocks so that at most ``block_entries`` entries of the
     queries x keys score matrix exist at once. Each row's largest score is subtracted before
@@ -381,7 +382,7 @@ def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRI
 def tangential_displacement(
     Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES
 ) -> np.ndarray:
-    """Tangential part ``P_q Y_n(q) = ATT_n(q) - <ATT_n(q), q> q`` of the displacement (paper-b.md §1, §5).
+    """Tangential part ``P_q Y_n(q) = ATT_n(q) - <ATT_n(q), q> q`` of the displacement (docs/paper-b.md).
 
     ``Y_n(q) = ATT_n(q) - q``; ``P_q = I - q q^T`` removes the normal component.
     """

@@ -1,0 +1,34 @@
+"""Shared pieces of the Paper B entry functions: provenance columns and blocks of D2Q draws.
+
+Every Paper B table carries the provenance of its draw: ``root_seed``, ``spawn_key``
+(``-``-joined), ``params_hash``, package version and git commit. Generators come only from
+:func:`attnscale.seeding.job_rng` with keys built by :func:`attnscale.seeding.spawn_key` from the
+experiment's stream name and integer ids, so results do not depend on which other jobs run.
+"""
+
+from __future__ import annotations
+
+from .. import keys
+from ..io import provenance
+
+#: Keys per block of trials when drawing D2Q matrices (float64 entries, 32 MiB).
+TRIAL_BLOCK_ENTRIES = 4 * 2**20
+
+
+def prov_columns(root_seed, key, params) -> dict:
+    """Provenance of one draw as table columns (:func:`attnscale.io.provenance`, key joined)."""
+    p = provenance(root_seed, key, params)
+    return {
+        "root_seed": p["root_seed"],
+        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
+        "params_hash": p["params_hash"],
+        "attnscale_version": p["attnscale_version"],
+        "git_commit": p["git_commit"],
+    }
+
+
+def d2q_blocks(trials: int, n: int, d: int, rng, method: str):
+    """Yield ``(trials_in_block, n)`` D2Q blocks of uniform keys, in a fixed order."""
+    rows = max(1, TRIAL_BLOCK_ENTRIES // (n * (d if method == "sphere" else 1)))
+    for s in range(0, trials, rows):
+        yield keys.sample_d2q_uniform(min(rows, trials - s), n, d, rng, method)

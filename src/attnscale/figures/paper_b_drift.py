@@ -1,0 +1,72 @@
+"""Paper B heat-equation drift figure (ours): beta P_q ATT_n(q) against grad_S log rho(q)
+(docs/paper-b.md).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from ..plotting import add_caption, apply_style
+from .paper_b_common import sci_label
+
+
+def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str):
+    """Entry of rule ``paper_b_plot_heat_drift``: ``beta P_q ATT_n(q)`` against
+    ``grad_S log rho(q)`` (ours), simulation (+-2 SE over contexts) and ``n = inf`` quadrature."""
+    apply_style()
+    S = summary.sort_values("beta")
+    Cv = curve.sort_values("beta")
+    n = int(S["n"].iloc[0])
+    fig, axes = plt.subplots(1, 3, figsize=(12.0, 3.9))
+    ax = axes[0]
+    ax.plot(Cv["beta"], Cv["ratio_quadrature"], "-", color="tab:blue", lw=1.2,
+            label=r"$n = \infty$ at fixed $\beta$ (quadrature)")  # fmt: skip
+    bb = Cv["beta"].to_numpy()
+    c1 = float(Cv["correction_quadrature"].iloc[-1])  # large-beta slope of the quadrature
+    ax.plot(bb, 1 + c1 / bb, ":", color="tab:purple", lw=1.1,
+            label=rf"$1 {c1:+.2f}/\beta$ (quadrature slope at $\beta = {sci_label(bb[-1])}$)")  # fmt: skip
+    ax.errorbar(S["beta"], S["ratio_mean"], yerr=2 * S["ratio_se"], fmt="o", color="k", ms=3.5,
+                capsize=2, label=rf"simulation, n = {n:,} ($\pm$2 SE)")  # fmt: skip
+    ax.axhline(1.0, color="tab:red", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.15)
+    ax.set_xlabel(r"$\beta$")
+    ax.set_ylabel(r"$\langle \beta P_q \mathrm{ATT}_n, g\rangle / |g|^2$")
+    ax.set_title(r"ratio to $g = \nabla_S \log\rho(q)$ (red = 1)", loc="left")
+    ax.legend(loc="lower right", fontsize=6.3)
+    ax = axes[1]
+    ax.plot(Cv["beta"], Cv["correction_quadrature"], "-", color="tab:blue", lw=1.2,
+            label="quadrature")  # fmt: skip
+    ax.errorbar(S["beta"], S["beta"] * (S["ratio_mean"] - 1), yerr=2 * S["beta"] * S["ratio_se"],
+                fmt="o", color="k", ms=3.5, capsize=2, label="simulation")  # fmt: skip
+    ax.axhline(c1, color="tab:purple", ls=":", lw=1)
+    ax.set_xscale("log")
+    lo = float(Cv["correction_quadrature"].min())
+    ax.set_ylim(min(-6.0, lo - 0.5), 2.0)
+    ax.set_xlabel(r"$\beta$")
+    ax.set_ylabel(r"$\beta\,(\mathrm{ratio} - 1)$")
+    ax.set_title(r"the $O(1/\beta)$ correction", loc="left")
+    ax.legend(loc="lower right", fontsize=6.5)
+    ax = axes[2]
+    ax.plot(Cv["beta"], Cv["normal_quadrature"], "-", color="tab:blue", lw=1.2, label="quadrature")
+    ax.errorbar(S["beta"], S["normal_mean"], yerr=2 * S["normal_se"], fmt="o", color="k", ms=3.5,
+                capsize=2, label="simulation")  # fmt: skip
+    ax.errorbar(S["beta"], S["perp_mean"], yerr=2 * S["perp_se"], fmt="s", color="0.5", ms=3,
+                mfc="none", capsize=2, label=r"in-plane $\perp g$ component / $|g|$")  # fmt: skip
+    ax.axhline(-1.0, color="tab:red", lw=0.8)
+    ax.axhline(0.0, color="0.7", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$\beta$")
+    ax.set_ylabel(r"$\beta\,(\langle \mathrm{ATT}_n, q\rangle - 1)$")
+    ax.set_title(r"normal part $\to -1/\alpha = -1$ (red)", loc="left")
+    ax.legend(loc="center right", fontsize=6.5)
+    fig.suptitle(
+        r"Paper B, heat-equation drift (ours): $\beta P_q \mathrm{ATT}_n(q) \to \nabla_S \log\rho(q)$, "
+        r"$\rho \propto e^{x_1 x_2}$ on $S^2$, $q = (1,1,1)/\sqrt{3}$",
+        y=0.99,
+    )
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=0.3, wspace=0.3)
+    counts = ", ".join(f"{b:g}: {int(c)}" for b, c in zip(S["beta"], S["contexts"], strict=True))
+    add_caption(fig, f"{caption} Contexts per beta (beta: contexts): {counts}.")
+    return fig

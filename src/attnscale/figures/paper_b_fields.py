@@ -1,0 +1,127 @@
+"""Paper B vector-field figure (docs/paper-b.md): five map panels of one shared context and
+the rms arrow length against beta over several contexts (ours).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from .. import sphere_theory as st
+from ..plotting import add_caption, apply_style
+from .paper_b_common import nice_number, sci_label
+
+_EXP_LABEL = {1.25: "5/4", 1.0: "1", 0.75: "3/4", 0.5: "1/2", 0.25: "1/4"}
+
+
+def _regime(beta: float, n: int, d: int = 3) -> str:
+    crit = st.critical_beta(n, d)
+    tr = st.drift_transition_beta(n, d)
+    if np.isclose(beta, crit, rtol=1e-9):
+        return "critical"
+    if beta > crit:
+        return "supercritical"
+    if np.isclose(beta, tr, rtol=1e-9):
+        return "drift/noise crossover"
+    return "subcritical, noise-dominated" if beta > tr else "subcritical, drift-dominated"
+
+
+def plot_vector_fields(*, panels: pd.DataFrame, sweep: pd.DataFrame, caption: str):
+    """Vector-field figure (docs/paper-b.md): five map panels and the rms-vs-beta panel (ours)."""
+    apply_style()
+    P, S = panels, sweep
+    n = int(P["n"].iloc[0])
+    fig, axes = plt.subplots(3, 2, figsize=(10.0, 9.4))
+    axes = axes.ravel()
+    # background density on a lon/lat grid
+    lon = np.linspace(-180, 180, 361)
+    lat = np.linspace(-90, 90, 181)
+    LO, LA = np.meshgrid(np.radians(lon), np.radians(lat))
+    Xg = np.stack([np.cos(LA) * np.cos(LO), np.cos(LA) * np.sin(LO), np.sin(LA)], axis=-1)
+    dens = st.density_x1x2(Xg.reshape(-1, 3), 3).reshape(LO.shape)
+    tr = st.drift_transition_beta(n, 3)
+    mesh = None
+    for ax, (_panel, sub) in zip(axes[:5], P.groupby("panel", sort=True), strict=False):
+        beta = float(sub["beta"].iloc[0])
+        e = float(sub["beta_exponent"].iloc[0])
+        mesh = ax.pcolormesh(lon, lat, dens, cmap="Greys", shading="auto", vmin=0.0,
+                             vmax=dens.max() * 2.5, rasterized=True)  # fmt: skip
+        L = np.hypot(sub["disp_east"], sub["disp_north"])
+        scale = np.quantile(L, 0.9) / 9.0  # [choice] 90th-percentile arrow = 9 degrees
+        qv = ax.quiver(sub["lon"], sub["lat"], sub["disp_east"], sub["disp_north"], color="k",
+                       angles="xy", scale_units="xy", scale=scale, width=0.0032,
+                       headwidth=3.5, headlength=4, zorder=3)  # fmt: skip
+        key = nice_number(np.quantile(L, 0.9))
+        ax.add_patch(plt.Rectangle((0.8, 0.87), 0.2, 0.13, transform=ax.transAxes, fc="w",
+                                   ec="0.5", lw=0.5, alpha=0.9, zorder=5))  # fmt: skip
+        qk = ax.quiverkey(qv, 0.835, 0.935, key, f"{key:g}", labelpos="E", coordinates="axes",
+                          fontproperties={"size": 7})  # fmt: skip
+        qk.set_zorder(6)
+        if beta <= tr * (1 + 1e-9):
+            ax.quiver(sub["lon"], sub["lat"], sub["drift_east"], sub["drift_north"],
+                      color="tab:red", angles="xy", scale_units="xy", scale=scale, width=0.0022,
+                      headwidth=3.5, headlength=4, alpha=0.85, zorder=4)  # fmt: skip
+        for mx in (45, -135):
+            ax.plot(mx, 0, marker="+", color="tab:blue", ms=9, mew=1.6, zorder=5)
+        m_n = float(np.median(sub["m_n"]))
+        ax.set_title(
+            rf"$\beta = n^{{{_EXP_LABEL.get(round(e, 4), f'{e:g}')}}} = {sci_label(beta)}$: "
+            f"{_regime(beta, n)}, median $m_n$ = {m_n:.3g}",
+            loc="left",
+        )
+        ax.set_xlim(-180, 180)
+        ax.set_ylim(-90, 90)
+        ax.set_xticks(np.arange(-180, 181, 90))
+        ax.set_yticks(np.arange(-90, 91, 45))
+        ax.set_aspect("equal")
+        ax.set_xlabel("longitude (deg)")
+        ax.set_ylabel("latitude (deg)")
+    # rms panel (ours): mean over the sweep's contexts, band = +-2 SE over contexts (seaborn)
+    ax = axes[5]
+    S = S.sort_values(["beta", "context"])
+    n_ctx = int(S["context"].nunique())
+    band = ("se", 2) if n_ctx > 1 else None
+    th = S[S["context"] == 0]
+    b = th["beta"].to_numpy()
+    sns.lineplot(data=S, x="beta", y="rms_disp", errorbar=band, color="k", marker="o", ms=3,
+                 lw=1, mec="none", ax=ax, err_kws={"alpha": 0.3, "lw": 0},
+                 label=rf"simulation: rms $|P_q Y_n|$ ({n_ctx} contexts, $\pm$2 SE)")  # fmt: skip
+    mf = S.dropna(subset=["rms_dev_from_mean_field"])
+    sns.lineplot(data=mf, x="beta", y="rms_dev_from_mean_field", errorbar=band, color="0.45",
+                 marker="s", ms=3.5, mfc="none", mec="0.45", lw=0.8, ax=ax,
+                 err_kws={"alpha": 0.3, "lw": 0},
+                 label=r"rms deviation from $n=\infty$ mean field")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.loglog(b, th["rms_drift_theory"], "--", color="tab:red", lw=1,
+              label=r"drift $|\nabla_S \log\rho| / \beta$")  # fmt: skip
+    ax.loglog(b, th["rms_noise_theory"], "--", color="tab:blue", lw=1,
+              label=r"noise $(4\pi n \rho)^{-1/2}$ (d = 3)")  # fmt: skip
+    ax.loglog(b, np.hypot(th["rms_drift_theory"], th["rms_noise_theory"]), ":",
+              color="tab:purple", lw=1.2, label="drift + noise (quadrature sum)")  # fmt: skip
+    ax.loglog(b, th["rms_nearest_theory"], "--", color="tab:green", lw=1,
+              label=r"nearest key $(2 / C n)^{1/2}$")  # fmt: skip
+    pb = th[th["is_panel"]]
+    ax.loglog(pb["beta"], pb["rms_disp"], "o", ms=7, mfc="none", mec="tab:orange", mew=1.3,
+              label="panels (context 0)")  # fmt: skip
+    for x, lab in ((tr, r"$n^{2/(d+1)}$"), (st.critical_beta(n, 3), r"$n^{\alpha} = n$")):
+        ax.axvline(x, color="0.6", lw=0.8, ls=":")
+        ax.text(x, 0.03, lab, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                fontsize=7, bbox={"fc": "w", "ec": "none", "pad": 1})  # fmt: skip
+    ax.set_ylim(3e-3, 1.0)
+    ax.set_xlabel(r"$\beta$")
+    ax.set_ylabel("rms over the query grid")
+    ax.set_title(r"Arrow length against $\beta$ (ours)", loc="left")
+    ax.legend(loc="upper right", fontsize=6.3, framealpha=0.9)
+    fig.subplots_adjust(left=0.07, right=0.9, top=0.93, bottom=0.14, hspace=0.36, wspace=0.22)
+    cax = fig.add_axes((0.915, 0.47, 0.012, 0.44))
+    fig.colorbar(mesh, cax=cax, label=r"key density $\rho \propto e^{x_1 x_2}$")
+    fig.suptitle(
+        rf"Paper B, vector fields: tangential displacement $P_q(\mathrm{{ATT}}_n(q) - q)$, "
+        rf"d = 3, n = {n:,} keys, black = simulation, red = drift",
+        y=0.985,
+    )
+    add_caption(fig, f"{caption} Contexts: one per map panel; {n_ctx} per point of the last panel.")
+    return fig
