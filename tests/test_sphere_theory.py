@@ -1,4 +1,4 @@
-"""Closed forms and limit laws of :mod:`attnscale.sphere_theory` (spec paper-b.md §2-§4).
+"""Closed forms and limit laws of :mod:`attnscale.sphere_theory` (docs/paper-b.md).
 
 Exact quantities are compared at floating-point tolerance; Monte Carlo quantities within 4
 standard errors (the SE is stated at each check), plus, where a finite-n or finite-m bias of
@@ -12,6 +12,8 @@ import pytest
 from scipy import integrate, special, stats
 
 from attnscale import keys
+from attnscale import poisson_limit as pl
+from attnscale import sphere_quadrature as sq
 from attnscale import sphere_theory as st
 
 KS_C = 1.949  # 0.1% critical value of the Kolmogorov distribution
@@ -28,7 +30,7 @@ def mean_se(v):
 
 # --------------------------------------------------------------------------- constants
 @pytest.mark.parametrize("d, value", [(2, 0.4502), (3, 0.5), (4, 0.6002), (5, 0.75)])
-def test_c_uniform_spec_values(d, value):
+def test_c_uniform_reference_values(d, value):
     assert st.c_uniform(d) == pytest.approx(value, abs=5e-5)
     # the general formula with rho = 1 / |S^{d-1}| gives the same constant
     assert st.c_density(1 / st.sphere_area(d), d) == pytest.approx(st.c_uniform(d), rel=1e-13)
@@ -56,7 +58,7 @@ def test_alpha_and_scales():
     assert st.critical_beta(1e4, 3) == pytest.approx(1e4)
     assert st.critical_beta(1e4, 5, 2.0) == pytest.approx(200.0)
     assert st.drift_transition_beta(1e4, 3) == pytest.approx(100.0)
-    # m_n = C n beta^{-1/alpha}: the spec's d = 5 profile has m_n ≈ 133
+    # m_n = C n beta^{-1/alpha}: the d = 5 profile of docs/paper-b.md has m_n ≈ 133
     assert st.m_eff(1000, 1000 ** (1 / 8), 0.75, 5) == pytest.approx(133.4, abs=0.05)
     with pytest.raises(ValueError, match="beta"):
         st.m_eff(10, 0.0, 0.5, 3)
@@ -64,7 +66,7 @@ def test_alpha_and_scales():
 
 def test_normaliser_x1x2():
     z = st.normaliser_x1x2(3)
-    assert z == pytest.approx(12.9903, abs=5e-5)  # spec §2
+    assert z == pytest.approx(12.9903, abs=5e-5)  # docs/paper-b.md
     # independent closed-ish form: Z = 2 pi int_{-1}^{1} I_0((1 - u^2) / 2) du
     ref = 2 * np.pi * integrate.quad(lambda u: special.i0((1 - u * u) / 2), -1, 1, epsabs=1e-14)[0]
     assert z == pytest.approx(ref, rel=1e-13)
@@ -107,13 +109,13 @@ def test_drift_parts():
 # --------------------------------------------------------------------------- Poisson limit
 @pytest.mark.parametrize("gamma", [0.3, 1.0, 3.0])
 def test_poisson_limit_d3_closed_form(gamma):
-    """d = 3: E[1 / W_(1)] = 1 + C / gamma exactly (spec §3)."""
+    """d = 3: E[1 / W_(1)] = 1 + C / gamma exactly (docs/paper-b.md)."""
     c = st.c_uniform(3)
-    w = st.poisson_limit_top_weight(gamma, c, 3, 20_000, rng(1, int(10 * gamma)))
+    w = pl.poisson_limit_top_weight(gamma, c, 3, 20_000, rng(1, int(10 * gamma)))
     m, se = mean_se(1 / w)
-    assert abs(m - st.inv_top_weight_limit_d3(gamma, c)) < 4 * se, (m, se)
+    assert abs(m - pl.inv_top_weight_limit_d3(gamma, c)) < 4 * se, (m, se)
     # negative control: the d = 5 process at the same gamma is far from 1 + C/gamma
-    w5 = st.poisson_limit_top_weight(gamma, st.c_uniform(5), 5, 4_000, rng(2))
+    w5 = pl.poisson_limit_top_weight(gamma, st.c_uniform(5), 5, 4_000, rng(2))
     m5, se5 = mean_se(1 / w5)
     assert abs(m5 - (1 + st.c_uniform(5) / gamma)) > 4 * se5
 
@@ -130,28 +132,28 @@ def test_poisson_limit_matches_untruncated_simulation():
         assert np.all(Y[:, -1] > 40)
         plain.append(1 / np.exp(-(Y - Y[:, :1])).sum(axis=1))
     m1, se1 = mean_se(np.concatenate(plain))
-    m2, se2 = mean_se(st.poisson_limit_top_weight(gamma, c, 5, trials, rng(4)))
+    m2, se2 = mean_se(pl.poisson_limit_top_weight(gamma, c, 5, trials, rng(4)))
     assert abs(m1 - m2) < 4 * np.hypot(se1, se2), (m1, m2, se1, se2)
 
 
-# spec §3 table of the limit E[A_(1)], uniform keys [derived, Monte Carlo]
+# docs/paper-b.md: the table of the limit E[A_(1)], uniform keys [derived, Monte Carlo]
 SPEC_TABLE = [(3, 0.3, 0.422), (3, 1.0, 0.729), (3, 3.0, 0.894),
               (5, 0.3, 0.045), (5, 1.0, 0.278), (5, 3.0, 0.663)]  # fmt: skip
 
 
 @pytest.mark.parametrize("d, gamma, value", SPEC_TABLE)
-def test_poisson_limit_spec_table(d, gamma, value):
-    """The spec's values are themselves Monte Carlo estimates of unstated size: we assume 10^4
-    samples, i.e. SE_spec = sd / 100, and allow 4 SE of the difference plus the 0.0005 rounding.
-    (d = 5, gamma = 1: we get 0.2760 +- 0.0005, the spec says 0.278.)"""
-    w = st.poisson_limit_top_weight(gamma, st.c_uniform(d), d, 20_000, rng(5, d, int(10 * gamma)))
+def test_poisson_limit_reference_table(d, gamma, value):
+    """The reference values (docs/paper-b.md) are Monte Carlo estimates of unstated size: we assume 10^4
+    samples, i.e. SE_ref = sd / 100, and allow 4 SE of the difference plus the 0.0005 rounding.
+    (d = 5, gamma = 1: we get 0.2760 +- 0.0005; an early reference value 0.278 was noise.)"""
+    w = pl.poisson_limit_top_weight(gamma, st.c_uniform(d), d, 20_000, rng(5, d, int(10 * gamma)))
     m, se = mean_se(w)
-    se_spec = w.std(ddof=1) / 100
-    assert abs(m - value) < 4 * np.hypot(se, se_spec) + 5e-4, (m, se)
+    se_ref = w.std(ddof=1) / 100
+    assert abs(m - value) < 4 * np.hypot(se, se_ref) + 5e-4, (m, se)
 
 
 def test_critical_finite_n_d3():
-    """d = 3, beta = gamma n, n = 1000: E[1/A_(1)] -> 1 + 1/(2 gamma) (spec §3). The finite-n
+    """d = 3, beta = gamma n, n = 1000: E[1/A_(1)] -> 1 + 1/(2 gamma) (docs/paper-b.md). The finite-n
     bias is below 1/(2 gamma n) = 5e-4, far inside 4 SE (SE ≈ 0.012)."""
     gamma, n = 1.0, 1000
     T = keys.sample_d2q_uniform(3000, n, 3, rng(6), "sphere")
@@ -163,7 +165,7 @@ def test_critical_finite_n_d3():
 
 
 def test_subcritical_top_weight_d3():
-    """d = 3, n = 1e4, beta = 10 (m_n = 500): m_n A_(1) -> 1 / Gamma(2) = 1 (spec §3). First-order
+    """d = 3, n = 1e4, beta = 10 (m_n = 500): m_n A_(1) -> 1 / Gamma(2) = 1 (docs/paper-b.md). First-order
     bias -1/(2 m_n) = -0.001 [derived: S is Dickman with mean m and variance m/2]; allowed on
     top of 4 SE (SE ≈ 0.0016). F is exactly linear for d = 3: no finite-beta correction."""
     n, beta = 10_000, 10.0
@@ -176,7 +178,7 @@ def test_subcritical_top_weight_d3():
 
 
 def test_subcritical_cumulative_mass_d3():
-    """Top x m_n weights carry P(1, x) = 1 - e^{-x} at x = 1 (spec §3); finite-m bias O(1/m)."""
+    """Top x m_n weights carry P(1, x) = 1 - e^{-x} at x = 1 (docs/paper-b.md); finite-m bias O(1/m)."""
     n, beta = 10_000, 10.0
     m_n = st.m_eff(n, beta, st.c_uniform(3), 3)
     k = int(round(m_n))
@@ -235,17 +237,17 @@ def test_nearest_key_tangent_mean_square():
 # --------------------------------------------------------------------------- heat drift
 def test_heat_drift_quadrature_limits():
     q = np.ones(3) / np.sqrt(3)
-    big = st.heat_drift_limit_x1x2(q, 1e5)
+    big = sq.heat_drift_limit_x1x2(q, 1e5)
     assert big["ratio"] == pytest.approx(1.0, abs=1e-4)
     assert big["normal"] == pytest.approx(-1.0, abs=1e-4)  # -1/alpha
     assert big["perp"] < 1e-9  # q is symmetric in x1 <-> x2: no orthogonal component
     # the correction is O(1/beta): beta (ratio - 1) converges
-    c4 = 1e4 * (st.heat_drift_limit_x1x2(q, 1e4)["ratio"] - 1)
+    c4 = 1e4 * (sq.heat_drift_limit_x1x2(q, 1e4)["ratio"] - 1)
     c5 = 1e5 * (big["ratio"] - 1)
     assert abs(c4 - c5) < 0.01
     # the vectorised mean field agrees with the scalar quadrature
-    M = st.mean_field_x1x2(q[None, :], 30.0)[0]
-    ref = st.heat_drift_limit_x1x2(q, 30.0)
+    M = sq.mean_field_x1x2(q[None, :], 30.0)[0]
+    ref = sq.heat_drift_limit_x1x2(q, 30.0)
     np.testing.assert_allclose(30 * (M - (M @ q) * q), ref["beta_tangential"], atol=1e-12)
 
 
@@ -262,7 +264,7 @@ def test_heat_drift_quadrature_against_simulation():
         att = w @ X / w.sum()
         ratios.append(beta * (att - (att @ q) * q) @ g / (g @ g))
     m, se = mean_se(ratios)
-    quad = st.heat_drift_limit_x1x2(q, beta)["ratio"]
+    quad = sq.heat_drift_limit_x1x2(q, beta)["ratio"]
     assert abs(m - quad) < 4 * se, (m, se, quad)
     # the heat-equation limit itself (ratio 1) is rejected at beta = 10: the O(1/beta) term
     assert abs(m - 1.0) > 4 * se
