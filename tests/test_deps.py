@@ -12,7 +12,6 @@ import modulefinder
 import re
 import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
 
