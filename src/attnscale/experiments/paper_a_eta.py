@@ -32,6 +32,10 @@ LOG = logging.getLogger("attnscale")
 PROBES_STREAM = "paper_a/eta_probes"
 METHODS = ("exact", "hutchinson", "auto")
 QUANTITIES = ("self_weight", "cosine", "lambda", "eta")
+#: Quantities with a finite-d theory column (docs/finite-d.md; no eta version is derived).
+FINITE_D_QUANTITIES = ("self_weight", "cosine", "lambda")
+#: Acceptance of the finite-d theory (issue 9): |sim - theory| <= max(3 SE, FINITE_D_ABS_TOL).
+FINITE_D_ABS_TOL = 0.002
 
 
 def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
@@ -274,6 +278,11 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised
     norm moments (``eta_simplex_n_norms``). A draw with ``rho_hat`` outside (0, 1) has no
     ``gamma_c`` and gives no rows (logged).
+
+    Finite-d theory columns ``{self_weight, cosine, lambda}_finite_d`` (docs/finite-d.md):
+    :func:`attnscale.experiments.finite_d_theory.theory_given_draw` at the draw's nominal ``rho``, its
+    ``beta`` and its own ``||z_0||`` (``tok["r0"]``); ``nan`` where the theory does not apply
+    (``d < 3``, ``alpha > 0``, or no ``r0`` in ``tok``).
     """
     X, n, d = tok["X"], tok["n"], tok["d"]
     rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
@@ -292,6 +301,12 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     Y, _ = attention.normalise(X)
     G = Y @ Y.T  # beta-free: shared by every factor
     prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+    nan = np.full(betas.size, np.nan)
+    fd = dict.fromkeys(FINITE_D_QUANTITIES, nan)
+    if d >= 3 and tok.get("r0") is not None and 0.0 in set(np.asarray(alphas).tolist()):
+        from .finite_d_theory import theory_given_draw
+
+        fd = theory_given_draw(n, d, tok["rho"], betas, tok["r0"])
     out = []
     for k, (f, g, beta) in enumerate(zip(factors, gam, betas, strict=True)):
         A = attention.softmax_rows(beta * G)
@@ -327,6 +342,11 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
                     "eta_simplex_n_norms": theory.simplex_eta(
                         n, d, rho_hat, beta, alpha, q_hat, mean_inv_norm=w1, mean_inv_sq_norm=w2
                     ),
+                    **{
+                        f"{q}_finite_d": float(fd[q][k]) if alpha == 0.0 else np.nan
+                        for q in FINITE_D_QUANTITIES
+                    },
+                    "eta_finite_d": np.nan,
                     "root_seed": prov["root_seed"],
                     "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
                     "params_hash": prov["params_hash"],
@@ -342,7 +362,8 @@ def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas) -> 
     :func:`theory_rows` for every draw of one (n, d, rho), stacked."""
     frames = []
     for draw in draws:
-        tok = tokens_at(draw, rho)
+        # ||z_0|| conditions the finite-d theory on the draw (docs/finite-d.md)
+        tok = dict(tokens_at(draw, rho), r0=float(np.linalg.norm(draw["z0"])))
         params = {
             "gamma_factors": [float(f) for f in gamma_factors],
             "alphas": [float(a) for a in alphas],
@@ -373,6 +394,11 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
     own ``rho_hat`` and ``q_hat``); ``diff_mean``/``diff_se``: the paired difference simulation
     minus finite-n simplex value per draw, ``z = diff_mean / diff_se`` and
     ``within_2se = |z| <= 2``. For eta, ``simplex_n_norms`` uses the realised norm moments.
+
+    Finite-d theory (docs/finite-d.md; self-weight, cosine and lambda at ``alpha = 0``, ``d >=
+    3``): ``finite_d`` (mean over draws of the per-draw theory), the paired difference
+    ``diff_fd_mean`` with its SE ``diff_fd_se``, ``z_fd``, ``within_2se_fd``/``within_3se_fd``,
+    and ``accept_fd``: ``|diff_fd_mean| <= max(3 diff_fd_se, 0.002)`` (issue 9's criterion).
     """
     out = []
     for keys, g in rows.groupby(THEORY_KEYS, sort=True):
@@ -411,6 +437,27 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                               ("git_commit", "git_commit")):  # fmt: skip
                 if col in g:
                     rec[name] = ";".join(sorted(set(map(str, g[col]))))
+            fcol = g.get(f"{qty}_finite_d")
+            fdv = np.full(t, np.nan) if fcol is None else fcol.to_numpy(dtype=float)
+            if np.all(np.isfinite(fdv)):
+                dfd = sim - fdv
+                dfse = _sem(dfd)
+                zfd = dfd.mean() / dfse if t > 1 and dfse > 0 else np.nan
+                rec.update(
+                    finite_d=fdv.mean(),
+                    diff_fd_mean=dfd.mean(),
+                    diff_fd_se=dfse,
+                    z_fd=zfd,
+                    within_2se_fd=bool(np.isfinite(zfd) and abs(zfd) <= 2.0),
+                    within_3se_fd=bool(np.isfinite(zfd) and abs(zfd) <= 3.0),
+                    accept_fd=bool(
+                        abs(dfd.mean()) <= max(3.0 * dfse if np.isfinite(dfse) else 0.0,
+                                               FINITE_D_ABS_TOL)
+                    ),
+                )  # fmt: skip
+            else:
+                rec.update(finite_d=np.nan, diff_fd_mean=np.nan, diff_fd_se=np.nan, z_fd=np.nan,
+                           within_2se_fd=False, within_3se_fd=False, accept_fd=False)  # fmt: skip
             if qty == "eta":
                 dn = sim - g["eta_simplex_n_norms"].to_numpy()
                 dnse = _sem(dn)

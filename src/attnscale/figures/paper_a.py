@@ -38,13 +38,18 @@ def heatmap_panels(
     norm=None,
     cbar_ticks=None,
     extend: str = "neither",
+    finite_d_line: bool = True,
 ):
     """One heat map per ``d`` (descending) over rho x gamma, dashed ``gamma = 1/(1 - rho)``,
     one shared colour bar. Shared by Figure 1 (lambda) and Figure 2 (eta).
 
     ``cbar_ticks`` (optional) sets the colour-bar ticks; ``extend`` (``"neither"``, ``"max"``,
-    ...) marks values beyond the colour range on the colour bar."""
+    ...) marks values beyond the colour range on the colour bar. ``finite_d_line`` adds the
+    finite-d critical line ``gamma*(n, d, rho)`` (ours, docs/finite-d.md) for panels with
+    ``d >= 3``, from a few theory evaluations per panel and a spline between them
+    (:func:`attnscale.experiments.finite_d_theory.gamma_star_line`)."""
     apply_style()
+    drew_fd = False
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(1, len(ds), figsize=(3.3 * len(ds) + 0.8, 3.4), squeeze=False)
     axes = axes[0]
@@ -65,9 +70,17 @@ def heatmap_panels(
         ok = (gc >= gammas.min()) & (gc <= gammas.max())
         ax.plot(rr[ok], gc[ok], "w--", lw=1.4, label=r"$\gamma = 1/(1-\rho)$")
         ax.plot(rr[ok], gc[ok], "k--", lw=0.7, dashes=(3, 3))
+        n = int(sub["n"].iloc[0])
+        if finite_d_line and d >= 3:
+            from ..experiments.finite_d_theory import LINE_NODES, gamma_star_line
+
+            gs = gamma_star_line(n, int(d), rr, nodes=min(LINE_NODES, rhos.size))
+            ok = (gs >= gammas.min()) & (gs <= gammas.max())
+            ax.plot(rr[ok], gs[ok], "-", color="#ff4fd8", lw=1.1,
+                    label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)")  # fmt: skip
+            drew_fd = True
         ax.set_yscale("log")
         ax.set_xlabel(r"$\rho$ (nominal)")
-        n = int(sub["n"].iloc[0])
         ax.set_title(f"d = {d}, n = {n}")
         ticks = [t for t in (0.25, 0.5, 1, 2, 4, 8, 16) if gammas.min() <= t <= gammas.max()]
         ax.set_yticks(ticks)
@@ -82,6 +95,11 @@ def heatmap_panels(
     if cbar_ticks is not None:
         cbar.set_ticks(cbar_ticks)
     fig.suptitle(title, y=0.99)
+    if drew_fd:
+        caption += (
+            " Solid magenta: finite-d critical line gamma*(n, d, rho), where the mean self-weight"
+            " of Gaussian tokens is 1/2 [our derivation, docs/finite-d.md; d >= 3]."
+        )
     add_caption(fig, caption)
     return fig
 

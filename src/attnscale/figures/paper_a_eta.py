@@ -66,18 +66,25 @@ def _fmt(x: float, se: float | None = None) -> str:
 def plot_theorem_table(*, data: pd.DataFrame, caption: str):
     """Render the tidy theorem table: one block per ``d``, one line per (rho, alpha, gamma/gamma_c),
     for each quantity the simulation (mean ± SE over draws), the finite-n simplex value, the
-    n -> inf limit and the paired z-score. Simulation cells are green when ``|z| <= 2``."""
+    n -> inf limit and the paired z-score. Simulation cells are green when ``|z| <= 2``.
+
+    With finite-d theory columns (:func:`attnscale.experiments.paper_a_eta.theorem_table`,
+    docs/finite-d.md) each quantity also gets the finite-d value and its paired z-score
+    ``z fd``, green when the issue-9 criterion ``|sim - theory| <= max(3 SE, 0.002)`` holds."""
     apply_style()
     tab = data
     qtys = [q for q in QTY_LABEL if q in set(tab["quantity"])]
     ds = sorted(tab["d"].unique(), reverse=True)
     keys = ["rho", "alpha", "gamma_factor"]
+    has_fd = "finite_d" in tab.columns and bool(np.isfinite(tab["finite_d"]).any())
     header = [r"$\rho$", r"$\alpha$", r"$\gamma/\gamma_c$"]
     for q in qtys:
         header += [f"{QTY_LABEL[q]} sim", "simplex n", "limit", "z"]
+        if has_fd:
+            header += ["finite d", "z fd"]
     nrows = sum(len(tab[tab["d"] == d].groupby(keys)) for d in ds)
     fig_h = 1.2 + 0.17 * (nrows + 2 * len(ds))
-    fig = plt.figure(figsize=(17.0, fig_h))
+    fig = plt.figure(figsize=(23.0 if has_fd else 17.0, fig_h))
     top = 1.0 - 0.5 / fig_h
     heights = [len(tab[tab["d"] == d].groupby(keys)) + 2 for d in ds]
     unit = (top - 0.9 / fig_h) / sum(heights)
@@ -104,6 +111,14 @@ def plot_theorem_table(*, data: pd.DataFrame, caption: str):
                     "-" if not np.isfinite(r["z"]) else f"{r['z']:.1f}",
                 ]
                 col += ["#c8efc8" if ok else "#ffd9b3", "white", "white", "white"]
+                if has_fd:
+                    fin = np.isfinite(r["finite_d"])
+                    row += [
+                        _fmt(r["finite_d"]),
+                        "-" if not np.isfinite(r["z_fd"]) else f"{r['z_fd']:.1f}",
+                    ]
+                    acc = "#c8efc8" if bool(r["accept_fd"]) else "#ffd9b3"
+                    col += ["white", acc if fin else "white"]
             cells.append(row)
             colours.append(col)
         t = ax.table(
@@ -117,6 +132,12 @@ def plot_theorem_table(*, data: pd.DataFrame, caption: str):
         t.auto_set_font_size(False)
         t.set_fontsize(6.3)
         y -= h + unit
+    if has_fd:
+        caption += (
+            " Finite d: exact E[A_ii | ||z_0||] and the first-order mean field for cosine and "
+            "lambda at each draw's own ||z_0|| [our derivation, docs/finite-d.md]; z fd green "
+            "when |sim - finite d| <= max(3 SE, 0.002) (alpha = 0, d >= 3; no eta version)."
+        )
     fig.suptitle(
         "Paper A: theorems vs simulation at gamma = f gamma_c(rho_hat) (near-simplex Gaussian "
         "tokens; theory at each draw's rho_hat, q_hat)",
@@ -129,8 +150,9 @@ def plot_theorem_table(*, data: pd.DataFrame, caption: str):
 
 def plot_finite_size(*, data: pd.DataFrame, caption: str):
     """Critical values (self-weight, cosine, lambda, eta at ``gamma_c(rho_hat)``) against n, one
-    column per d: simulation (mean ± SE over draws), finite-n simplex value (dashed) and the
-    n -> inf limit (dotted), one colour per nominal rho and alpha."""
+    column per d: simulation (mean ± SE over draws), finite-n simplex value (dashed), the
+    n -> inf limit (dotted) and, where the table has it, the finite-d theory (dash-dot,
+    docs/finite-d.md), one colour per nominal rho and alpha."""
     apply_style()
     data = data[np.isclose(data["gamma_factor"], 1.0)]
     qtys = [q for q in QTY_LABEL if q in set(data["quantity"])]
@@ -156,6 +178,8 @@ def plot_finite_size(*, data: pd.DataFrame, caption: str):
                             lw=0.9, color=col, capsize=2, label=lab)  # fmt: skip
                 ax.plot(s["n"], s["simplex_n"], "--", color=col, lw=0.9)
                 ax.plot(s["n"], s["limit"], ":", color=col, lw=1.2)
+                if "finite_d" in s and np.isfinite(s["finite_d"]).any():
+                    ax.plot(s["n"], s["finite_d"], "-.", color=col, lw=1.1)
             ax.set_xscale("log", base=2)
             if i == 0:
                 ax.set_title(f"d = {d}")
@@ -166,9 +190,13 @@ def plot_finite_size(*, data: pd.DataFrame, caption: str):
     h, lab = axes[0, 0].get_legend_handles_labels()
     h += [plt.Line2D([], [], color="k", ls="--", lw=0.9), plt.Line2D([], [], color="k", ls=":")]
     lab += ["finite-n simplex", r"limit $n \to \infty$"]
+    if "finite_d" in data and np.isfinite(data["finite_d"]).any():
+        h.append(plt.Line2D([], [], color="k", ls="-.", lw=1.1))
+        lab.append("finite-d theory (ours)")
     fig.legend(h, lab, loc="upper center", ncol=len(lab), bbox_to_anchor=(0.5, 0.965), fontsize=7)
     fig.suptitle(
-        "Paper A: critical values against n (simulation, finite-n simplex, limit)", y=0.995
+        "Paper A: critical values against n (simulation, finite-n simplex, limit, finite d)",
+        y=0.995,
     )
     fig.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.13, hspace=0.12, wspace=0.25)
     fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
