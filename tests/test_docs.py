@@ -1,0 +1,338 @@
+"""The documentation site (docs/, built with Sphinx + MyST + numpydoc + MathJax).
+
+* Every citation ``docs/<page>.md#<anchor>`` anywhere in the repository names an existing page
+  and a heading of it (anchors are computed with MyST's own GitHub-style slug function, the one
+  the site uses). Test names and library objects that the docs cite exist.
+* Nothing points to the background specification that is not part of the repository.
+* The site builds with warnings as errors (``sphinx-build -W``) into a temporary directory.
+* A real headless browser (Debian's Chromium) opens the built pages, served over HTTP on
+  127.0.0.1, and reports what it rendered: every formula became a MathJax ``mjx-container``
+  without TeX errors, and every gallery image decoded (``naturalWidth > 0``).
+
+The gallery shows the smoke run's figures (the session fixture ``smoke_run`` of conftest.py,
+shared with the workflow tests); with paper-scale figures in ``figures/`` a user's build shows
+those instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+
+#: Top-level folders that hold generated output or local state, never sources.
+SKIP_TOP = {".git", ".venv", "results", "figures", "logs", "benchmarks", ".snakemake", "build"}
+#: Folders skipped at any depth (caches, build trees).
+SKIP_ANY = {"__pycache__", ".pytest_cache", ".ruff_cache", "_build", "node_modules"}
+
+#: Anchors exist down to this heading level (conf.py: myst_heading_anchors).
+ANCHOR_LEVEL = 4
+
+CITATION = re.compile(r"docs/([A-Za-z0-9_.-]+?\.md)(?:#([A-Za-z0-9_-]+))?")
+# The background specification lives outside the repository; nothing may point to it. The
+# patterns are assembled so that this file does not match itself.
+_SPEC = "spec"
+FORBIDDEN = [
+    re.compile("shared/" + _SPEC),
+    # the spec's files named as a source
+    re.compile(r"\b" + _SPEC + r"\W{0,3}(paper-|scaling-rules|pipeline\.md)", re.I),
+    # a numbered section of the spec (the section sign is written as an escape, so that this
+    # file does not match itself), by the word or by the spec's file name, or left bare
+    re.compile(r"\b" + _SPEC + r"\W{0,3}\u00a7", re.I),
+    re.compile(r"\b(paper-[ab]|scaling-rules|pipeline)\.md\W{0,3}\u00a7"),
+    re.compile(r"\(\u00a7\d"),
+]
+
+
+def repo_text_files():
+    """Every text file of the working tree outside generated/state folders."""
+    for root, dirs, files in os.walk(REPO):
+        top = Path(root) == REPO
+        dirs[:] = [
+            d
+            for d in dirs
+            if not (top and d in SKIP_TOP) and d not in SKIP_ANY and not d.endswith(".egg-info")
+        ]
+        for name in files:
+            path = Path(root) / name
+            if path.suffix in {".png", ".pdf", ".npz", ".pyc", ".gz", ".whl", ".woff"}:
+                continue
+            try:
+                yield path, path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+
+
+@functools.cache
+def page_anchors(page: str) -> frozenset[str]:
+    """The heading anchors of ``docs/<page>``, exactly as MyST computes them for the site."""
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+    from myst_parser.slugs import github_slugify, unique_slug
+
+    config = MdParserConfig(enable_extensions={"dollarmath", "amsmath", "colon_fence"})
+    md = create_md_parser(config, RendererHTML)
+    tokens = md.parse((DOCS / page).read_text(encoding="utf-8"))
+    slugs: set[str] = set()
+    for k, tok in enumerate(tokens):
+        if tok.type == "heading_open" and int(tok.tag[1]) <= ANCHOR_LEVEL:
+            children = tokens[k + 1].children or []
+            title = "".join(c.content for c in children if c.type in ("text", "code_inline"))
+            slugs.add(unique_slug(github_slugify(title), slugs))
+    return frozenset(slugs)
+
+
+def test_anchor_slugs_are_github_style():
+    """The slug rule the citations rely on (lowercase, spaces -> '-', punctuation dropped)."""
+    from myst_parser.slugs import github_slugify
+
+    assert github_slugify("Finite-n simplex map") == "finite-n-simplex-map"
+    assert github_slugify("Beta law of the key-query cosine") == "beta-law-of-the-key-query-cosine"
+    assert github_slugify("Heat-equation drift") == "heat-equation-drift"
+
+
+def test_every_cited_docs_section_exists():
+    cited: dict[tuple[str, str | None], list[str]] = {}
+    for path, text in repo_text_files():
+        for m in CITATION.finditer(text):
+            cited.setdefault((m.group(1), m.group(2)), []).append(str(path.relative_to(REPO)))
+    assert cited, "no docs/ citation found at all: the scan is broken"
+    missing = []
+    for (page, anchor), where in sorted(cited.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        if not (DOCS / page).is_file():
+            ref = f"docs/{page}" + (f"#{anchor}" if anchor else "")
+            missing.append(f"{ref} (page missing), cited in {sorted(set(where))[:3]}")
+        elif anchor is not None and anchor not in page_anchors(page):
+            missing.append(
+                f"docs/{page}#{anchor} (no such heading), cited in {sorted(set(where))[:3]}"
+            )
+    assert not missing, "unresolved citations:\n" + "\n".join(missing)
+
+
+def test_the_anchors_other_files_rely_on_exist():
+    """Headings that the team's docstrings, captions and tests cite (fixed in the team brief)."""
+    required = {
+        "paper-a.md": ["the-model", "finite-n-simplex-map", "residual-limits",
+                       "the-angle-ratio-lambda", "the-jacobian-norm-eta",
+                       "exact-block-formula-for-eta", "gaussian-near-simplex-tokens"],
+        "paper-b.md": ["the-model", "critical-scale", "poisson-limit",
+                       "weibull-law-of-the-nearest-key", "heat-equation-drift",
+                       "beta-law-of-the-key-query-cosine"],
+    }  # fmt: skip
+    for page, anchors in required.items():
+        assert set(anchors) <= page_anchors(page), (page, set(anchors) - page_anchors(page))
+
+
+def test_nothing_points_to_the_background_spec():
+    hits = []
+    for path, text in repo_text_files():
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if any(p.search(line) for p in FORBIDDEN):
+                hits.append(f"{path.relative_to(REPO)}:{lineno}: {line.strip()[:120]}")
+    assert not hits, "citations of the background spec (cite docs/<page>.md#<anchor>):\n" + (
+        "\n".join(hits)
+    )
+
+
+def _docs_pages():
+    return sorted(p for p in DOCS.glob("*.md"))
+
+
+def test_cited_tests_and_library_objects_exist():
+    """``tests/test_x.py::test_name`` and ``attnscale.module.name`` quoted in the docs are real."""
+    bad = []
+    for page in _docs_pages():
+        text = page.read_text(encoding="utf-8")
+        for file, name in re.findall(r"`(tests/test_\w+\.py)::(\w+)`", text):
+            src = REPO / file
+            if not src.is_file() or not re.search(rf"^def {name}\(", src.read_text(), re.M):
+                bad.append(f"{page.name}: {file}::{name}")
+        for dotted in re.findall(r"`(attnscale(?:\.\w+)+)`", text):
+            parts = dotted.split(".")
+            obj = None
+            for cut in range(len(parts), 0, -1):  # longest importable module prefix
+                try:
+                    obj = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                for attr in parts[cut:]:
+                    obj = getattr(obj, attr, None)
+                break
+            if obj is None:
+                bad.append(f"{page.name}: {dotted}")
+    assert not bad, "the docs cite names that do not exist:\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------------------- the built site
+
+
+@pytest.fixture(scope="module")
+def site(request, tmp_path_factory):
+    """The site, built once with ``sphinx-build -W`` into a temporary directory, its gallery
+    showing the smoke run's figures."""
+    figures = None
+    try:
+        figures = request.getfixturevalue("smoke_run")["dir"] / "figures"
+    except Exception as exc:  # noqa: BLE001 - the build test must still run; the gallery test reports it
+        print(f"smoke run unavailable for the gallery: {exc}")
+    out = tmp_path_factory.mktemp("site")
+    env = dict(os.environ)
+    if figures is not None:
+        env["ATTNSCALE_DOCS_FIGURES"] = str(figures)
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+           "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    return {
+        "proc": proc,
+        "html": out / "html",
+        "figures": figures,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def test_site_builds_without_warnings(site):
+    proc = site["proc"]
+    assert proc.returncode == 0, (
+        f"sphinx-build -W failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
+    html = site["html"]
+    for page in _docs_pages():
+        assert (html / f"{page.stem}.html").is_file(), page.name
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").is_file()  # served offline
+    api = (html / "api.html").read_text(encoding="utf-8")
+    assert 'id="attnscale.theory.simplex_map"' in api  # numpydoc/autodoc rendered the API
+    print(f"docs build: {site['seconds']:.1f} s wall")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    """The built site on an ephemeral 127.0.0.1 port (shut down after the module)."""
+    handler = functools.partial(_Quiet, directory=str(site["html"]))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+#: A page of the built site that opens every page in a same-origin iframe, waits for MathJax's
+#: first typeset in each, and writes what the browser rendered into its own DOM, where
+#: ``--dump-dom`` can read it (one Chromium run for the whole site).
+HUB = """<!DOCTYPE html><html><body><script>
+function probe(page) {
+  return new Promise(function (resolve) {
+    var f = document.createElement("iframe");
+    f.style.width = "1200px"; f.style.height = "900px";
+    f.onload = function () {
+      var w = f.contentWindow, doc = f.contentDocument, mj = w.MathJax;
+      var ready = (mj && mj.startup && mj.startup.promise) || Promise.resolve();
+      ready.then(function () {
+        var maths = Array.from(doc.querySelectorAll(".math"));
+        var imgs = Array.from(doc.querySelectorAll("figure img, div.figure img"));
+        resolve({
+          page: page, mathjax: mj && mj.version ? mj.version : null, math: maths.length,
+          unrendered: maths.filter(function (m) { return !m.querySelector("mjx-container"); }).length,
+          mjx: doc.querySelectorAll("mjx-container").length,
+          errors: doc.querySelectorAll("mjx-merror").length,
+          images: imgs.map(function (i) { return [i.getAttribute("src"), i.complete, i.naturalWidth]; })
+        });
+      }, function (e) { resolve({page: page, failed: String(e)}); });
+    };
+    f.src = page;
+    document.body.appendChild(f);
+  });
+}
+Promise.all(PAGES.map(probe)).then(function (all) {
+  var pre = document.createElement("pre");
+  pre.id = "attnscale-probe";
+  pre.textContent = JSON.stringify(all);
+  document.body.appendChild(pre);
+});
+</script></body></html>"""
+
+
+def chromium() -> str:
+    # Debian's chromium (installed by .ci/run); google-chrome where a forge runner ships it
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        exe = shutil.which(name)
+        if exe is not None:
+            return exe
+    pytest.fail(
+        "Chromium is not installed, so the docs cannot be checked in a real browser: "
+        "apt-get install -y chromium (Debian's package; .ci/run installs it)"
+    )
+
+
+@pytest.fixture(scope="module")
+def rendered(site, served, tmp_path_factory) -> dict:
+    """What headless Chromium rendered on every page of the site, keyed by page file name."""
+    assert site["proc"].returncode == 0, "the site did not build"
+    exe = chromium()
+    html = site["html"]
+    pages = [f"{p.stem}.html" for p in _docs_pages() if p.stem != "api"]
+    (html / "_probe.html").write_text(HUB.replace("PAGES", json.dumps(pages)), encoding="utf-8")
+    profile = tmp_path_factory.mktemp("chromium")
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           f"--user-data-dir={profile}", "--virtual-time-budget=30000",
+           "--dump-dom", f"{served}/_probe.html"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    m = re.search(r'<pre id="attnscale-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert m, f"the browser probe did not report (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
+    text = m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+    return {r["page"]: r for r in json.loads(text.replace("&amp;", "&"))}
+
+
+def test_formulas_render_in_a_real_browser(rendered):
+    for page in ("paper-a.html", "paper-b.html"):  # the theory pages: many formulas
+        seen = rendered[page]
+        assert seen.get("mathjax"), f"MathJax did not load on {page}: {seen}"
+        assert seen["math"] >= 20 and seen["mjx"] >= seen["math"], seen
+    bad = {
+        page: seen
+        for page, seen in rendered.items()
+        if seen.get("failed") or seen["unrendered"] or seen["errors"]
+    }
+    assert not bad, f"formulas left as raw TeX, or TeX errors, on: {bad}"
+
+
+def test_gallery_images_load_in_a_real_browser(site, rendered):
+    assert site["figures"] is not None, "no smoke-run figures to show (the smoke run failed)"
+    images = rendered["gallery.html"]["images"]
+    assert images, f"the gallery shows no image: {rendered['gallery.html']}"
+    broken = [src for src, complete, width in images if not (complete and width > 0)]
+    assert not broken, f"gallery images that did not load: {broken}"
+    # every PNG of the README's figure table that the smoke run built is in the gallery
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import attnscale_docs
+    finally:
+        sys.path.pop(0)
+    built = [
+        png
+        for row in attnscale_docs.figure_table(REPO / "README.md")
+        for png in attnscale_docs.figure_pngs(row.get("Output", ""))
+        if (site["figures"] / png.removeprefix("figures/")).is_file()
+    ]
+    assert built and len(images) == len(built), (len(images), built)
