@@ -16,7 +16,7 @@ from .validation import check_int, check_layer_inputs, check_real, check_vector
 
 
 def eta_exact(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:
-    """Exact ``eta = ||J||_F^2 / (n d)`` for one ``beta`` from the block formula (spec §5).
+    """Exact ``eta = ||J||_F^2 / (n d)`` for one ``beta`` from the block formula (docs/paper-a.md#exact-block-formula-for-eta).
 
     See :func:`eta_exact_grid` for the formula and its cost.
     """
@@ -53,7 +53,7 @@ def eta_exact_grid(
     block_entries: int = DEFAULT_BLOCK_ENTRIES,
     route: str = "auto",
 ) -> np.ndarray:
-    """Exact eta (spec paper-a.md §5) for many ``beta`` from the block structure of ``J`` [derived].
+    """Exact eta (docs/paper-a.md#exact-block-formula-for-eta) for many ``beta`` from the block structure of ``J`` [derived].
 
     Block ``(i, k)`` of ``J`` (a ``d x d`` matrix), with ``m_i = sum_j A_ij y_j`` and
     ``C_i = sum_j A_ij (y_j - m_i)(y_j - m_i)^T``::

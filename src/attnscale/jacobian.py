@@ -1,8 +1,8 @@
-"""Jacobian of one attention layer and its mean square singular value eta (spec ``paper-a.md`` §5).
+"""Jacobian of one attention layer and its mean square singular value eta (``docs/paper-a.md#the-jacobian-norm-eta``).
 
 The map is ``X -> X' = A Y + alpha X`` with ``Y`` the pre-LN tokens ``y_i = x_i / ||x_i||`` and
-``A = row-softmax(beta Y Y^T)`` (spec §1). ``J = dX'/dX`` is the ``nd x nd`` Jacobian with respect
-to the *raw* tokens, so it includes the normalisation; ``eta = ||J||_F^2 / (n d)`` (spec §5).
+``A = row-softmax(beta Y Y^T)`` (docs/paper-a.md#the-model). ``J = dX'/dX`` is the ``nd x nd`` Jacobian with respect
+to the *raw* tokens, so it includes the normalisation; ``eta = ||J||_F^2 / (n d)`` (docs/paper-a.md#the-jacobian-norm-eta).
 Vectors ``v`` of ``R^{nd}`` are stored as ``(n, d)`` arrays, row ``i`` acting on token ``i``.
 
 Three ways to get eta
@@ -117,7 +117,7 @@ def _symmetrise(T: np.ndarray, tile: int = 128) -> None:
 
 
 def jvp(X: np.ndarray, V: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
-    """Jacobian-vector product ``J v`` of ``X -> X' = A Y + alpha X`` (spec paper-a.md §5).
+    """Jacobian-vector product ``J v`` of ``X -> X' = A Y + alpha X`` (docs/paper-a.md#the-jacobian-norm-eta).
 
     Closed form [derived]: ``r_i = ||x_i||``, ``P_i = I - y_i y_i^T``, ``dy_i = P_i v_i / r_i``,
     ``dS = beta (dY Y^T + Y dY^T)``, ``dA = A * (dS - rowsum(A * dS))``,
@@ -179,7 +179,7 @@ def jacobian(X: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
 
 
 def draw_probes(rng: np.random.Generator, probes: int, n: int, d: int, kind: str) -> np.ndarray:
-    """``probes`` i.i.d. probe vectors of shape (n, d) with ``E[v v^T] = I`` (spec §5).
+    """``probes`` i.i.d. probe vectors of shape (n, d) with ``E[v v^T] = I`` (docs/paper-a.md#the-jacobian-norm-eta).
 
     ``kind`` is ``"rademacher"`` (entries +-1, the lower-variance choice when ``J^T J`` is close
     to block diagonal) or ``"gaussian"``. All probes are drawn in one call, in a fixed order.
@@ -209,7 +209,7 @@ def eta_hutchinson(
     rng: np.random.Generator,
     kind: str = "rademacher",
 ) -> tuple[float, float]:
-    """Hutchinson estimate of ``eta = ||J||_F^2 / (n d)`` for one ``beta`` (spec §5).
+    """Hutchinson estimate of ``eta = ||J||_F^2 / (n d)`` for one ``beta`` (docs/paper-a.md#the-jacobian-norm-eta).
 
     See :func:`eta_hutchinson_grid` (this is the one-``beta`` case).
 
@@ -233,7 +233,7 @@ def eta_hutchinson_grid(
     kind: str = "rademacher",
     block_entries: int = DEFAULT_PROBE_ENTRIES,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Hutchinson estimates of eta (spec paper-a.md §5) for many ``beta``, sharing beta-free work.
+    """Hutchinson estimates of eta (docs/paper-a.md#the-jacobian-norm-eta) for many ``beta``, sharing beta-free work.
 
     ``eta_hat = mean_p ||J v_p||^2 / (n d)`` over ``probes`` i.i.d. probes (``E[v v^T] = I``),
     standard error ``std_p(||J v_p||^2) / sqrt(probes) / (n d)`` (``ddof = 1``).

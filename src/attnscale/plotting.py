@@ -1,4 +1,4 @@
-"""Byte-stable figure output and a shared look (spec pipeline.md, "Artifacts").
+"""Byte-stable figure output and a shared look (docs/pipeline.md#reproducibility).
 
 PNG via Agg carries no timestamp; PDF metadata (Creator, Producer, CreationDate) is stripped, so
 identical data give identical bytes.

@@ -1,4 +1,4 @@
-"""Random generators derived from a job's identity (spec pipeline.md, "Randomness").
+"""Random generators derived from a job's identity (docs/pipeline.md#reproducibility).
 
 Every random draw in attnscale comes from ``numpy.random.default_rng(SeedSequence(root,
 spawn_key=ids))`` where ``root`` is the 128-bit root seed of ``config.yaml`` and ``ids`` are

@@ -1,6 +1,6 @@
-"""Closed forms of Paper A (spec ``paper-a.md`` §1, §3, §4, §5, §8).
+"""Closed forms of Paper A (``docs/paper-a.md``).
 
-Labels follow the spec: Theorem 2.1 and 2.4 (alpha = 0) are the paper's; the residual
+Labels as in ``docs/paper-a.md``: Theorem 2.1 and 2.4 (alpha = 0) are the paper's; the residual
 (alpha > 0) limits and the exact finite-n simplex map are our derivations [derived].
 """
 
@@ -28,7 +28,7 @@ def gamma_c(rho):
 
 
 def self_weight_limit(rho: float, gamma: float) -> float:
-    """``a = lim A_ii`` as ``n -> inf``: 0 below ``gamma_c``, 1/2 at it, 1 above (spec §3).
+    """``a = lim A_ii`` as ``n -> inf``: 0 below ``gamma_c``, 1/2 at it, 1 above (docs/paper-a.md#results-of-the-paper-that-we-use).
 
     ``gamma`` equal to ``gamma_c`` up to a relative 1e-9 counts as critical.
     """
@@ -40,7 +40,7 @@ def self_weight_limit(rho: float, gamma: float) -> float:
 
 
 def cosine_limit(rho: float, gamma: float, alpha: float = 0.0, q: float = 1.0) -> float:
-    """``lim <y_i', y_j'>`` for simplex tokens (Theorem 2.1; residual form [derived], spec §3).
+    """``lim <y_i', y_j'>`` for simplex tokens (Theorem 2.1; residual form [derived], docs/paper-a.md#residual-limits).
 
     ``rho (1 + alpha sqrt q)^2 / (c^2 + 2 rho c (1 - a) + rho (1 - a)^2)`` with
     ``a = lim A_ii`` and ``c = a + alpha sqrt q``. For ``alpha = 0`` this is 1 / ``4 rho /
@@ -56,7 +56,7 @@ def cosine_limit(rho: float, gamma: float, alpha: float = 0.0, q: float = 1.0) -
 
 
 def lambda_limit(rho: float, gamma: float, alpha: float = 0.0, q: float = 1.0) -> float:
-    """``lim lambda`` for simplex tokens (spec §4 [derived]).
+    """``lim lambda`` for simplex tokens (docs/paper-a.md#the-angle-ratio-lambda [derived]).
 
     ``c^2 / (c^2 + 2 rho c (1 - a) + rho (1 - a)^2)``; for ``alpha = 0``: 0 / ``1/(1+3 rho)`` / 1.
     """
@@ -70,19 +70,19 @@ def lambda_limit(rho: float, gamma: float, alpha: float = 0.0, q: float = 1.0) -
 
 
 def critical_cosine(rho: float) -> float:
-    """Theorem 2.1 at ``gamma = gamma_c``, ``alpha = 0``: ``4 rho / (1 + 3 rho)`` (spec §3, §8)."""
+    """Theorem 2.1 at ``gamma = gamma_c``, ``alpha = 0``: ``4 rho / (1 + 3 rho)`` (docs/paper-a.md)."""
     rho = _rho(rho)
     return 4.0 * rho / (1.0 + 3.0 * rho)
 
 
 def critical_lambda(rho: float) -> float:
-    """Critical angle ratio ``1 / (1 + 3 rho)`` (spec §4, §8)."""
+    """Critical angle ratio ``1 / (1 + 3 rho)`` (docs/paper-a.md)."""
     rho = _rho(rho)
     return 1.0 / (1.0 + 3.0 * rho)
 
 
 def eta_limit(rho: float, gamma: float, d: int, alpha: float = 0.0, q: float = 1.0) -> float:
-    """``lim eta`` (Theorem 2.4 for ``alpha = 0``; residual form [derived, unchecked], spec §5).
+    """``lim eta`` (Theorem 2.4 for ``alpha = 0``; residual form [derived, unchecked], docs/paper-a.md#the-jacobian-norm-eta).
 
     ``[(d - 1)(a / sqrt q + alpha)^2 + alpha^2] / d``; for ``alpha = 0``:
     0 / ``(1 - 1/d) / (4 q)`` / ``(1 - 1/d) / q``.
@@ -98,7 +98,7 @@ def eta_limit(rho: float, gamma: float, d: int, alpha: float = 0.0, q: float = 1
 def simplex_map(
     n: int, rho: float, beta: float, alpha: float = 0.0, q: float = 1.0
 ) -> tuple[float, float]:
-    """Exact finite-n simplex map (spec §3 [derived]).
+    """Exact finite-n simplex map (docs/paper-a.md#finite-n-simplex-map [derived]).
 
     With ``t = e^{beta (rho - 1)}``, ``a_n = 1 / (1 + (n-1) t)``, ``b_n = t / (1 + (n-1) t)``,
     ``e = a_n + alpha sqrt q - b_n``, ``s1 = 1 + (n-1) rho``, ``s2 = n + n (n-1) rho``:
@@ -168,7 +168,7 @@ def simplex_eta(
     mean_inv_norm: float | None = None,
     mean_inv_sq_norm: float | None = None,
 ) -> float:
-    """Exact finite-n eta for simplex tokens (spec §5) [derived].
+    """Exact finite-n eta for simplex tokens (docs/paper-a.md#simplex-eta-and-its-finite-size-bias) [derived].
 
     The block formula of :func:`attnscale.eta_exact.eta_exact_grid` evaluated on the simplex Gram
     matrix ``G = (1 - rho) I + rho 1 1^T``. With ``t = e^{beta (rho - 1)}``,
@@ -250,7 +250,7 @@ def simplex_eta(
 
 
 def simplex_self_weight(n: int, rho: float, beta: float) -> float:
-    """Finite-n simplex self-weight ``A_ii = 1 / (1 + (n-1) e^{beta (rho - 1)})`` (spec §3).
+    """Finite-n simplex self-weight ``A_ii = 1 / (1 + (n-1) e^{beta (rho - 1)})`` (docs/paper-a.md#finite-n-simplex-map).
 
     Tends to :func:`self_weight_limit` (0 / 1/2 / 1) as ``n -> inf`` with ``beta = gamma log n``.
     """

@@ -1,4 +1,4 @@
-"""Token generators for Paper A (spec ``paper-a.md`` §2 and §6)."""
+"""Token generators for Paper A (``docs/paper-a.md``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .validation import check_int, check_real
 
 
 def near_simplex(n: int, d: int, rho: float, rng: np.random.Generator) -> np.ndarray:
-    """Near-simplex Gaussian tokens, spec paper-a.md §6.
+    """Near-simplex Gaussian tokens, docs/paper-a.md#gaussian-near-simplex-tokens.
 
     ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` with ``z_0, z_1, ..., z_n`` i.i.d.
     ``N(0, I_d / d)``, so that ``E||x_i||^2 = 1`` and ``E<x_i, x_j> = rho`` (i != j).
@@ -67,7 +67,7 @@ def from_draw(z0: np.ndarray, Z: np.ndarray, rho: float) -> np.ndarray:
 
 
 def simplex_exact(n: int, rho: float, q: float = 1.0) -> np.ndarray:
-    """Exact simplex tokens (Assumption 1, spec paper-a.md §2), built from a Cholesky factor.
+    """Exact simplex tokens (Assumption 1, docs/paper-a.md#assumptions), built from a Cholesky factor.
 
     Rows of ``sqrt(q) L`` with ``L L^T = (1 - rho) I_n + rho 1 1^T``: ``||x_i||^2 = q`` and
     ``<y_i, y_j> = rho`` exactly (up to rounding), in dimension ``d = n``.
@@ -94,7 +94,7 @@ def simplex_exact(n: int, rho: float, q: float = 1.0) -> np.ndarray:
 
 
 def mean_cosine(X: np.ndarray) -> float:
-    """Realised mean pairwise cosine ``rho_hat`` = mean of ``<y_i, y_j>`` over ``i != j`` (§6).
+    """Realised mean pairwise cosine ``rho_hat`` = mean of ``<y_i, y_j>`` over ``i != j`` (docs/paper-a.md#gaussian-near-simplex-tokens).
 
     Computed in O(n d) from ``||sum_i y_i||^2 = n + sum_{i != j} <y_i, y_j>``.
     """

@@ -15,7 +15,7 @@ CELL_KEYS = ["d", "n", "alpha", "rho", "gamma"]
 
 
 def lambda_table(tok: dict, gammas, alpha: float, params: dict):
-    """lambda on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (spec §4, §6).
+    """lambda on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (docs/paper-a.md).
 
     Each row also carries the theory at the draw's realised ``rho_hat`` and ``q_hat``: the
     finite-n simplex value (:func:`attnscale.theory.simplex_lambda`) and the n -> inf limit

@@ -1,11 +1,11 @@
 """Paper A backward pass: the Jacobian norm eta on the (rho, gamma) grid (Figure 2), the
-theorem-vs-simulation table and the finite-size check (spec paper-a.md §3-§6).
+theorem-vs-simulation table and the finite-size check (docs/paper-a.md).
 
 Every step reads the token draws written by rule ``paper_a_tokens``
 (:func:`attnscale.experiments.paper_a.write_tokens`), so Figures 1 and 2 see the same tokens.
 
 Theory columns are evaluated per draw at the draw's realised mean cosine ``rho_hat`` and mean
-squared norm ``q_hat`` (spec §6). Two extra eta columns use the realised norm moments
+squared norm ``q_hat`` (docs/paper-a.md#gaussian-near-simplex-tokens). Two extra eta columns use the realised norm moments
 ``mean 1/||x_i||`` and ``mean 1/||x_i||^2`` instead of ``q_hat`` (``eta_plateau``,
 ``eta_simplex_n_norms``): ``J`` depends on the norms only through ``1/||x_k||`` factors, so for
 Gaussian tokens, whose norms spread by ``~sqrt(2/d)``, eta follows ``mean 1/||x||^2`` rather
@@ -84,7 +84,7 @@ def eta_table(
     root_seed: int,
     params: dict,
 ) -> pd.DataFrame:
-    """eta on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (Figure 2, spec §5).
+    """eta on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (Figure 2, docs/paper-a.md#the-jacobian-norm-eta).
 
     Parameters
     ----------
@@ -267,13 +267,13 @@ def eta_summary(*, csvs: list) -> dict:
 
 
 def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
-    """Simulation beside theory for one draw at ``gamma = f gamma_c(rho_hat)`` (spec §3-§5).
+    """Simulation beside theory for one draw at ``gamma = f gamma_c(rho_hat)`` (docs/paper-a.md).
 
     For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
-    mechanism of spec §3: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
+    mechanism of docs/paper-a.md#results-of-the-paper-that-we-use: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
     ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.attention.angle_ratio_grid`)
     and exact eta (:func:`attnscale.eta_exact.eta_exact_grid`), each with its n -> inf limit
-    (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: spec §3) and its finite-n
+    (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: docs/paper-a.md#results-of-the-paper-that-we-use) and its finite-n
     simplex value (:func:`attnscale.theory.simplex_self_weight`, ``simplex_map``,
     ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised
     norm moments (``eta_simplex_n_norms``). A draw with ``rho_hat`` outside (0, 1) has no

@@ -1,4 +1,4 @@
-"""Compute step of the scaling-rules figure (ours): rules x n table (spec scaling-rules.md)."""
+"""Compute step of the scaling-rules figure (ours): rules x n table (docs/scaling-rules.md)."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def heatmap_panels(
 
 
 def plot_figure1(*, data: pd.DataFrame, caption: str):
-    """Figure 1 of Paper A: mean lambda over trials (spec paper-a.md §6)."""
+    """Figure 1 of Paper A: mean lambda over trials (docs/paper-a.md#gaussian-near-simplex-tokens)."""
     return heatmap_panels(
         data,
         "lambda_mean",
@@ -117,7 +117,7 @@ def plot_figure1(*, data: pd.DataFrame, caption: str):
 
 def plot_critical_check(*, data: pd.DataFrame, caption: str):
     """lambda at gamma_c(rho_hat) against rho_hat per d, with 1/(1+3 rho) and the finite-n
-    simplex curve (spec paper-a.md §4, §6, §8)."""
+    simplex curve (docs/paper-a.md)."""
     apply_style()
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(

@@ -1,5 +1,5 @@
 """Paper A backward-pass figures: Figure 2 (eta heat maps), the theorem table and the
-finite-size check (spec paper-a.md §3-§6)."""
+finite-size check (docs/paper-a.md)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ QTY_LABEL = {
 
 
 def plot_figure2(*, data: pd.DataFrame, caption: str):
-    """Figure 2 of Paper A: eta over (rho, gamma), one panel per d (spec paper-a.md §5, §6).
+    """Figure 2 of Paper A: eta over (rho, gamma), one panel per d (docs/paper-a.md).
 
     Colour: the trial mean of ``eta / eta_plateau`` where ``eta_plateau = (1 - 1/d) mean_i
     1/||x_i||^2`` is the draw's super-critical limit (Theorem 2.4 at the realised norms), so the

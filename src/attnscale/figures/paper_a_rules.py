@@ -1,4 +1,4 @@
-"""Scaling rules of real models on Paper A's phase diagram (ours; spec scaling-rules.md)."""
+"""Scaling rules of real models on Paper A's phase diagram (ours; docs/scaling-rules.md)."""
 
 from __future__ import annotations
 
