@@ -23,7 +23,12 @@ include: "workflow/rules/paper_a.smk"
 include: "workflow/rules/paper_a_eta.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/paper_b.smk"
+include: "workflow/rules/paper_b_limits.smk"
 include: "workflow/rules/paper_a_rules.smk"
+include: "workflow/rules/finite_d.smk"
+include: "workflow/rules/realistic_causal.smk"
+include: "workflow/rules/realistic_variants.smk"
+include: "workflow/rules/paper_b_exponent.smk"
 
 
 rule all:
@@ -35,4 +40,18 @@ rule all:
         rules.paper_a_theorem_table.output,
         rules.paper_a_finite_size.output,
         rules.paper_a_scaling_rules.output,
-        PAPER_B_TARGETS,
+        rules.finite_d_transition.output,
+        rules.finite_d_intermediate.output,
+        rules.causal_figure.output,
+        rules.causal_rules_simulated_figure.output,
+        rules.realistic_learned_qk_figure.output,
+        rules.realistic_sink_figure.output,
+        rules.realistic_depth_figure.output,
+        rules.paper_b_plot_vector_fields.output,
+        rules.paper_b_plot_phase_diagram.output,
+        rules.paper_b_plot_profile.output,
+        rules.paper_b_plot_critical_laws.output,
+        rules.paper_b_plot_heat_drift.output,
+        rules.paper_b_plot_output_law.output,
+        rules.paper_b_exponent_figure.output,
+        rules.paper_b_rope_figure.output,

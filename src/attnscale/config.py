@@ -145,6 +145,41 @@ GRIDS: dict[str, Range] = {
     "causal.rules_simulated.n": Range(low=2, low_open=False, high=1e7, high_open=False,
                                       integer=True),
     "causal.rules_simulated.rho": Range(low=0.0, high=1.0),
+    # learned Q^T K, attention sink, depth (issue 10 items 3-5; docs/realistic-attention.md)
+    "realistic.learned_qk.gamma": Range(low=0.0),
+    "realistic.learned_qk.epsilon": Range(low=0.0, low_open=False),
+    "realistic.learned_qk.rank": Range(low=1, low_open=False, integer=True),
+    "realistic.sink.gamma": Range(low=0.0),
+    "realistic.sink.c_s": Range(low=-1.0, high=1.0, low_open=False, high_open=False),
+    "realistic.sink.kappa": Range(low=0.0, low_open=False),
+    "realistic.depth.gamma_factors": Range(low=0.0),
+    "realistic.depth.alpha": Range(low=0.0, low_open=False),
+    # Paper B (docs/paper-b.md, docs/paper-b-beyond.md#critical-output-law)
+    "paper_b.vector_fields.beta_exponents": Range(low=0.0, increasing=False),
+    "paper_b.vector_fields.sweep_beta": Range(low=0.0),
+    "paper_b.phase.n": Range(low=1.5),  # rounded to integers (distinct: _check_paper_b)
+    "paper_b.phase.beta": Range(low=0.0),
+    "paper_b.phase.line_gamma": Range(low=0.0),
+    "paper_b.phase.limit_gamma": Range(low=0.0),
+    "paper_b.profile.d": Range(low=2, low_open=False, integer=True, increasing=False),
+    "paper_b.critical_laws.d": Range(low=2, low_open=False, integer=True, increasing=False),
+    "paper_b.critical_laws.n": Range(low=2, low_open=False, integer=True),
+    "paper_b.critical_laws.gamma": Range(low=0.0),
+    "paper_b.heat_drift.beta": Range(low=0.0, labelled=True),
+    "paper_b.heat_drift.theory_beta": Range(low=0.0),
+    "paper_b.output_law.d": Range(low=3, low_open=False, integer=True, increasing=False),
+    "paper_b.output_law.n": Range(low=1, low_open=False, integer=True),
+    "paper_b.output_law.gamma": Range(low=0.0),
+    # critical exponent of beta*(n) (ours, issue 11 items 2-4; docs/paper-b-beyond.md)
+    "paper_b_exponent.uniform.d": Range(low=3, low_open=False, integer=True),
+    "paper_b_exponent.uniform.n": Range(low=2, low_open=False),
+    "paper_b_exponent.subsphere.k": Range(low=3, low_open=False, integer=True),
+    "paper_b_exponent.subsphere.n": Range(low=2, low_open=False),
+    "paper_b_exponent.rope.d": Range(low=4, low_open=False, integer=True),
+    "paper_b_exponent.rope.kappa_per_d": Range(low=0.0, low_open=False),
+    "paper_b_exponent.rope.n": Range(low=2, low_open=False),
+    "paper_b_exponent.rope_long.d": Range(low=4, low_open=False, integer=True),
+    "paper_b_exponent.rope_long.n": Range(low=2, low_open=False),
 }
 
 #: Scalars and their ranges, by dotted key.
@@ -176,6 +211,48 @@ VALUES: dict[str, Range] = {
                                       integer=True),
     "causal.rules_simulated.block": Range(low=2, low_open=False, integer=True),
     "causal.rules_simulated.trials": Range(low=1, low_open=False, integer=True),
+    "realistic.learned_qk.n": Range(low=4, low_open=False, integer=True),
+    "realistic.learned_qk.d": Range(low=2, low_open=False, integer=True),
+    "realistic.learned_qk.rho": Range(low=0.0, high=1.0),
+    "realistic.learned_qk.trials": Range(low=1, low_open=False, integer=True),
+    "realistic.sink.n": Range(low=4, low_open=False, integer=True),
+    "realistic.sink.d": Range(low=2, low_open=False, integer=True),
+    "realistic.sink.rho": Range(low=0.0, high=1.0),
+    "realistic.sink.trials": Range(low=1, low_open=False, integer=True),
+    "realistic.depth.n": Range(low=4, low_open=False, integer=True),
+    "realistic.depth.d": Range(low=2, low_open=False, integer=True),
+    "realistic.depth.rho": Range(low=0.0, high=1.0),
+    "realistic.depth.layers": Range(low=1, low_open=False, integer=True),
+    "realistic.depth.trials": Range(low=1, low_open=False, integer=True),
+    # Paper B
+    "paper_b.vector_fields.n": Range(low=2, low_open=False, integer=True),
+    "paper_b.vector_fields.queries": Range(low=1, low_open=False, integer=True),
+    "paper_b.vector_fields.sweep_contexts": Range(low=1, low_open=False, integer=True),
+    "paper_b.phase.d": Range(low=2, low_open=False, integer=True),
+    "paper_b.phase.trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.phase.limit_trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.profile.n": Range(low=2, low_open=False, integer=True),
+    "paper_b.profile.beta_exponent": Range(low=0.0),
+    "paper_b.profile.trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.critical_laws.trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.critical_laws.limit_trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.heat_drift.n": Range(low=2, low_open=False, integer=True),
+    "paper_b.heat_drift.target_se": Range(low=0.0),
+    "paper_b.heat_drift.min_contexts": Range(low=2, low_open=False, integer=True),
+    "paper_b.heat_drift.max_contexts": Range(low=2, low_open=False, integer=True),
+    "paper_b.heat_drift.cut": Range(low=0.0),
+    "paper_b.output_law.trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.output_law.limit_trials": Range(low=2, low_open=False, integer=True),
+    "paper_b.output_law.plot_points": Range(low=2, low_open=False, integer=True),
+    "paper_b_exponent.level": Range(low=0.0, high=1.0),
+    "paper_b_exponent.upper_n_min": Range(low=0.0, low_open=False),
+    "paper_b_exponent.uniform.contexts": Range(low=8, low_open=False, integer=True),
+    "paper_b_exponent.subsphere.d": Range(low=4, low_open=False, integer=True),
+    "paper_b_exponent.subsphere.contexts": Range(low=8, low_open=False, integer=True),
+    "paper_b_exponent.subsphere.full_keys_max_n": Range(low=0, low_open=False, integer=True),
+    "paper_b_exponent.rope.base": Range(low=1.0),
+    "paper_b_exponent.rope.contexts": Range(low=8, low_open=False, integer=True),
+    "paper_b_exponent.rope_long.contexts": Range(low=8, low_open=False, integer=True),
 }
 
 
@@ -207,8 +284,59 @@ def _check_causal(cfg: Config) -> None:
              cfg.get("causal.self_weight.gamma_factors"))  # fmt: skip
 
 
+def _check_realistic_rank(cfg: Config) -> None:
+    try:
+        d = cfg.get("realistic.learned_qk.d")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    r_max = max(cfg.ints("realistic.learned_qk.rank"))
+    if r_max > d:
+        fail("realistic.learned_qk.rank", f"ranks <= realistic.learned_qk.d ({d})", r_max)
+
+
+def _check_paper_b(cfg: Config) -> None:
+    try:
+        cfg.get("paper_b.heat_drift.q")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    n = [int(round(v)) for v in cfg.grid("paper_b.phase.n")]
+    if len(set(n)) != len(n):
+        fail("paper_b.phase.n", "distinct after rounding to integers", n)
+    q = cfg.get("paper_b.heat_drift.q")
+    if not all(math.isfinite(v) for v in q) or math.hypot(*q) == 0:
+        fail("paper_b.heat_drift.q", "three finite numbers, not all zero", q)
+    if cfg.get("paper_b.heat_drift.max_contexts") < cfg.get("paper_b.heat_drift.min_contexts"):
+        fail("paper_b.heat_drift.max_contexts", ">= paper_b.heat_drift.min_contexts",
+             cfg.get("paper_b.heat_drift.max_contexts"))  # fmt: skip
+
+
+def _check_paper_b_exponent(cfg: Config) -> None:
+    try:
+        d = cfg.get("paper_b_exponent.subsphere.d")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    k_max = max(cfg.ints("paper_b_exponent.subsphere.k"))
+    if k_max >= d:
+        fail("paper_b_exponent.subsphere.k", f"sub-sphere dimensions 3 <= k < "
+             f"paper_b_exponent.subsphere.d ({d})", k_max)  # fmt: skip
+    extra = set(cfg.ints("paper_b_exponent.rope_long.d")) - set(cfg.ints("paper_b_exponent.rope.d"))
+    if extra:
+        fail("paper_b_exponent.rope_long.d", "a subset of paper_b_exponent.rope.d (the long run "
+             "shares the job of its d)", sorted(extra))  # fmt: skip
+    for sec in ("rope", "rope_long"):
+        bad = [v for v in cfg.ints(f"paper_b_exponent.{sec}.d") if v % 2]
+        if bad:
+            fail(f"paper_b_exponent.{sec}.d", "even head dimensions (RoPE rotates planes)", bad)
+    for sec in ("uniform", "subsphere", "rope", "rope_long"):
+        n = [int(round(v)) for v in cfg.grid(f"paper_b_exponent.{sec}.n")]
+        if len(set(n)) != len(n) or len(n) < 4:
+            fail(f"paper_b_exponent.{sec}.n", "at least 4 values, distinct after rounding to "
+                 "integers (the exponent fits need them)", n)  # fmt: skip
+
+
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
-CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials]
+CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
+                _check_realistic_rank, _check_paper_b, _check_paper_b_exponent]  # fmt: skip
 
 
 class Config:

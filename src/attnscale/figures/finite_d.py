@@ -140,7 +140,7 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str):
     )
     width = fig.get_figwidth()
     top = 0.86 if len(rhos) > 1 else 0.8
-    fig.subplots_adjust(left=0.85 / width, right=1 - 0.2 / width, top=top, bottom=0.17,
+    fig.subplots_adjust(left=1.1 / width, right=1 - 0.2 / width, top=top, bottom=0.17,
                         wspace=0.18, hspace=0.06)  # fmt: skip
     add_caption(fig, caption)
     return fig
