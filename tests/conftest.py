@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # top-level entries that are outputs or local state, never copied
-EXCLUDE = {".venv", "results", "figures", ".snakemake", "logs", "benchmarks", ".git",
+EXCLUDE = {".venv", "results", "figures", ".snakemake", "logs", "benchmarks", ".git", "build", "mutants",
            ".pytest_cache", ".ruff_cache", "report.html"}  # fmt: skip
 CACHES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
@@ -74,9 +74,47 @@ def tree_hashes(root: Path) -> dict[str, str]:
 SMOKE = ("--configfile", "tests/smoke.yaml")
 
 
+def finished_copy(smoke_run: dict, dest: Path) -> Path:
+    """A copy of the finished smoke tree (sources, outputs, logs and Snakemake's metadata), so a
+    test can change, interrupt or rerun part of the workflow without running all of it again."""
+    shutil.copytree(smoke_run["dir"], dest, symlinks=True)
+    return dest
+
+
+def jobs_to_run(stdout: str) -> dict[str, int]:
+    """Rule -> job count from the "Job stats" table of ``snakemake -n`` (``{}``: nothing to do)."""
+    counts, table = {}, False
+    for line in stdout.splitlines():
+        parts = line.split()
+        if line.startswith("Job stats"):
+            table = True
+        elif table and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+        elif table and parts[:1] == ["total"]:
+            break
+    return counts
+
+
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
-    """A completed smoke run (``--cores 2``) in a fresh copy of the repository."""
-    work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
+    """A completed smoke run (``--cores 2``) in a fresh copy of the repository.
+
+    While developing a workflow test, ``ATTNSCALE_SMOKE_TREE=<finished smoke tree>`` reuses a
+    tree made by this fixture (or by ``snakemake --cores 2 --configfile tests/smoke.yaml`` in a
+    copy of the same sources): it is copied and brought up to date instead of run from scratch.
+    Never set it in CI."""
+    reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
+    if reuse:
+        work = tmp_path_factory.mktemp("smoke") / "repo"
+        shutil.copytree(reuse, work, symlinks=True)
+        for name in ("src", "workflow", "tests", "Snakefile", "config.yaml"):
+            src, dst = REPO / name, work / name
+            if src.is_dir():
+                shutil.rmtree(dst)
+                shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*CACHES))
+            else:
+                shutil.copy2(src, dst)  # keeps mtimes: only changed sources rerun
+    else:
+        work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
     proc = snakemake(work, "--cores", "2", *SMOKE)
     return {"dir": work, "proc": proc}

@@ -1,4 +1,4 @@
-"""The attention layer and lambda (spec paper-a.md §1, §4) against independent computations."""
+"""The attention layer and lambda (docs/paper-a.md) against independent computations."""
 
 import math
 
@@ -156,7 +156,7 @@ def test_bad_input_names_the_argument(call, match):
 
 @pytest.mark.parametrize("rho", [0.2, 0.5, 0.8])
 def test_gaussian_tokens_match_the_simplex_map_at_rho_hat(rho):
-    """Spec paper-a.md §6/§8: at d = 512, n = 1024 and gamma = gamma_c(rho_hat), Gaussian tokens
+    """docs/paper-a.md#gaussian-near-simplex-tokens: at d = 512, n = 1024 and gamma = gamma_c(rho_hat), Gaussian tokens
     agree with the finite-n simplex map at the realised rho_hat to about 0.015 (acceptance:
     0.03). At the nominal rho instead the gap is several times larger near gamma_c."""
     from attnscale.seeding import job_rng, spawn_key

@@ -1,4 +1,4 @@
-"""The attention Jacobian, its JVP and eta (spec paper-a.md §5); the finite-n simplex eta.
+"""The attention Jacobian, its JVP and eta (docs/paper-a.md#the-jacobian-norm-eta); the finite-n simplex eta.
 
 Tolerances come from error budgets stated next to each check (rounding, finite-difference
 truncation, Monte Carlo standard errors, asymptotic rates), not from the observed errors.
@@ -28,7 +28,7 @@ def _tokens(kind: str, n: int = 7, d: int = 5, seed: int = 0) -> np.ndarray:
 def test_jvp_matches_central_differences(kind, alpha, beta):
     """Central differences with step ``h = 1e-4 / (1 + beta)`` (tokens of norm >= 0.5): the
     truncation error is ``O((h beta)^2) ~ 1e-8`` relative and rounding ``O(eps (1 + beta) / h)
-    ~ 1e-12 (1 + beta)^2 <= 1e-6``; the bound of the spec, 1e-6, holds with margin."""
+    ~ 1e-12 (1 + beta)^2 <= 1e-6``; the required bound, 1e-6, holds with margin."""
     X = _tokens(kind)
     V = np.random.default_rng(1).standard_normal(X.shape)
     h = 1e-4 / (1.0 + beta)
@@ -159,7 +159,7 @@ def test_simplex_eta_closed_form_is_exact(n, pad):
 
 
 def test_simplex_eta_reproduces_the_spec_finite_size_number():
-    """Spec §5: n = d = 48, rho = 0.5 at gamma_c gives 0.319 against the limit 0.245."""
+    """docs/paper-a.md#simplex-eta-and-its-finite-size-bias: n = d = 48, rho = 0.5 at gamma_c gives 0.319 against the limit 0.245."""
     eta = theory.simplex_eta(48, 48, 0.5, 2.0 * np.log(48))
     assert eta == pytest.approx(0.319, abs=5e-4)
     assert theory.eta_limit(0.5, 2.0, 48) == pytest.approx(0.245, abs=5e-4)

@@ -1,4 +1,4 @@
-"""Scaling rules against the reference values of spec scaling-rules.md (3 decimals)."""
+"""Scaling rules against the reference values of docs/scaling-rules.md (3 decimals)."""
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ REFERENCE = {
 @pytest.mark.parametrize("name", list(REFERENCE))
 def test_reference_values(name):
     fn, ref = REFERENCE[name]
-    np.testing.assert_allclose(fn(N), ref, atol=5e-4)  # the spec rounds to 3 decimals
+    np.testing.assert_allclose(fn(N), ref, atol=5e-4)  # the reference table rounds to 3 decimals
 
 
 def test_static_yarn_constant():
@@ -29,7 +29,7 @@ def test_static_yarn_constant():
 
 
 def test_calibration_a_limits():
-    """Spec: 1 + c ln(n/L) rules tend to c ln L (Llama 4: 0.90, Ministral-3: 0.97); log_L n
+    """docs/scaling-rules.md#calibration-a: 1 + c ln(n/L) rules tend to c ln L (Llama 4: 0.90, Ministral-3: 0.97); log_L n
     rules are exactly critical for n >= L; static rules decay like 1/ln n."""
     rules = {r.name.split(" ")[0]: r for r in sr.RULES}
     huge = np.array([1e300])

@@ -136,20 +136,20 @@ def test_poisson_limit_matches_untruncated_simulation():
     assert abs(m1 - m2) < 4 * np.hypot(se1, se2), (m1, m2, se1, se2)
 
 
-# docs/paper-b.md: the table of the limit E[A_(1)], uniform keys [derived, Monte Carlo]
-SPEC_TABLE = [(3, 0.3, 0.422), (3, 1.0, 0.729), (3, 3.0, 0.894),
-              (5, 0.3, 0.045), (5, 1.0, 0.278), (5, 3.0, 0.663)]  # fmt: skip
+# docs/paper-b.md: the limit E[A_(1)], uniform keys, exact (Palm formula; our quadrature of it is
+# in tests/test_refs_paper_b.py), 5 decimals. The earlier Monte Carlo table (0.278 at d = 5,
+# gamma = 1) and the assumed 10^4-sample SE that excused it are gone.
+EXACT_TABLE = [(3, 0.3, 0.42207), (3, 1.0, 0.72949), (3, 3.0, 0.89414),
+               (5, 0.3, 0.04506), (5, 1.0, 0.27599), (5, 3.0, 0.66271)]  # fmt: skip
 
 
-@pytest.mark.parametrize("d, gamma, value", SPEC_TABLE)
-def test_poisson_limit_reference_table(d, gamma, value):
-    """The reference values (docs/paper-b.md) are Monte Carlo estimates of unstated size: we assume 10^4
-    samples, i.e. SE_ref = sd / 100, and allow 4 SE of the difference plus the 0.0005 rounding.
-    (d = 5, gamma = 1: we get 0.2760 +- 0.0005; an early reference value 0.278 was noise.)"""
+@pytest.mark.parametrize("d, gamma, value", EXACT_TABLE)
+def test_poisson_limit_exact_table(d, gamma, value):
+    """20000 samples of the simulated limit: mean within 4 SE of the exact value (+ its 5e-6
+    rounding)."""
     w = pl.poisson_limit_top_weight(gamma, st.c_uniform(d), d, 20_000, rng(5, d, int(10 * gamma)))
     m, se = mean_se(w)
-    se_ref = w.std(ddof=1) / 100
-    assert abs(m - value) < 4 * np.hypot(se, se_ref) + 5e-4, (m, se)
+    assert abs(m - value) < 4 * se + 5e-6, (m, se)
 
 
 def test_critical_finite_n_d3():

@@ -1,4 +1,4 @@
-"""Paper A closed forms (spec paper-a.md §3-§5, §8)."""
+"""Paper A closed forms (docs/paper-a.md)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Tokens (spec paper-a.md §2, §6) and seeding (pipeline.md "Randomness")."""
+"""Tokens (docs/paper-a.md) and seeding (docs/pipeline.md#reproducibility)."""
 
 import numpy as np
 import pytest
@@ -25,7 +25,7 @@ def test_mean_cosine_matches_pairwise_mean():
 
 
 def test_near_simplex_moments():
-    """E||x||^2 = 1 and E<x_i, x_j> = rho (spec §6), checked over many independent draws.
+    """E||x||^2 = 1 and E<x_i, x_j> = rho (docs/paper-a.md#gaussian-near-simplex-tokens), checked over many independent draws.
 
     Each draw's mean inner product is dominated by the shared z_0 term, so the statistics use
     one value per draw; tolerances are 4 standard errors of the draw-to-draw spread."""

@@ -1,4 +1,4 @@
-"""The workflow end to end (spec pipeline.md, "Checks a pipeline like this runs in CI").
+"""The workflow end to end (docs/pipeline.md#what-the-tests-check).
 
 The smoke configuration runs once per session in a temporary copy of the repository
 (``smoke_run`` in conftest.py); these tests inspect that run.
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, SMOKE, copy_repo, snakemake, tree_hashes
+from conftest import REPO, SMOKE, copy_repo, jobs_to_run, snakemake
 
 pytestmark = pytest.mark.workflow
 BIN = Path(sys.executable).parent
@@ -100,13 +100,55 @@ def test_golden_tables(smoke_run, rel):
             assert got[col].astype(str).tolist() == ref[col].astype(str).tolist(), col
 
 
-def test_forceall_rerun_is_byte_identical(smoke_run):
-    work = smoke_run["dir"]
-    before = tree_hashes(work / "results")
-    figs_before = tree_hashes(work / "figures")
-    snakemake(work, "--cores", "2", *SMOKE, "--forceall")
-    assert tree_hashes(work / "results") == before
-    assert tree_hashes(work / "figures") == figs_before
+# (config fragment over tests/smoke.yaml, the jobs a dry run must schedule and nothing else)
+PARAM_CHANGES = [
+    ({"paper_a": {"scaling_rules": {"overlay_n": 16384}}},
+     {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules": 1}),
+    ({"paper_b": {"profile": {"trials": 41}}}, {"paper_b_profile": 2, "paper_b_plot_profile": 1}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("frag, expected", PARAM_CHANGES, ids=["overlay_n", "profile-trials"])
+def test_parameter_change_reruns_only_the_affected_jobs(smoke_run, tmp_path, frag, expected):
+    """A dry run on the finished smoke tree with one parameter changed schedules exactly the jobs
+    that use it and their dependants (params are a rerun trigger; ``all`` is not a job)."""
+    import yaml
+
+    smoke = yaml.safe_load((REPO / "tests/smoke.yaml").read_text())
+
+    def update(dst, src):
+        for k, v in src.items():
+            if isinstance(v, dict):
+                update(dst.setdefault(k, {}), v)
+            else:
+                dst[k] = v
+
+    update(smoke, frag)
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(smoke))
+    proc = snakemake(smoke_run["dir"], "-n", "--configfile", str(changed))
+    todo = {k: v for k, v in jobs_to_run(proc.stdout).items() if k != "all"}
+    assert todo == expected, proc.stdout[-3000:]
+    assert "Params have changed" in proc.stdout
+
+
+def test_build_one_figure_by_rule_name(smoke_run, tmp_path):
+    """``snakemake <rule>`` in a fresh copy builds that figure and only what it needs; the bytes
+    equal the full run's."""
+    work = copy_repo(tmp_path / "repo")
+    snakemake(
+        work, "paper_b_plot_profile", "--cores", "2", *SMOKE
+    )  # target first: --configfile takes several values
+    made = {str(p.relative_to(work)) for d in ("results", "figures") for p in (work / d).rglob("*")
+            if p.is_file()}  # fmt: skip
+    assert made == {
+        "results/paper_b/profile_d5.csv",
+        "results/paper_b/profile_d3.csv",
+        "figures/paper_b/weight_profile.png",
+        "figures/paper_b/weight_profile.pdf",
+    }
+    for rel in made:
+        assert (work / rel).read_bytes() == (smoke_run["dir"] / rel).read_bytes(), rel
 
 
 def test_benchmark_suite_smoke(smoke_run):

@@ -1,4 +1,4 @@
-"""Atomic, byte-stable output files and their provenance (spec pipeline.md, "Artifacts").
+"""Atomic, byte-stable output files and their provenance (docs/pipeline.md#reproducibility).
 
 Every writer here writes to a temporary file in the target's directory and renames it into
 place (``os.replace`` is atomic on POSIX), so an interrupted job never leaves a half-written file
@@ -34,11 +34,33 @@ def atomic_path(path, suffix: str | None = None):
     tmp = path.parent / f".{path.name}.partial{sfx}"
     try:
         yield tmp
+        _test_pause(path, tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+#: Test hook (tests/test_reliability.py interrupts a write with it): when this variable names a
+#: file (``figure1_data.csv``), every atomic write of a file of that name stops after its
+#: temporary file is complete and before the rename, creates the file named by
+#: ``ATTNSCALE_TEST_WRITE_PAUSE_MARKER`` (holding the process id) and sleeps up to
+#: ``ATTNSCALE_TEST_WRITE_PAUSE_SECONDS`` (default 60) so that the test can SIGKILL it there.
+#: Unset in every normal run, where it costs one environment lookup per written file.
+WRITE_PAUSE_ENV = "ATTNSCALE_TEST_WRITE_PAUSE"
+
+
+def _test_pause(path: Path, tmp: Path) -> None:
+    name = os.environ.get(WRITE_PAUSE_ENV)
+    if not name or path.name != name:
+        return
+    import time
+
+    marker = os.environ.get(WRITE_PAUSE_ENV + "_MARKER")
+    if marker:
+        Path(marker).write_text(f"{os.getpid()} {Path(tmp).resolve()}\n")
+    time.sleep(float(os.environ.get(WRITE_PAUSE_ENV + "_SECONDS", "60")))
 
 
 def params_hash(params: dict) -> str:
