@@ -33,5 +33,7 @@ def test_cluster_configuration_dry_runs_through_the_slurm_profile(tmp_path):
     base = yaml.safe_load((REPO / "config.yaml").read_text())
     over = yaml.safe_load((REPO / "config/cluster.yaml").read_text())
     fs = {**base["paper_a"]["finite_size"], **over.get("paper_a", {}).get("finite_size", {})}
-    assert jobs["paper_a_finite_size_rows"] == len(fs["n"]) * len(base["paper_a"]["d"]) * len(fs["rho"])
+    assert jobs["paper_a_finite_size_rows"] == len(fs["n"]) * len(base["paper_a"]["d"]) * len(
+        fs["rho"]
+    )
     assert "all" in jobs

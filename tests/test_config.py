@@ -116,7 +116,8 @@ def test_labels_are_exact_and_map_back_to_the_value():
 
 def test_expand_grid_linear_and_log_and_rounding():
     np.testing.assert_array_equal(
-        expand_grid({"start": 0.05, "stop": 0.9, "num": 35}), np.round(np.linspace(0.05, 0.9, 35), 12)
+        expand_grid({"start": 0.05, "stop": 0.9, "num": 35}),
+        np.round(np.linspace(0.05, 0.9, 35), 12),
     )
     g = expand_grid({"start": 0.25, "stop": 12.0, "num": 48, "spacing": "log"})
     assert g[0] == 0.25 and g[-1] == 12.0 and np.all(np.diff(np.log(g)) > 0)

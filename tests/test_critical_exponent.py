@@ -40,7 +40,7 @@ def test_top_weight_and_slope_against_brute_force():
     W = np.exp(-beta * T)
     np.testing.assert_allclose(A, W.max(1) / W.sum(1), rtol=1e-13)
     h = 1e-5  # central difference: error O(h^2) ~ 1e-10 relative
-    fd = (ce.top_weight(D, owner, size, beta + h)[0] - ce.top_weight(D, owner, size, beta - h)[0])
+    fd = ce.top_weight(D, owner, size, beta + h)[0] - ce.top_weight(D, owner, size, beta - h)[0]
     np.testing.assert_allclose(dA, fd / (2 * h), rtol=1e-7)
     assert np.all(dA >= 0)  # A_(1) increases with beta for every context
 

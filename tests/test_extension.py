@@ -93,14 +93,21 @@ def test_recipe_adds_a_figure_touching_at_most_five_files(smoke_run, tmp_path):
     # 4. target in rule all
     snakefile = work / "Snakefile"
     text = snakefile.read_text()
-    text, k = re.subn(r"(rule all:\n(?:.*\n)*?    input:\n)", r"\1        rules.paper_a_lambda_profile.output,\n", text)
+    text, k = re.subn(
+        r"(rule all:\n(?:.*\n)*?    input:\n)",
+        r"\1        rules.paper_a_lambda_profile.output,\n",
+        text,
+    )
     assert k == 1
     snakefile.write_text(text)
     # 5. README row
     readme = work / "README.md"
-    readme.write_text(readme.read_text() + textwrap.dedent("""
+    readme.write_text(
+        readme.read_text()
+        + textwrap.dedent("""
         | lambda profile (recipe test) | `paper_a_lambda_profile` | `figures/paper_a/lambda_profile.{png,pdf}` | ours |
-        """))
+        """)
+    )
     after = _hashes(work)
     touched = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert len(touched) <= 5, touched

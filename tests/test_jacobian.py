@@ -85,7 +85,9 @@ def test_exact_grid_blocks_routes_and_alphas_agree():
     alphas = [0.0, 0.5, 2.0]
     ref = np.array([[eta_exact.eta_exact(X, b, a) for b in betas] for a in alphas])
     for kw in ({}, {"block_entries": 150}, {"block_entries": 10**6}, {"route": "gram"}):
-        np.testing.assert_allclose(eta_exact.eta_exact_grid(X, betas, alphas, **kw), ref, rtol=1e-11)
+        np.testing.assert_allclose(
+            eta_exact.eta_exact_grid(X, betas, alphas, **kw), ref, rtol=1e-11
+        )
 
 
 @pytest.mark.parametrize("kind", ["rademacher", "gaussian"])

@@ -41,7 +41,9 @@ def test_lambda_and_eta_counts_by_hand():
 def test_efficiency_record():
     work = [{"rule": "paper_a_lambda", "flops": 2e12, "exps": 4e9}]
     secs = {"paper_a_lambda": (10, 50.0), "paper_a_tokens": (4, 2.0)}
-    eff = pipeline_cost.efficiency(work, secs, gemm_gflops=100.0, exp_gexps=0.5, cores=2, wall_s=40.0)
+    eff = pipeline_cost.efficiency(
+        work, secs, gemm_gflops=100.0, exp_gexps=0.5, cores=2, wall_s=40.0
+    )
     assert eff["roofline_gemm_s"] == pytest.approx(20.0)
     assert eff["roofline_gemm_exp_s"] == pytest.approx(20.0 + 4.0)
     assert eff["counted_rules_s_per_core"] == pytest.approx(25.0)

@@ -141,7 +141,12 @@ def test_every_results_table_records_its_provenance(smoke_run):
         missing = {"attnscale_version", "git_commit"} - cols
         if not cols & {"params_hash", "params_hashes"}:
             missing.add("params_hash")
-        deterministic = p.name in {"scaling_rules.csv", "heat_drift_theory.csv"}  # no draws
+        # tables with no random draws behind them
+        deterministic = p.name in {
+            "scaling_rules.csv",
+            "heat_drift_theory.csv",
+            "transition_theory.csv",
+        }
         if not deterministic and "root_seed" not in cols:
             missing.add("root_seed")
         if missing:

@@ -10,7 +10,8 @@ library *entry function* in ``params: entry="module:function"`` (module relative
    files -> a list of those;
 3. calls the entry function with keyword arguments: the loaded inputs and every param except
    ``entry`` (wildcards are not passed: a rule that needs one passes it as a param);
-4. writes what the function returns (:func:`write_outputs`): a :class:`pandas.DataFrame` as CSV,
+4. adds the provenance columns a results table lacks (:func:`with_provenance`) and writes what
+   the function returns (:func:`write_outputs`): a :class:`pandas.DataFrame` as CSV,
    a ``dict`` of arrays as npz, a matplotlib figure to the rule's ``.png`` and ``.pdf`` outputs,
    anything else JSON-serialisable as JSON; with several non-figure outputs the function returns
    a ``dict`` keyed by output name. Every file is written atomically (:mod:`attnscale.io`).
@@ -118,11 +119,50 @@ def write_outputs(result, outputs: dict[str, str]) -> None:
         save_figure(fig, png, pdf)
 
 
+def _input_seeds(loaded: dict) -> list[str]:
+    """Root seeds recorded in the loaded input tables (``root_seed`` columns, npz entries)."""
+    seeds: set[str] = set()
+
+    def visit(obj):
+        if isinstance(obj, list):
+            for o in obj:
+                visit(o)
+        elif hasattr(obj, "columns") and "root_seed" in obj.columns:
+            seeds.update(str(v) for v in obj["root_seed"].dropna().unique())
+        elif isinstance(obj, dict) and "root_seed" in obj:
+            seeds.add(str(obj["root_seed"]))
+
+    visit(list(loaded.values()))
+    return sorted(seeds)
+
+
+def with_provenance(df, params: dict, seeds: list[str]):
+    """``df`` with the provenance columns every results table carries, added where the entry
+    function did not write them (docs/pipeline.md#reproducibility): ``params_hash`` (of the rule's
+    params), ``attnscale_version``, ``git_commit`` and, for tables that come from random draws,
+    ``root_seed`` (the rule's, else the one recorded in its input tables)."""
+    from .io import provenance
+
+    prov = provenance(params.get("root_seed"), None, params)
+    extra = {}
+    if not {"params_hash", "params_hashes"} & set(df.columns):
+        extra["params_hash"] = prov["params_hash"]
+    for k in ("attnscale_version", "git_commit"):
+        if k not in df.columns:
+            extra[k] = prov[k]
+    if "root_seed" not in df.columns:
+        seed = prov["root_seed"] if prov["root_seed"] is not None else ";".join(seeds) or None
+        if seed is not None:
+            extra["root_seed"] = seed
+    return df.assign(**extra) if extra else df
+
+
 def call(entry: str, inputs: dict, params: dict):
     """Call an entry function with loaded ``inputs`` and ``params`` as keyword arguments,
     checking first that the names match its signature (a clear error names what is missing)."""
     fn = resolve(entry)
     kwargs = {k: load_input(v) for k, v in inputs.items() if k != "lib"}
+    seeds = _input_seeds(kwargs)
     overlap = set(kwargs) & set(params)
     if overlap:
         raise ValueError(f"entry {entry!r}: names used as both input and param: {sorted(overlap)}")
@@ -132,7 +172,18 @@ def call(entry: str, inputs: dict, params: dict):
         sig.bind(**kwargs)
     except TypeError as err:
         raise TypeError(f"entry {entry!r} called with {sorted(kwargs)}: {err}") from None
-    return fn(**kwargs)
+    result = fn(**kwargs)
+    if _is_table(result):
+        return with_provenance(result, params, seeds)
+    if isinstance(result, dict):
+        return {
+            k: with_provenance(v, params, seeds) if _is_table(v) else v for k, v in result.items()
+        }
+    return result
+
+
+def _is_table(obj) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "to_csv")
 
 
 def run_rule(sm) -> None:

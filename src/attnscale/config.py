@@ -142,8 +142,9 @@ GRIDS: dict[str, Range] = {
     "causal.gamma": Range(low=0.0),
     "causal.self_weight.rho": Range(low=0.0, high=1.0),
     "causal.self_weight.gamma_factors": Range(low=0.0),
-    "causal.rules_simulated.n": Range(low=2, low_open=False, high=1e7, high_open=False,
-                                      integer=True),
+    "causal.rules_simulated.n": Range(
+        low=2, low_open=False, high=1e7, high_open=False, integer=True
+    ),
     "causal.rules_simulated.rho": Range(low=0.0, high=1.0),
     # learned Q^T K, attention sink, depth (issue 10 items 3-5; docs/realistic-attention.md)
     "realistic.learned_qk.gamma": Range(low=0.0),
@@ -194,10 +195,12 @@ VALUES: dict[str, Range] = {
     "paper_a.scaling_rules.overlay_n": Range(low=1.0),
     "finite_d.transition.trials": Range(low=2, low_open=False, integer=True),
     "finite_d.transition.rows": Range(low=1, low_open=False, integer=True),
-    "finite_d.transition.read_off.n": Range(low=2, low_open=False, high=1e7, high_open=False,
-                                            integer=True),
-    "finite_d.transition.read_off.d": Range(low=3, low_open=False, high=4096, high_open=False,
-                                            integer=True),
+    "finite_d.transition.read_off.n": Range(
+        low=2, low_open=False, high=1e7, high_open=False, integer=True
+    ),
+    "finite_d.transition.read_off.d": Range(
+        low=3, low_open=False, high=4096, high_open=False, integer=True
+    ),
     "finite_d.intermediate.trials": Range(low=1, low_open=False, integer=True),
     "finite_d.intermediate.rows": Range(low=1, low_open=False, integer=True),
     "finite_d.intermediate.mass": Range(low=0.0, high=1.0, high_open=False),
@@ -207,8 +210,9 @@ VALUES: dict[str, Range] = {
     "causal.self_weight.n": Range(low=2, low_open=False, integer=True),
     "causal.self_weight.bins": Range(low=1, low_open=False, integer=True),
     "causal.self_weight.trials": Range(low=1, low_open=False, integer=True),
-    "causal.rules_simulated.d": Range(low=3, low_open=False, high=4096, high_open=False,
-                                      integer=True),
+    "causal.rules_simulated.d": Range(
+        low=3, low_open=False, high=4096, high_open=False, integer=True
+    ),
     "causal.rules_simulated.block": Range(low=2, low_open=False, integer=True),
     "causal.rules_simulated.trials": Range(low=1, low_open=False, integer=True),
     "realistic.learned_qk.n": Range(low=4, low_open=False, integer=True),

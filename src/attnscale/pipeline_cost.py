@@ -46,13 +46,17 @@ def counted_work(cfg) -> list[dict]:
     probes = cfg.get("paper_a.eta.probes")
     rows = []
     lam = sum(trials * n_rho * (2 * n * n * d + g * 4 * n * n * d) for d in ds)
-    rows.append({"rule": "paper_a_lambda", "flops": lam, "exps": trials * n_rho * len(ds) * g * n * n})
+    rows.append(
+        {"rule": "paper_a_lambda", "flops": lam, "exps": trials * n_rho * len(ds) * g * n * n}
+    )
     eta = 0.0
     for d in ds:
         how = choose_method(cfg.get("paper_a.eta.method"), int(n), d, probes)
         per = _exact_flops(n, d) if how == "exact" else probes * 4 * n * n * d
         eta += eta_trials * n_rho * g * per
-    rows.append({"rule": "paper_a_eta", "flops": eta, "exps": eta_trials * n_rho * len(ds) * g * n * n})
+    rows.append(
+        {"rule": "paper_a_eta", "flops": eta, "exps": eta_trials * n_rho * len(ds) * g * n * n}
+    )
 
     def theory(n_, trials_, n_rho_, factors, alphas):
         # per draw (experiments.paper_a_eta.theory_rows): exact eta for every factor (alphas
@@ -134,7 +138,9 @@ def efficiency(work: list[dict], seconds: dict, gemm_gflops: float, exp_gexps: f
         "all_rules_job_s": total_s,
         "all_rules_s_per_core": total_s / cores,
         "ratio_counted_to_roofline_gemm": counted_s / cores / roof_gemm if roof_gemm else np.nan,
-        "ratio_counted_to_roofline_gemm_exp": counted_s / cores / roof_both if roof_both else np.nan,
+        "ratio_counted_to_roofline_gemm_exp": counted_s / cores / roof_both
+        if roof_both
+        else np.nan,
     }
     if wall_s is not None:
         out["wall_s"] = wall_s
@@ -146,7 +152,9 @@ def efficiency(work: list[dict], seconds: dict, gemm_gflops: float, exp_gexps: f
 def markdown(eff: dict, seconds: dict) -> str:
     """The efficiency record and the per-rule job seconds as a markdown table."""
     lines = ["| quantity | value |", "|---|---|"]
-    lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in eff.items()]
+    lines += [
+        f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in eff.items()
+    ]
     lines += ["", "| rule (from benchmarks/) | jobs | sum of job wall s |", "|---|---|---|"]
     for rule, (jobs, s) in sorted(seconds.items(), key=lambda kv: -kv[1][1]):
         lines.append(f"| {rule} | {jobs} | {s:.1f} |")

@@ -113,9 +113,7 @@ RULES = (
 )
 
 #: Absolute rules (no calibration): beta_n = m(n) on unit-norm scores.
-ABSOLUTE_RULES = (
-    Rule("SSMax (s = 0.43)", ssmax, float("nan"), "log n", "ssmax", "absolute"),
-)
+ABSOLUTE_RULES = (Rule("SSMax (s = 0.43)", ssmax, float("nan"), "log n", "ssmax", "absolute"),)
 
 #: Every rule by its short key (the names used in the config).
 RULE_KEYS = {r.key: r for r in RULES + ABSOLUTE_RULES}

@@ -219,9 +219,7 @@ def rope_query(d: int) -> np.ndarray:
     return q
 
 
-def rope_repeated_d2q(
-    content, n: int, base: float = ROPE_BASE, block: int = 8192
-) -> np.ndarray:
+def rope_repeated_d2q(content, n: int, base: float = ROPE_BASE, block: int = 8192) -> np.ndarray:
     """D2Q ``T_m = 1 - <q, R_m x>`` of one content key ``x`` repeated at positions ``m = 0 .. n-1``.
 
     One row per content key (context). With ``q`` from :func:`rope_query`,

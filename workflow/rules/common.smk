@@ -1,4 +1,4 @@
-# Shared by every rule file: the checked configuration (CFG), library inputs derived from the
+# Shared by all rule files -- the checked configuration (CFG), library inputs derived from the
 # imports of each rule's entry function (lib), the one adapter script (ENTRY) and the wildcard
 # constraints. Configuration logic lives in src/attnscale/config.py, not here.
 import math
@@ -19,7 +19,7 @@ _SRC = Path(workflow.basedir) / "src"
 
 
 def lib(*entries):
-    """Library files a rule depends on: the import closure of each entry's module and of the
+    """Library files of a rule, i.e. the import closure of each entry's module and of the
     adapter that runs it (attnscale.deps; docs/pipeline.md#what-depends-on-what)."""
     return sorted({f for e in ("adapter", *entries) for f in _lib_files(e, src=_SRC)})
 

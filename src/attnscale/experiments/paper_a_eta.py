@@ -372,7 +372,9 @@ def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas) -> 
         frames.append(theory_rows(tok, gamma_factors, alphas, params))
     df = pd.concat(frames, ignore_index=True)
     if df.empty:
-        raise ValueError(f"no token draw of d = {draws[0]['d']} at rho = {rho} has rho_hat in (0, 1)")
+        raise ValueError(
+            f"no token draw of d = {draws[0]['d']} at rho = {rho} has rho_hat in (0, 1)"
+        )
     return df
 
 

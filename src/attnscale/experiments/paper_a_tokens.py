@@ -15,6 +15,7 @@ from ..seeding import job_rng, spawn_key
 
 TOKENS_STREAM = "paper_a/tokens"
 
+
 def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
     """Spawn key of a token draw. ``rho`` is *not* part of it: for fixed ``(n, d, trial)`` every
     ``rho`` uses the same Gaussian draws ``z_0, z_i`` (common random numbers, our choice), so

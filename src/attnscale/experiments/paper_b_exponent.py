@@ -136,8 +136,17 @@ def _uniform_curve(*, d: int, n, contexts: int, level: float, root_seed: int) ->
     rows = _cap_curve(
         d, grid, contexts, level, root_seed, lambda m, j: spawn_key(UNIFORM_STREAM, d, m, j)
     )
-    base = {"family": "uniform", "method": "d2q", "d": d, "k": d, "kappa": np.nan,
-            "base": np.nan, "level": level, "contexts": contexts, "alpha_theory": 2.0 / (d - 1)}
+    base = {
+        "family": "uniform",
+        "method": "d2q",
+        "d": d,
+        "k": d,
+        "kappa": np.nan,
+        "base": np.nan,
+        "level": level,
+        "contexts": contexts,
+        "alpha_theory": 2.0 / (d - 1),
+    }
     return _table(rows, root_seed, base, params)
 
 
@@ -160,8 +169,16 @@ def _subsphere_curve(
     full_keys_max_n = check_int("full_keys_max_n", full_keys_max_n, minimum=0)
     grid = _n_grid(n)
     params = {"d": d, "k": k, "contexts": contexts, "level": level}
-    base = {"family": "subsphere", "d": d, "k": k, "kappa": np.nan, "base": np.nan,
-            "level": level, "contexts": contexts, "alpha_theory": 2.0 / (k - 1)}
+    base = {
+        "family": "subsphere",
+        "d": d,
+        "k": k,
+        "kappa": np.nan,
+        "base": np.nan,
+        "level": level,
+        "contexts": contexts,
+        "alpha_theory": 2.0 / (k - 1),
+    }
     rows = _cap_curve(
         k, grid, contexts, level, root_seed, lambda m, j: spawn_key(SUBSPHERE_STREAM, d, k, 0, m, j)
     )
@@ -246,8 +263,14 @@ def _rope_curve(
     kappa = kpd * d
     contexts, level = _common(contexts, level)
     grid = _n_grid(n)
-    params = {"d": d, "kappa_per_d": kpd, "base": base, "contexts": contexts, "level": level,
-              "family": family}
+    params = {
+        "d": d,
+        "kappa_per_d": kpd,
+        "base": base,
+        "contexts": contexts,
+        "level": level,
+        "family": family,
+    }
     kid = (1, 0) if np.isinf(kpd) else (0, value_id(kpd))
     rows, guess, prev = [], 1.0, None
     r_orbit = sk.rope_orbit_dimension(d, base)
@@ -267,9 +290,18 @@ def _rope_curve(
             raise RuntimeError(f"no bracket of beta* for RoPE keys (d={d}, kappa={kappa}, n={m})")
         guess, prev = res["beta_star"], m
         rows.append({"n": m, **res, "attempt": widen, "spawn": key})
-    base_cols = {"family": family, "method": "d2q", "d": d, "k": d, "kappa": kappa, "base": base,
-                 "level": level, "contexts": contexts, "alpha_theory": 2.0 / (d - 1),
-                 "alpha_orbit": 2.0 / r_orbit if r_orbit else np.nan}
+    base_cols = {
+        "family": family,
+        "method": "d2q",
+        "d": d,
+        "k": d,
+        "kappa": kappa,
+        "base": base,
+        "level": level,
+        "contexts": contexts,
+        "alpha_theory": 2.0 / (d - 1),
+        "alpha_orbit": 2.0 / r_orbit if r_orbit else np.nan,
+    }
     return _table(rows, root_seed, base_cols, params)
 
 
@@ -306,7 +338,9 @@ def subsphere_points(
     for v in _as_list("k", k):
         dd, kk = sk.check_subsphere(d, v)
         if kk < 3:
-            raise ValueError(f"k must be >= 3 for the exponent experiment (alpha = 2/(k-1)), got {kk}")
+            raise ValueError(
+                f"k must be >= 3 for the exponent experiment (alpha = 2/(k-1)), got {kk}"
+            )
         ks.append(kk)
     _common(contexts, level)
     _n_grid(n)
@@ -343,8 +377,17 @@ def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: in
 
 
 def rope_points(
-    *, d, kappa_per_d, base: float, n, contexts: int, level: float, root_seed: int,
-    family: str = "rope", long_n=None, long_contexts: int | None = None,
+    *,
+    d,
+    kappa_per_d,
+    base: float,
+    n,
+    contexts: int,
+    level: float,
+    root_seed: int,
+    family: str = "rope",
+    long_n=None,
+    long_contexts: int | None = None,
 ) -> pd.DataFrame:
     """``beta*(n)`` for RoPE-rotated keys, for one ``d`` or a list and one ``kappa_per_d`` or a
     list (``inf``: one repeated content key); see :func:`_rope_curve`
