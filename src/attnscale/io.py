@@ -120,6 +120,18 @@ def provenance(root_seed: int | None, key, params: dict) -> dict:
     }
 
 
+def provenance_columns(root_seed: int | None, key, params: dict) -> dict:
+    """:func:`provenance` as table columns (spawn key joined with ``-``)."""
+    p = provenance(root_seed, key, params)
+    return {
+        "root_seed": p["root_seed"],
+        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
+        "params_hash": p["params_hash"],
+        "attnscale_version": p["attnscale_version"],
+        "git_commit": p["git_commit"],
+    }
+
+
 def save_npz(path, **arrays) -> None:
     """Atomic ``numpy.savez`` (uncompressed: byte-stable for identical inputs)."""
     with atomic_path(path, suffix=".npz") as tmp:

@@ -9,22 +9,13 @@ experiment's stream name and integer ids, so results do not depend on which othe
 from __future__ import annotations
 
 from .. import keys
-from ..io import provenance
+from ..io import provenance_columns
 
 #: Keys per block of trials when drawing D2Q matrices (float64 entries, 32 MiB).
 TRIAL_BLOCK_ENTRIES = 4 * 2**20
 
 
-def prov_columns(root_seed, key, params) -> dict:
-    """Provenance of one draw as table columns (:func:`attnscale.io.provenance`, key joined)."""
-    p = provenance(root_seed, key, params)
-    return {
-        "root_seed": p["root_seed"],
-        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
-        "params_hash": p["params_hash"],
-        "attnscale_version": p["attnscale_version"],
-        "git_commit": p["git_commit"],
-    }
+prov_columns = provenance_columns  # one definition, in attnscale.io
 
 
 def d2q_blocks(trials: int, n: int, d: int, rng, method: str):

@@ -17,7 +17,7 @@ import pandas as pd
 from .. import critical_exponent as ce
 from .. import keys
 from .. import structured_keys as sk
-from ..io import provenance
+from ..io import provenance, provenance_columns
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
 
@@ -34,15 +34,7 @@ BLOCK_ENTRIES = 4 * 2**20
 FIT_MODELS = ("correction", "plain", "upper", "top3")
 
 
-def _prov(root_seed, key, params) -> dict:
-    p = provenance(root_seed, key, params)
-    return {
-        "root_seed": p["root_seed"],
-        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
-        "params_hash": p["params_hash"],
-        "attnscale_version": p["attnscale_version"],
-        "git_commit": p["git_commit"],
-    }
+_prov = provenance_columns  # one definition, in attnscale.io
 
 
 def _n_grid(n) -> np.ndarray:

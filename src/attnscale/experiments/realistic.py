@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import depth, learned_scores, score_attention, sink, theory, tokens
-from ..io import provenance
+from ..io import provenance_columns
 from ..seeding import job_rng, spawn_key, value_id
 from ..validation import check_int, check_real, check_vector
 
@@ -30,15 +30,7 @@ KIND_ID = {"identity": 0, "perturbed": 1, "projected": 2}
 SEARCH_GAMMA = (0.05, 64.0)
 
 
-def _prov_cols(root_seed, key, params) -> dict:
-    p = provenance(root_seed, key, params)
-    return {
-        "root_seed": p["root_seed"],
-        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
-        "params_hash": p["params_hash"],
-        "attnscale_version": p["attnscale_version"],
-        "git_commit": p["git_commit"],
-    }
+_prov_cols = provenance_columns  # one definition, in attnscale.io
 
 
 def _common_checks(n, d, rho, gammas, trial, alpha):
