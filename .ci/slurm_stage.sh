@@ -267,8 +267,9 @@ JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-# squeue must still list finished jobs when Snakemake polls (no accounting database)
-MinJobAge=300
+# squeue must still list finished jobs when Snakemake polls (no accounting database), and at the
+# end of the run, when this script counts them (the smoke run on Slurm takes minutes)
+MinJobAge=3600
 ReturnToService=2
 StateSaveLocation=$S/state
 SlurmdSpoolDir=$S/spool
@@ -327,7 +328,7 @@ start_bg "$LOCAL_DIR" "$LOCAL_TIMEOUT" "$WORK/local.log" \
 # CI-only overrides on the command line:
 #   --cores N         caps every job's threads at the CPUs of the one CI node (the profile sets
 #                     no cap: on a real cluster a rule gets the threads it declares)
-#   status checks     poll every few seconds instead of the plugin's 40 s (MinJobAge 300 >= 3 x 2)
+#   status checks     poll every few seconds instead of the plugin's 40 s (MinJobAge 3600 >= 3 x 2)
 #   keep Slurm logs   so that this script can count and show them
 say "Snakemake on Slurm: --workflow-profile $PROFILE --configfile $SMOKE (timeout ${SLURM_TIMEOUT}s)"
 t=$(date +%s)
@@ -338,7 +339,7 @@ bounded "$SLURM_DIR" "$SLURM_TIMEOUT" snakemake \
     --slurm-keep-successful-logs || fail "Snakemake on Slurm failed (exit $?)"
 SLURM_SECS=$(($(date +%s) - t))
 
-say "Slurm jobs of that run (squeue keeps finished jobs for MinJobAge=300 s)"
+say "Slurm jobs of that run (squeue keeps finished jobs for MinJobAge=3600 s)"
 squeue -h -t all -o '%i|%T|%j|%C|%m|%l|%M' >"$WORK/all_jobs.txt" || fail "squeue failed"
 grep -v '|srun-check|' "$WORK/all_jobs.txt" >"$WORK/jobs.txt" || true
 echo "    JOBID|STATE|NAME (Snakemake run id)|CPUS|MEMORY|TIME_LIMIT|TIME_USED"

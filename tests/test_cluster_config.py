@@ -37,3 +37,17 @@ def test_cluster_configuration_dry_runs_through_the_slurm_profile(tmp_path):
         fs["rho"]
     )
     assert "all" in jobs
+
+
+def test_every_grouped_rule_is_sized_as_a_bundle_and_names_a_real_rule():
+    """A rule in a group of profiles/slurm needs ``bundle_slots`` in set-resources (else the
+    group job asks for its members' runtime per layer, not their sum: see the profile's
+    comment); every group has a ``group-components`` entry; every rule named is a rule of the
+    workflow (a renamed rule would silently fall out of its group)."""
+    prof = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    rules = set(re.findall(r"^rule (\w+):", "".join(
+        p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")), re.M))  # fmt: skip
+    groups = prof["groups"]
+    assert set(groups) <= rules, sorted(set(groups) - rules)
+    assert {r for r, res in prof["set-resources"].items() if "bundle_slots" in res} == set(groups)
+    assert set(groups.values()) == set(prof["group-components"])
