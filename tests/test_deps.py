@@ -8,6 +8,7 @@ marks exactly the rules whose code imports it."""
 
 from __future__ import annotations
 
+import functools
 import modulefinder
 import re
 import shutil
@@ -25,13 +26,14 @@ MODULES = sorted(
 )
 
 
-def finder_closure(module: str) -> set[str]:
+@functools.cache
+def finder_closure(module: str) -> frozenset[str]:
     """attnscale modules reachable from ``module`` by imports, found by modulefinder (byte code
     of every function included; the search path holds only src/, so no third-party package is
     loaded)."""
     mf = modulefinder.ModuleFinder(path=[str(SRC)])
     mf.import_hook(module)
-    return {m for m in mf.modules if m == "attnscale" or m.startswith("attnscale.")}
+    return frozenset(m for m in mf.modules if m == "attnscale" or m.startswith("attnscale."))
 
 
 @pytest.mark.parametrize("module", MODULES)

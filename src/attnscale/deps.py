@@ -35,6 +35,14 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+@functools.cache
+def _import_nodes(path: str, mtime_ns: int, size: int) -> tuple[ast.stmt, ...]:
+    """The ``import`` statements of a file at any depth, parsed once per file version (the
+    workflow asks for the closure of every rule's entry module; they share most files)."""
+    tree = ast.parse(Path(path).read_text(), path)
+    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
 def direct_imports(module: str, src: Path = SRC) -> set[str]:
     """``attnscale`` modules imported by ``module`` (absolute and relative, at any depth of the
     file), each with its parent packages (importing ``a.b.c`` runs ``a/__init__`` and
@@ -44,7 +52,8 @@ def direct_imports(module: str, src: Path = SRC) -> set[str]:
         raise ValueError(f"{module!r} is not a module of {PACKAGE} under {src}")
     pkg = _package_of(module, path)
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    st = path.stat()
+    for node in _import_nodes(str(path), st.st_mtime_ns, st.st_size):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
