@@ -228,3 +228,29 @@ def test_benchmark_rows():
     assert [r["benchmark"] for r in rows] == ["causal_forward", "causal_lambda_grid"]
     for r in rows:
         assert r["max_abs_diff_vs_baseline"] < TOL and r["seconds"] > 0
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+def test_threaded_elementwise_passes_do_not_change_a_bit(monkeypatch, causal_mask):
+    """The element-wise passes of a block run on row slices in threads (as many as BLAS may use);
+    every row goes through the same operations whatever the split, so 1, 2 and 3 threads (an
+    uneven split) give identical bits. n x block is above THREADED_ENTRIES so the pool is used."""
+    n, d = 800, 12
+    X = tokens.near_simplex(n, d, 0.4, np.random.default_rng(11))
+    ln = np.log(np.arange(1, n + 1.0))
+    grid = np.geomspace(0.5, 8.0, 3)[:, None] * ln[None, :]
+    assert causal.causal_block_rows(n) * n >= causal.THREADED_ENTRIES
+    got = {}
+    for k in (1, 2, 3):
+        monkeypatch.setattr(causal, "_blas_threads", lambda k=k: k)
+        got[k] = (
+            causal.forward_rows(X, 2.0 * ln, 0.3, causal=causal_mask, return_self_weight=True),
+            causal.angle_ratio_grid_rows(X, grid, 0.2, causal=causal_mask),
+            causal.self_weights(X, grid, causal=causal_mask),
+            causal.query_block(X, grid, n - 100, n, causal=causal_mask)["outputs"],
+        )
+    for k in (2, 3):
+        for a, b in zip(got[1], got[k], strict=True):
+            a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+            for u, v in zip(a, b, strict=True):
+                np.testing.assert_array_equal(u, v)

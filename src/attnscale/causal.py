@@ -10,14 +10,23 @@ How the kernels stay GEMM-bound (no per-row Python loop)
 --------------------------------------------------------
 Rows are processed in blocks ``[s, e)``. Every row of a block sees a prefix of the keys, ``j < e``,
 so one GEMM ``Y[s:e] Y[:e]^T`` gives the block's scores; only the ``(e - s) x (e - s)`` diagonal
-sub-block needs a mask (its strict upper triangle is zeroed after the ``exp``). The work is
+sub-block needs a mask (its strict upper triangle is zeroed after the ``exp``, by a product with
+a 0/1 lower-triangular matrix). The work is
 ``sum_blocks (e - s) e d ~ n^2 d / 2``, half of the dense product, plus ``n b d / 2`` wasted in the
 diagonal blocks (``b`` = block rows). The softmax subtracts each row's maximum over its *valid*
 keys. The same kernels accept ``causal=False`` (the block then sees all ``n`` keys), which is how
 row-scaled bidirectional attention is computed.
+
+The element-wise passes between the two GEMMs of a block (scale, ``exp``, mask, row sums) run on
+row slices in as many threads as BLAS may use at the call (``threadpoolctl``; numpy releases the
+GIL in these loops), so they do not leave all but one core idle between multi-threaded GEMMs. Each
+row is computed by the same operations whatever the split, so results do not depend on the
+number of threads (bit for bit).
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -32,6 +41,38 @@ DEFAULT_CAUSAL_BLOCK = 256
 BLOCK_ENTRIES = 16 * 2**20
 #: Budget (float64 entries) for the outputs of one group of betas in the lambda grid.
 OUTPUT_ENTRIES = 64 * 2**20
+
+
+#: Blocks with fewer entries than this run their element-wise passes in one thread.
+THREADED_ENTRIES = 2**16
+_POOL: dict[int, ThreadPoolExecutor] = {}  # worker count -> pool, created on first use
+
+
+def _blas_threads() -> int:
+    """Threads BLAS may use at this moment (a job limited to one thread stays on one core)."""
+    from threadpoolctl import threadpool_info
+
+    counts = [i.get("num_threads", 1) for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(1, min(counts, default=1))
+
+
+def _row_slices(fn, rows: int, cols: int, threads: int) -> None:
+    """Call ``fn(r0, r1)`` on ``threads`` consecutive row slices of a ``rows x cols`` block, in a
+    shared thread pool (one slice, in this thread, for small blocks or one thread)."""
+    if threads <= 1 or rows < 2 * threads or rows * cols < THREADED_ENTRIES:
+        fn(0, rows)
+        return
+    if threads not in _POOL:
+        _POOL[threads] = ThreadPoolExecutor(threads, thread_name_prefix="attnscale-rows")
+    cuts = np.linspace(0, rows, threads + 1).astype(int)
+    jobs = [_POOL[threads].submit(fn, int(a), int(b)) for a, b in zip(cuts, cuts[1:], strict=False)]
+    for job in jobs:
+        job.result()
+
+
+def _lower(m: int) -> np.ndarray:
+    """``m x m`` float 0/1 mask of ``j <= i`` (multiplying by 1.0 leaves a weight unchanged)."""
+    return np.tri(m, dtype=float)
 
 
 def causal_block_rows(n: int, block_rows: int | None = None) -> int:
@@ -119,8 +160,9 @@ class _Block:
     """Shifted scores of rows ``[s, e)`` against their visible keys, computed once and reused by
     every beta: ``M = G - rowmax_valid(G)`` and (optionally) the pair weights."""
 
-    def __init__(self, Y, s, e, causal):
+    def __init__(self, Y, s, e, causal, threads=1):
         n = Y.shape[0]
+        self.threads = threads
         self.s, self.e = s, e
         self.kend = e if causal else n
         self.causal = causal
@@ -133,15 +175,24 @@ class _Block:
         if causal:
             M[:, s:e][self.upper] = 0.0  # finite placeholder; zeroed after the exp
         self.M = M
+        self.lower = _lower(e - s) if causal else None
         self.diag_idx = (np.arange(e - s), np.arange(s, e))
 
     def weights(self, beta_rows, out):
         """Unnormalised weights ``E`` (in ``out``) and row sums ``z`` for rows' betas."""
-        np.multiply(self.M, beta_rows[self.s : self.e, None], out=out)
-        np.exp(out, out=out)
-        if self.causal:
-            out[:, self.s : self.e][self.upper] = 0.0
-        return out, out.sum(axis=1)
+        s, e = self.s, self.e
+        z = np.empty(e - s)
+
+        def rows(r0, r1):
+            o = out[r0:r1]
+            np.multiply(self.M[r0:r1], beta_rows[s + r0 : s + r1, None], out=o)
+            np.exp(o, out=o)
+            if self.causal:
+                o[:, s:e] *= self.lower[r0:r1]
+            z[r0:r1] = o.sum(axis=1)
+
+        _row_slices(rows, e - s, out.shape[1], self.threads)
+        return out, z
 
 
 def _blocks(n, block_rows):
@@ -180,6 +231,9 @@ def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows
     out = np.empty_like(X)
     aii = np.empty(n)
     flat = np.empty(br * n)
+    z_all = np.empty(n)
+    lower = _lower(br) if causal else None
+    threads = _blas_threads() if br * n >= THREADED_ENTRIES else 1
     for s, e in _blocks(n, br):
         kend = e if causal else n
         # scores beta_i <y_i, y_j> in one GEMM (beta folded into the query rows), shifted by
@@ -187,11 +241,17 @@ def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows
         # rounding of <y_i, y_i> = 1 moves the shift by ~1e-16 beta_i, harmless)
         E = flat[: (e - s) * kend].reshape(e - s, kend)
         np.matmul(Y[s:e] * b[s:e, None], Y[:kend].T, out=E)
-        E -= b[s:e, None]
-        np.exp(E, out=E)
-        if causal:
-            E[:, s:e][np.triu_indices(e - s, k=1)] = 0.0
-        z = E.sum(axis=1)
+        z = z_all[s:e]
+
+        def rows(r0, r1, E=E, s=s, e=e, z=z):
+            Er = E[r0:r1]
+            Er -= b[s + r0 : s + r1, None]
+            np.exp(Er, out=Er)
+            if causal:
+                Er[:, s:e] *= lower[r0:r1, : e - s]
+            z[r0:r1] = Er.sum(axis=1)
+
+        _row_slices(rows, e - s, kend, threads)
         aii[s:e] = E[np.arange(e - s), np.arange(s, e)] / z
         np.matmul(E, Y[:kend], out=out[s:e])
         out[s:e] /= z[:, None]
@@ -222,8 +282,9 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None) -> np.ndarra
     br = causal_block_rows(n, block_rows)
     out = np.empty(B.shape)
     buf = np.empty((br, n))
+    threads = _blas_threads() if br * n >= THREADED_ENTRIES else 1
     for s, e in _blocks(n, br):
-        blk = _Block(Y, s, e, causal)
+        blk = _Block(Y, s, e, causal, threads)
         for k in range(B.shape[0]):
             E, z = blk.weights(B[k], buf[: e - s, : blk.kend])
             out[k, s:e] = E[blk.diag_idx] / z
@@ -254,7 +315,8 @@ def query_block(X, betas, start: int, stop: int, *, causal: bool = True) -> dict
     B = beta_grid(betas, n)
     stop = check_int("stop", stop, minimum=1, maximum=n)
     start = check_int("start", start, minimum=0, maximum=stop - 1)
-    blk = _Block(Y, start, stop, causal)
+    threads = _blas_threads() if (stop - start) * n >= THREADED_ENTRIES else 1
+    blk = _Block(Y, start, stop, causal, threads)
     buf = np.empty((stop - start, blk.kend))
     sw = np.empty((B.shape[0], stop - start))
     outs = np.empty((B.shape[0], stop - start, d))
@@ -329,6 +391,7 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
     buf = np.empty((br, n))
     n_near = n_excl = 0
     total_pairs = n * (n - 1) // 2
+    threads = _blas_threads() if br * n >= THREADED_ENTRIES else 1
     for g0 in range(0, m, group):
         Bg = B[g0 : g0 + group]
         G_ = Bg.shape[0]
@@ -337,7 +400,7 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
         num = np.zeros(G_)
         near_i, near_j = [], []
         for s, e in blocks:
-            blk = _Block(Y, s, e, causal)
+            blk = _Block(Y, s, e, causal, threads)
             # ---- pass 1: normalised outputs of rows s..e-1 for every beta of the group ----
             for k in range(G_):
                 E, z = blk.weights(Bg[k], buf[: e - s, : blk.kend])
