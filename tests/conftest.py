@@ -95,14 +95,65 @@ def jobs_to_run(stdout: str) -> dict[str, int]:
     return counts
 
 
+def _needs_smoke(item) -> bool:
+    """The test uses the smoke run (directly, or through test_docs' ``site`` fixture)."""
+    return "smoke_run" in getattr(item, "fixturenames", ()) or "site" in getattr(
+        item, "fixturenames", ()
+    )
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that need the smoke run go last (stable order otherwise), so that the unit tests run
+    while the smoke workflow runs in the background (see :func:`pytest_collection_finish`)."""
+    items[:] = [i for i in items if not _needs_smoke(i)] + [i for i in items if _needs_smoke(i)]
+
+
+def pytest_collection_finish(session):
+    """Start the smoke workflow right after collection if a selected test needs it: it runs
+    (``--cores 2``) while the unit tests use the CPU it leaves idle; ``smoke_run`` waits for it."""
+    if os.environ.get("ATTNSCALE_SMOKE_TREE") or session.config.option.collectonly:
+        return
+    if not any(_needs_smoke(i) for i in session.items):
+        return
+    work = copy_repo(session.config._tmp_path_factory.mktemp("smoke") / "repo")
+    out = open(work.parent / "smoke.out", "w+")  # noqa: SIM115 - read back by smoke_run
+    err = open(work.parent / "smoke.err", "w+")  # noqa: SIM115
+    exe = Path(sys.executable).parent / "snakemake"
+    proc = subprocess.Popen([str(exe), "--cores", "2", *SMOKE], cwd=work, stdout=out,
+                            stderr=err, env=hermetic_env(work), text=True)  # fmt: skip
+    session.config._attnscale_smoke = (work, proc, out, err)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop a background smoke run that no test waited for (e.g. after ``-x`` stopped early)."""
+    started = getattr(session.config, "_attnscale_smoke", None)
+    if started and started[1].poll() is None:
+        started[1].kill()
+        started[1].wait()
+
+
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory):
-    """A completed smoke run (``--cores 2``) in a fresh copy of the repository.
+def smoke_run(request, tmp_path_factory):
+    """A completed smoke run (``--cores 2``) in a fresh copy of the repository, started in the
+    background right after collection (:func:`pytest_collection_finish`).
 
     While developing a workflow test, ``ATTNSCALE_SMOKE_TREE=<finished smoke tree>`` reuses a
     tree made by this fixture (or by ``snakemake --cores 2 --configfile tests/smoke.yaml`` in a
     copy of the same sources): it is copied and brought up to date instead of run from scratch.
     Never set it in CI."""
+    started = getattr(request.config, "_attnscale_smoke", None)
+    if started is not None:
+        work, proc, out, err = started
+        proc.wait(timeout=900)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+        if result.returncode != 0:
+            raise AssertionError(
+                f"smoke run failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
+                f"{result.stderr[-6000:]}"
+            )
+        return {"dir": work, "proc": result}
     reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
     if reuse:
         work = tmp_path_factory.mktemp("smoke") / "repo"
