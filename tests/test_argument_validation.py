@@ -234,3 +234,12 @@ def test_critical_laws_ecdf_holds_every_curve():
         ("nearest_scaled", "exact_finite_n", 1, "-"),
     }
     assert (e.groupby(["stat", "source", "n"], dropna=False).size() == LAWS["grid_points"]).all()
+
+
+def test_sphere_area_accepts_every_dimension_from_one():
+    """|S^0| = 2 (two points) and |S^1| = 2 pi: the smallest dimensions the formula covers; 0 is
+    refused naming ``d``."""
+    assert st.sphere_area(1) == pytest.approx(2.0, rel=1e-15)
+    assert st.sphere_area(2) == pytest.approx(2.0 * np.pi, rel=1e-15)
+    with pytest.raises(ValueError, match=r"\bd\b"):
+        st.sphere_area(0)
