@@ -695,3 +695,20 @@ def test_d2q_blocks_bound_the_entries_drawn_per_block(monkeypatch, method, sizes
     monkeypatch.setattr(pbc, "TRIAL_BLOCK_ENTRIES", 60)
     blocks = list(pbc.d2q_blocks(10, 5, 3, np.random.default_rng(0), method))
     assert [b.shape for b in blocks] == [(s, 5) for s in sizes]
+
+
+def test_phase_summary_stacks_the_columns_sorted_by_kind_n_beta(paper_b):
+    """Rule ``paper_b_phase_summary``: the column tables of two n, given in the wrong order,
+    stacked with a fresh 0..N-1 index and sorted by (kind, n, beta); columns unchanged."""
+    small = paper_b["phase_column"]
+    big = pbp.phase_column(**{**PHASE, "n": 20})
+    out = pbp.phase_summary(csvs=[big, small])
+    assert list(out.columns) == COLUMNS["phase_column"]
+    assert list(out.index) == list(range(len(small) + len(big)))
+    keys = list(zip(out["kind"], out["n"], out["beta"], strict=True))
+    assert keys == sorted(keys)
+    assert set(out["n"]) == {10, 20}
+    pd.testing.assert_frame_equal(
+        out[out["n"] == 10].reset_index(drop=True),
+        small.sort_values(["kind", "n", "beta"]).reset_index(drop=True),
+    )
