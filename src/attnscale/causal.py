@@ -389,6 +389,7 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
     group = int(max(1, min(m, budget // (n * d))))
     lam = np.empty(m)
     buf = np.empty((br, n))
+    obuf = np.empty((br, d))
     n_near = n_excl = 0
     total_pairs = n * (n - 1) // 2
     threads = _blas_threads() if br * n >= THREADED_ENTRIES else 1
@@ -404,11 +405,14 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
             # ---- pass 1: normalised outputs of rows s..e-1 for every beta of the group ----
             for k in range(G_):
                 E, z = blk.weights(Bg[k], buf[: e - s, : blk.kend])
-                o = Yc[s:e, k, :]
+                # contiguous GEMM output, then one copy (see attention.angle_ratio_grid: a
+                # power-of-two row stride in the (token, beta, coordinate) layout is slow)
+                o = obuf[: e - s]
                 np.matmul(E, Y[: blk.kend], out=o)
                 o /= z[:, None]
                 if alpha:
                     o += alpha * X[s:e]
+                Yc[s:e, k, :] = o
             blkY = Yc[s:e]
             blkY /= np.sqrt(np.einsum("nkd,nkd->nk", blkY, blkY))[:, :, None]
             # ---- pass 2: pairs (i, j) with j < i, i in the block ----

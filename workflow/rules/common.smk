@@ -6,6 +6,9 @@ from pathlib import Path
 
 from attnscale.config import load as _load_config
 from attnscale.deps import lib_files as _lib_files
+from attnscale.scheduler_fix import install as _install_scheduler_fix
+
+_install_scheduler_fix()  # one scheduler wake-up per second, not one per finished job
 
 CFG = _load_config(
     config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
