@@ -125,11 +125,12 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Stop a background smoke run that no test waited for (e.g. after ``-x`` stopped early)."""
-    started = getattr(session.config, "_attnscale_smoke", None)
-    if started and started[1].poll() is None:
-        started[1].kill()
-        started[1].wait()
+    """Stop background runs that no test waited for (e.g. after ``-x`` stopped early)."""
+    for name in ("_attnscale_smoke", "_attnscale_forced"):
+        started = getattr(session.config, name, None)
+        if started and started[1].poll() is None:
+            started[1].kill()
+            started[1].wait()
 
 
 @pytest.fixture(scope="session")
@@ -153,6 +154,7 @@ def smoke_run(request, tmp_path_factory):
                 f"smoke run failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
                 f"{result.stderr[-6000:]}"
             )
+        _start_forced_rerun(request.config, work)
         return {"dir": work, "proc": result}
     reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
     if reuse:
@@ -168,4 +170,41 @@ def smoke_run(request, tmp_path_factory):
     else:
         work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
     proc = snakemake(work, "--cores", "2", *SMOKE)
+    _start_forced_rerun(request.config, work)
     return {"dir": work, "proc": proc}
+
+
+# One compute rule per family of random draws (Hutchinson probes over the cached Paper A tokens,
+# finite-d, causal and Paper B key draws), each drawing from its job's SeedSequence: forcing them
+# and everything downstream with one core (every rule declares threads: 1, so --cores only changes
+# the order and interleaving of jobs) checks determinism across core counts and forced reruns in
+# about 20 jobs (tests/test_reliability.py). A whole --forceall of the smoke DAG (80 jobs,
+# ~170 CPU-s) would add nothing these do not cover.
+FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b_phase_column",
+          "paper_b_heat_drift"]  # fmt: skip
+
+
+def _start_forced_rerun(config, smoke_dir: Path) -> None:
+    """Start the one-core forced rerun in a copy of the just-finished smoke tree, in the
+    background: it uses one core while the other smoke-dependent tests use the other
+    (``forced_rerun`` waits for it)."""
+    work = finished_copy({"dir": smoke_dir}, config._tmp_path_factory.mktemp("forced") / "repo")
+    out = open(work.parent / "forced.out", "w+")  # noqa: SIM115 - read back by forced_rerun
+    exe = Path(sys.executable).parent / "snakemake"
+    proc = subprocess.Popen([str(exe), "--cores", "1", "--forcerun", *FORCED, *SMOKE], cwd=work,
+                            stdout=out, stderr=subprocess.STDOUT, env=hermetic_env(work),
+                            text=True)  # fmt: skip
+    config._attnscale_forced = (work, proc, out)
+
+
+@pytest.fixture(scope="session")
+def forced_rerun(request, smoke_run):
+    """The finished one-core forced rerun of :data:`FORCED` (started by ``smoke_run``)."""
+    work, proc, out = request.config._attnscale_forced
+    proc.wait(timeout=2400)
+    out.seek(0)
+    text = out.read()
+    out.close()
+    if proc.returncode != 0:
+        raise AssertionError(f"forced rerun failed ({proc.returncode}):\n{text[-8000:]}")
+    return {"dir": work, "output": text}

@@ -82,21 +82,13 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
     assert tree_hashes(work / "figures") == tree_hashes(smoke_run["dir"] / "figures")
 
 
-# One compute rule per family of random draws (Hutchinson probes over the cached Paper A tokens,
-# finite-d, causal and Paper B key draws), each drawing from its job's SeedSequence: forcing them
-# and everything downstream with one core (every rule declares threads: 1, so --cores only changes
-# the order and interleaving of jobs) checks both claims below in about 20 jobs. A whole
-# --forceall of the smoke DAG (80 jobs, ~170 CPU-s) would add nothing these do not cover.
-FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b_phase_column",
-          "paper_b_heat_drift"]  # fmt: skip
-
-
-def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, tmp_path):
-    """One run covers two claims: a forced rerun over existing outputs and --cores 1 against the
-    fixture's --cores 2 both reproduce every byte under results/ and figures/."""
-    work = finished_copy(smoke_run, tmp_path / "repo")
-    proc = snakemake(work, "--cores", "1", "--forcerun", *FORCED, *SMOKE, timeout=2400)
-    assert "paper_a_figure2" in proc.stdout + proc.stderr  # downstream figures were rebuilt
+def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_rerun):
+    """One run covers two claims: a forced rerun (conftest.FORCED and everything downstream)
+    over existing outputs and --cores 1 against the fixture's --cores 2 both reproduce every
+    byte under results/ and figures/. The run starts in the background as soon as the smoke run
+    has finished (conftest.forced_rerun)."""
+    work = forced_rerun["dir"]
+    assert "paper_a_figure2" in forced_rerun["output"]  # downstream figures were rebuilt
     assert tree_hashes(work / "results") == tree_hashes(smoke_run["dir"] / "results")
     assert tree_hashes(work / "figures") == tree_hashes(smoke_run["dir"] / "figures")
 

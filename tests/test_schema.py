@@ -1,5 +1,7 @@
 """The configuration schema: every key described with a default, defaults equal config.yaml,
-and tests/smoke.yaml valid. Uses Snakemake's own validate (the one the Snakefile calls)."""
+and tests/smoke.yaml valid. Uses Snakemake's own validate, the reference for
+attnscale.config.validate_schema (the faster one the Snakefile calls): both must fill the same
+defaults and refuse the same configurations."""
 
 from __future__ import annotations
 
@@ -68,3 +70,27 @@ def test_smoke_config_is_valid():
             cfg[key] = val
     _validate(cfg)
     assert set(smoke) >= set(_sections()), "tests/smoke.yaml must shrink every section"
+
+
+def test_library_validation_fills_what_snakemake_validate_fills():
+    import pytest
+    from snakemake.utils import update_config
+
+    from attnscale.config import SchemaError, validate_schema
+
+    base = yaml.safe_load((REPO / "config.yaml").read_text())
+    configs = [{"seed": 1}, {"seed": 1, "paper_b": {"phase": {}}}, copy.deepcopy(base)]
+    for extra in ("tests/smoke.yaml", "config/cluster.yaml"):
+        cfg = copy.deepcopy(base)
+        update_config(cfg, yaml.safe_load((REPO / extra).read_text()))
+        configs.append(cfg)
+    for cfg in configs:
+        ours = copy.deepcopy(cfg)
+        validate_schema(ours, SCHEMAS / "config.schema.yaml")
+        assert ours == _validate(cfg)
+    for bad in ({"seed": 1, "paper_a": {"trials": 0}}, {"seed": 1, "paper_b": {"phase": {"beta": "x"}}},
+                {"seed": 1, "finite_d": {"transition": {"rows": 1.5}}}, {"seed": -1}):  # fmt: skip
+        with pytest.raises(Exception):  # noqa: B017, PT011 - Snakemake's WorkflowError
+            _validate(bad)
+        with pytest.raises(SchemaError, match="Failed validating"):
+            validate_schema(copy.deepcopy(bad), SCHEMAS / "config.schema.yaml")

@@ -27,11 +27,12 @@ from .validation import check_layer_inputs, check_matrix, check_nonzero_rows, ch
 #: Pairs with ``1 - <y_i, y_j>`` below this (as read from the Gram matrix) are treated exactly.
 NEAR_PAIR_TOL = 1e-6
 
-#: Default budget for the outputs of one group of betas, in float64 entries: 64 MiB when the
-#: n x n matrices are kept (smaller groups stay cache- and TLB-friendly: measured 62 against
-#: 37 GFLOP/s at n = 1024, d = 512, 49 betas), 512 MiB in row-block mode (each group recomputes
-#: the Gram rows, so larger groups amortise them).
-DEFAULT_OUTPUT_ENTRIES = 8 * 2**20
+#: Default budget for the outputs of one group of betas, in float64 entries: 16 MiB when the
+#: n x n matrices are kept (smaller groups stay cache- and TLB-friendly: at n = 1024, d = 512,
+#: 49 betas, one thread, 3.00 s against 3.23 s with 64 MiB, and 3.0-3.3 s against 3.6-3.8 s
+#: when two such jobs share the machine; two threads: 51 against 40 GFLOP/s), 512 MiB in
+#: row-block mode (each group recomputes the Gram rows, so larger groups amortise them).
+DEFAULT_OUTPUT_ENTRIES = 2 * 2**20
 DEFAULT_OUTPUT_ENTRIES_BLOCKED = 64 * 2**20
 
 #: Default budget for one row block of an ``n x n`` matrix, in float64 entries (128 MiB):
