@@ -102,6 +102,16 @@ def _needs_smoke(item) -> bool:
     )
 
 
+def pytest_configure(config):
+    """One BLAS thread in the test process: the smoke workflow runs on both cores in the
+    background, and OpenBLAS threads that wait for a busy core spin instead of sleeping (a 0.6 s
+    unit test took 14 s beside the smoke run with two threads). Tests that need more threads
+    ask for them with ``threadpool_limits``."""
+    from threadpoolctl import threadpool_limits
+
+    config._attnscale_blas = threadpool_limits(limits=1)
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Tests that need the smoke run go last (stable order otherwise), so that the unit tests run
     while the smoke workflow runs in the background (see :func:`pytest_collection_finish`)."""
@@ -126,11 +136,12 @@ def pytest_collection_finish(session):
 
 def pytest_sessionfinish(session, exitstatus):
     """Stop background runs that no test waited for (e.g. after ``-x`` stopped early)."""
-    for name in ("_attnscale_smoke", "_attnscale_forced"):
-        started = getattr(session.config, name, None)
-        if started and started[1].poll() is None:
-            started[1].kill()
-            started[1].wait()
+    for name in ("_attnscale_smoke", "_attnscale_forced", "_attnscale_site"):
+        started = getattr(session.config, name, None) or ()
+        for proc in (p for p in started if isinstance(p, subprocess.Popen)):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture(scope="session")
@@ -154,7 +165,7 @@ def smoke_run(request, tmp_path_factory):
                 f"smoke run failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
                 f"{result.stderr[-6000:]}"
             )
-        _start_forced_rerun(request.config, work)
+        _start_after_smoke(request.config, work)
         return {"dir": work, "proc": result}
     reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
     if reuse:
@@ -170,7 +181,7 @@ def smoke_run(request, tmp_path_factory):
     else:
         work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
     proc = snakemake(work, "--cores", "2", *SMOKE)
-    _start_forced_rerun(request.config, work)
+    _start_after_smoke(request.config, work)
     return {"dir": work, "proc": proc}
 
 
@@ -184,17 +195,34 @@ FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b
           "paper_b_heat_drift"]  # fmt: skip
 
 
-def _start_forced_rerun(config, smoke_dir: Path) -> None:
-    """Start the one-core forced rerun in a copy of the just-finished smoke tree, in the
-    background: it uses one core while the other smoke-dependent tests use the other
-    (``forced_rerun`` waits for it)."""
-    work = finished_copy({"dir": smoke_dir}, config._tmp_path_factory.mktemp("forced") / "repo")
+def _start_after_smoke(config, smoke_dir: Path) -> None:
+    """Start, in the background, the two long jobs that need the finished smoke tree: the
+    one-core forced rerun (in a copy of the tree; ``forced_rerun`` waits for it) and the docs
+    build with the smoke figures in its gallery (test_docs' ``site`` waits for it). They use the
+    second core while the other smoke-dependent tests run in this process."""
+    tmp = config._tmp_path_factory
+    work = finished_copy({"dir": smoke_dir}, tmp.mktemp("forced") / "repo")
     out = open(work.parent / "forced.out", "w+")  # noqa: SIM115 - read back by forced_rerun
     exe = Path(sys.executable).parent / "snakemake"
     proc = subprocess.Popen([str(exe), "--cores", "1", "--forcerun", *FORCED, *SMOKE], cwd=work,
                             stdout=out, stderr=subprocess.STDOUT, env=hermetic_env(work),
                             text=True)  # fmt: skip
     config._attnscale_forced = (work, proc, out)
+    site = tmp.mktemp("site")
+    config._attnscale_site = start_docs_build(site, smoke_dir / "figures")
+
+
+def start_docs_build(out: Path, figures: Path | None):
+    """``sphinx-build -W`` of docs/ into ``out/html`` in the background (gallery: ``figures``);
+    returns ``(out, figures, process, log file)``."""
+    env = dict(os.environ)
+    if figures is not None:
+        env["ATTNSCALE_DOCS_FIGURES"] = str(figures)
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+           "-d", str(out / "doctrees"), str(REPO / "docs"), str(out / "html")]  # fmt: skip
+    log = open(out / "sphinx.log", "w+")  # noqa: SIM115 - read back by test_docs' site
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    return out, figures, proc, log
 
 
 @pytest.fixture(scope="session")

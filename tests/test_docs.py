@@ -26,10 +26,11 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from conftest import start_docs_build
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -184,25 +185,23 @@ def test_cited_tests_and_library_objects_exist():
 @pytest.fixture(scope="module")
 def site(request, tmp_path_factory):
     """The site, built once with ``sphinx-build -W`` into a temporary directory, its gallery
-    showing the smoke run's figures."""
-    figures = None
+    showing the smoke run's figures (built in the background as soon as the smoke run has
+    finished, conftest._start_after_smoke; here if the smoke run is unavailable)."""
     try:
-        figures = request.getfixturevalue("smoke_run")["dir"] / "figures"
+        request.getfixturevalue("smoke_run")
+        started = request.config._attnscale_site
     except Exception as exc:  # noqa: BLE001 - the build test must still run; the gallery test reports it
         print(f"smoke run unavailable for the gallery: {exc}")
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ)
-    if figures is not None:
-        env["ATTNSCALE_DOCS_FIGURES"] = str(figures)
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-           "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]  # fmt: skip
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        started = start_docs_build(tmp_path_factory.mktemp("site"), None)
+    out, figures, proc, log = started
+    proc.wait(timeout=300)
+    log.seek(0)
+    text = log.read()
+    log.close()
     return {
-        "proc": proc,
+        "proc": subprocess.CompletedProcess(proc.args, proc.returncode, text, ""),
         "html": out / "html",
         "figures": figures,
-        "seconds": time.perf_counter() - t0,
     }
 
 
@@ -217,7 +216,6 @@ def test_site_builds_without_warnings(site):
     assert (html / "_static" / "mathjax" / "tex-chtml.js").is_file()  # served offline
     api = (html / "api.html").read_text(encoding="utf-8")
     assert 'id="attnscale.theory.simplex_map"' in api  # numpydoc/autodoc rendered the API
-    print(f"docs build: {site['seconds']:.1f} s wall")
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
