@@ -121,6 +121,10 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     """Start the smoke workflow right after collection if a selected test needs it: it runs
     (``--cores 2``) while the unit tests use the CPU it leaves idle; ``smoke_run`` waits for it."""
+    session.config._attnscale_wants = {
+        name for i in session.items for name in ("forced_rerun", "site")
+        if name in getattr(i, "fixturenames", ())
+    }  # fmt: skip
     if os.environ.get("ATTNSCALE_SMOKE_TREE") or session.config.option.collectonly:
         return
     if not any(_needs_smoke(i) for i in session.items):
@@ -129,7 +133,7 @@ def pytest_collection_finish(session):
     out = open(work.parent / "smoke.out", "w+")  # noqa: SIM115 - read back by smoke_run
     err = open(work.parent / "smoke.err", "w+")  # noqa: SIM115
     exe = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.Popen([str(exe), "--cores", "2", *SMOKE], cwd=work, stdout=out,
+    proc = subprocess.Popen([str(exe), "--cores", "2", "--verbose", *SMOKE], cwd=work, stdout=out,
                             stderr=err, env=hermetic_env(work), text=True)  # fmt: skip
     session.config._attnscale_smoke = (work, proc, out, err)
 
@@ -146,8 +150,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def smoke_run(request, tmp_path_factory):
-    """A completed smoke run (``--cores 2``) in a fresh copy of the repository, started in the
-    background right after collection (:func:`pytest_collection_finish`).
+    """A completed smoke run (``--cores 2 --verbose``: test_scheduler_fix counts the scheduling
+    rounds in its log) in a fresh copy of the repository, started in the background right after
+    collection (:func:`pytest_collection_finish`).
 
     While developing a workflow test, ``ATTNSCALE_SMOKE_TREE=<finished smoke tree>`` reuses a
     tree made by this fixture (or by ``snakemake --cores 2 --configfile tests/smoke.yaml`` in a
@@ -180,7 +185,7 @@ def smoke_run(request, tmp_path_factory):
                 shutil.copy2(src, dst)  # keeps mtimes: only changed sources rerun
     else:
         work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
-    proc = snakemake(work, "--cores", "2", *SMOKE)
+    proc = snakemake(work, "--cores", "2", "--verbose", *SMOKE)
     _start_after_smoke(request.config, work)
     return {"dir": work, "proc": proc}
 
@@ -196,11 +201,17 @@ FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b
 
 
 def _start_after_smoke(config, smoke_dir: Path) -> None:
-    """Start, in the background, the two long jobs that need the finished smoke tree: the
-    one-core forced rerun (in a copy of the tree; ``forced_rerun`` waits for it) and the docs
-    build with the smoke figures in its gallery (test_docs' ``site`` waits for it). They use the
-    second core while the other smoke-dependent tests run in this process."""
+    """Start, in the background, the two long jobs that need the finished smoke tree, if a
+    selected test asks for them: the one-core forced rerun (in a copy of the tree;
+    ``forced_rerun`` waits for it) and the docs build with the smoke figures in its gallery
+    (test_docs' ``site`` waits for it). They use the second core while the other
+    smoke-dependent tests run in this process."""
     tmp = config._tmp_path_factory
+    wants = getattr(config, "_attnscale_wants", {"forced_rerun", "site"})
+    if "site" in wants:
+        config._attnscale_site = start_docs_build(tmp.mktemp("site"), smoke_dir / "figures")
+    if "forced_rerun" not in wants:
+        return
     work = finished_copy({"dir": smoke_dir}, tmp.mktemp("forced") / "repo")
     out = open(work.parent / "forced.out", "w+")  # noqa: SIM115 - read back by forced_rerun
     exe = Path(sys.executable).parent / "snakemake"
@@ -208,8 +219,6 @@ def _start_after_smoke(config, smoke_dir: Path) -> None:
                             stdout=out, stderr=subprocess.STDOUT, env=hermetic_env(work),
                             text=True)  # fmt: skip
     config._attnscale_forced = (work, proc, out)
-    site = tmp.mktemp("site")
-    config._attnscale_site = start_docs_build(site, smoke_dir / "figures")
 
 
 def start_docs_build(out: Path, figures: Path | None):
