@@ -7,7 +7,7 @@ by every finished job, and each of those rounds starts one more timer, so while 
 for a core the number of live timer chains grows by one per finished job: after k jobs the loop
 runs about k times a second. Each round re-evaluates every ready job's params and stats all their
 inputs. On the default run (235 jobs, most of them waiting for one of two cores) that kept the
-Snakemake process at ~30 % of a core. The upstream report is snakemake/snakemake PR #3744
+Snakemake process at ~35 % of a core (391 CPU-s in an 18.7-min run). The upstream report is snakemake/snakemake PR #3744
 ("the main loop is triggered multiple times").
 
 :func:`install` replaces that method by one that starts a timer only when none is pending, so the
