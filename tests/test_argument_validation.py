@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import poisson_limit as pl
-from attnscale import sphere_theory as st
 from attnscale.experiments import paper_a_eta as pae
 from attnscale.experiments import paper_b_drift as pbd
 from attnscale.experiments import paper_b_fields as pbf
 from attnscale.experiments import paper_b_laws as pbl
 from attnscale.experiments import paper_b_phase as pbp
 from attnscale.experiments.paper_a_tokens import tokens_at
+from attnscale.sphere import poisson_limit as pl
+from attnscale.sphere import theory as st
 
 SEED = 20261130
 
@@ -126,7 +126,7 @@ REFUSED = [
     _case(st.m_eff, M_EFF, {"c": 0.0}, "c"),
     _case(st.profile_finite_beta, PROFILE_FB, {"n": 0}, "n"),
     _case(st.profile_finite_beta, PROFILE_FB, {"beta": -1e-3}, "beta"),
-    _case(st._unit, UNIT, {"q": []}, "q"),
+    _case(st.unit_query, UNIT, {"q": []}, "q"),
 ]
 
 
@@ -157,7 +157,7 @@ ACCEPTED = [
         (st.drift, DRIFT),
         (st.m_eff, M_EFF),
         (st.profile_finite_beta, PROFILE_FB),
-        (st._unit, UNIT),
+        (st.unit_query, UNIT),
     ]
 ]
 
@@ -175,7 +175,7 @@ def test_accepted_boundary_values_give_the_documented_results():
     assert st.drift_transition_beta(0.5, 3) == pytest.approx(0.5**0.5)
     np.testing.assert_allclose(st.drift([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 3, 0.5), [-2, 2, 0])
     np.testing.assert_array_equal(st.profile_finite_beta([0.0, 1.0], 1, 0.0, 3), [1.0, 1.0])
-    np.testing.assert_array_equal(st._unit([0.0, 1.0]), [0.0, 1.0])  # length 2 is enough
+    np.testing.assert_array_equal(st.unit_query([0.0, 1.0]), [0.0, 1.0])  # length 2 is enough
     assert pl.inv_top_weight_limit_d3(1e-3, 1e-3) == pytest.approx(2.0)
     assert len(pbd.heat_drift(**HEAT)) == 2  # min_contexts = max_contexts = 2 contexts
     assert pbf.vector_fields(**FIELDS)["panels"]["n"].tolist() == [2]
@@ -188,7 +188,7 @@ def test_accepted_boundary_values_give_the_documented_results():
 )
 def test_unit_refuses_short_or_non_unit_q_naming_q(q):
     with pytest.raises(ValueError, match=r"^q must be a unit vector of length >= 2, got norm"):
-        st._unit(q)
+        st.unit_query(q)
 
 
 def test_poisson_limit_top_weight_refuses_a_non_generator_rng():

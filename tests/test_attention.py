@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from attnscale import attention, theory, tokens
+from attnscale.layer import attention, theory, tokens
 
 
 def brute_forward(X, beta, alpha):
@@ -159,7 +159,7 @@ def test_gaussian_tokens_match_the_simplex_map_at_rho_hat(rho):
     """docs/paper-a.md#gaussian-near-simplex-tokens: at d = 512, n = 1024 and gamma = gamma_c(rho_hat), Gaussian tokens
     agree with the finite-n simplex map at the realised rho_hat to about 0.015 (acceptance:
     0.03). At the nominal rho instead the gap is several times larger near gamma_c."""
-    from attnscale.seeding import job_rng, spawn_key
+    from attnscale.core.seeding import job_rng, spawn_key
 
     n, d = 1024, 512
     X = tokens.near_simplex(n, d, rho, job_rng(1, spawn_key("test/gauss", int(rho * 10))))

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from attnscale import attention, causal, causal_theory, tokens
-from attnscale.benchmark_causal import bench_causal
+from attnscale.bench.causal import bench_causal
 from attnscale.experiments import causal as exp_causal
+from attnscale.layer import attention, causal, causal_theory, tokens
 
 TOL = 1e-10
 

@@ -1,6 +1,6 @@
 """Bad configurations are rejected before any job runs, with a message naming the key and the
 allowed range (docs/pipeline.md#configuration). Every case is checked in-process against
-``attnscale.config.load`` (schema, defaults, ranges: exactly what the Snakefile runs at parse
+``attnscale.pipeline.config.load`` (schema, defaults, ranges: exactly what the Snakefile runs at parse
 time); two cases also run end to end through ``snakemake -n`` to show that the workflow stops
 before building the DAG and writes nothing."""
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 from snakemake.utils import update_config
 
-from attnscale.config import Config, ConfigError, expand_grid, label, load
+from attnscale.pipeline.config import Config, ConfigError, expand_grid, label, load
 from conftest import copy_repo, snakemake
 
 REPO = Path(__file__).resolve().parents[1]

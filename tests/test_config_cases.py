@@ -1,7 +1,7 @@
 """Bad configurations for the Paper B, benchmark and scaling-rules sections, checked in-process
 (issue 13; ``tests/test_config.py`` has the Paper A cases).
 
-:func:`attnscale.config.load` is what the Snakefile runs at parse time (schema with defaults,
+:func:`attnscale.pipeline.config.load` is what the Snakefile runs at parse time (schema with defaults,
 then the range checks), so calling it directly on ``config.yaml`` merged with a bad fragment
 checks the same thing as ``snakemake -n`` without starting Snakemake (~0.05 s per case instead
 of ~3 s). Each case must be refused with a message naming the key; ``tests/test_config.py``
@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 import yaml
 
-from attnscale import config as cfgmod
+from attnscale.pipeline import config as cfgmod
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"

@@ -1,4 +1,4 @@
-"""``beta*(n)`` root finding, exact caps and the exponent fit (:mod:`attnscale.critical_exponent`),
+"""``beta*(n)`` root finding, exact caps and the exponent fit (:mod:`attnscale.sphere.critical_exponent`),
 and the entry functions and figures of the exponent experiments
 (docs/paper-b-beyond.md#critical-exponent-across-dimensions).
 
@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from attnscale import critical_exponent as ce
-from attnscale import structured_keys as sk
 from attnscale.experiments import paper_b_exponent as ex
 from attnscale.figures import paper_b_exponent as fx
+from attnscale.sphere import critical_exponent as ce
+from attnscale.sphere import structured_keys as sk
 
 SEED = 271828182845904523536028747135266249775
 

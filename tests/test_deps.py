@@ -1,7 +1,7 @@
 """One truth for what depends on what (docs/pipeline.md#what-depends-on-what).
 
 Each rule's library inputs are computed when the workflow is parsed, from the imports of its
-entry module and of the adapter (``attnscale.deps``, an :mod:`ast` walk). These tests check them
+entry module and of the adapter (``attnscale.pipeline.deps``, an :mod:`ast` walk). These tests check them
 against an independent computation (:mod:`modulefinder`, which scans byte code), for every rule
 and every library module, and end to end: after a content change of a library file, a dry run
 marks exactly the rules whose code imports it."""
@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from attnscale import deps
+from attnscale.pipeline import deps
 from conftest import REPO, SMOKE, snakemake
 
 SRC = REPO / "src"
@@ -77,7 +77,7 @@ def rule_entries() -> dict[str, str]:
 
 
 def expected_lib(module: str) -> set[str]:
-    mods = finder_closure(module) | finder_closure("attnscale.adapter")
+    mods = finder_closure(module) | finder_closure("attnscale.pipeline.adapter")
     return {str(deps.module_file(m, SRC).relative_to(REPO)) for m in mods}
 
 
@@ -113,7 +113,7 @@ def test_each_module_marks_exactly_the_rules_that_import_it(summary):
         path = str(deps.module_file(module, SRC).relative_to(REPO))
         marked = {r for r in ran if path in summary[r]}
         importing = {r for r in ran if module in finder_closure(entries[r])
-                     or module in finder_closure("attnscale.adapter")}  # fmt: skip
+                     or module in finder_closure("attnscale.pipeline.adapter")}  # fmt: skip
         assert marked == importing, module
 
 
@@ -130,7 +130,7 @@ def _reasons(text: str) -> dict[str, str]:
 
 
 @pytest.mark.workflow
-@pytest.mark.parametrize("module", ["attnscale.theory", "attnscale.figures.paper_a"])
+@pytest.mark.parametrize("module", ["attnscale.layer.theory", "attnscale.figures.paper_a"])
 def test_content_change_reruns_exactly_the_importing_rules(smoke_run, summary, tmp_path, module):
     work = tmp_path / "repo"
     shutil.copytree(smoke_run["dir"], work, symlinks=True)

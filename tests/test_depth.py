@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscale import depth, theory, tokens
 from attnscale.experiments import realistic
+from attnscale.layer import depth, theory, tokens
 
 
 @pytest.mark.parametrize("rho", [0.1, 0.5, 0.9])
 @pytest.mark.parametrize("beta", [0.5, 5.0, 50.0])
 @pytest.mark.parametrize("alpha", [0.0, 0.5])
 def test_simplex_step_is_theory_simplex_map(rho, beta, alpha):
-    """The delta form reproduces attnscale.theory's one-layer map to rounding."""
+    """The delta form reproduces attnscale.layer.theory's one-layer map to rounding."""
     n, q = 50, 1.7
     cos, norm2 = theory.simplex_map(n, rho, beta, alpha, q)
     lam = theory.simplex_lambda(n, rho, beta, alpha, q)

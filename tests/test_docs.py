@@ -215,7 +215,7 @@ def test_site_builds_without_warnings(site):
         assert (html / f"{page.stem}.html").is_file(), page.name
     assert (html / "_static" / "mathjax" / "tex-chtml.js").is_file()  # served offline
     api = (html / "api.html").read_text(encoding="utf-8")
-    assert 'id="attnscale.theory.simplex_map"' in api  # numpydoc/autodoc rendered the API
+    assert 'id="attnscale.layer.theory.simplex_map"' in api  # numpydoc/autodoc rendered the API
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

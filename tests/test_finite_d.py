@@ -1,6 +1,6 @@
 """Independent checks of the finite-d theory (docs/finite-d.md).
 
-Every public function of :mod:`attnscale.finite_d` is compared with a computation that shares
+Every public function of :mod:`attnscale.layer.finite_d` is compared with a computation that shares
 none of its quadrature: brute-force simulation with the real token generator, scipy.integrate
 of a different representation, closed forms in a limit. Tolerances are k * SE (SE computed from
 the draws) plus the stated quadrature error (docs/finite-d.md#exact-self-weight).
@@ -15,10 +15,10 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import gammaln, log_ndtr
 
-import attnscale.finite_d as fd
-from attnscale.finite_d import approx, laws
-from attnscale.seeding import job_rng, spawn_key
-from attnscale.tokens import near_simplex
+import attnscale.layer.finite_d as fd
+from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.layer.finite_d import approx, laws
+from attnscale.layer.tokens import near_simplex
 
 ROOT = 20261130
 QUAD_ERR = 3e-4  # measured |standard - fine| <= 1.1e-4 on 9 (n, d, rho) cases; 3x margin
@@ -93,7 +93,7 @@ def test_check_args_normalises():
     ],
 )
 def test_self_weight_against_brute_force(n, d, rho, gscale):
-    """Plain Monte Carlo with attnscale.tokens.near_simplex (rho > 0) or Gaussian directions (rho = 0)."""
+    """Plain Monte Carlo with attnscale.layer.tokens.near_simplex (rho > 0) or Gaussian directions (rho = 0)."""
     beta = gscale * fd.critical_beta(n, d, rho)
     theory = fd.self_weight(n, d, rho, beta)
     rng = _rng(n, d, int(rho * 100))

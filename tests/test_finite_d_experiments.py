@@ -1,4 +1,4 @@
-"""Finite-d experiments (attnscale.weight_stats, attnscale.experiments.finite_d) against
+"""Finite-d experiments (attnscale.layer.weight_stats, attnscale.experiments.finite_d) against
 independent computations at tiny sizes (docs/finite-d.md).
 
 References are written here from the definitions with dense numpy: A = row-softmax(beta Y Y^T),
@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import tokens, weight_stats
 from attnscale.experiments import finite_d as F
 from attnscale.experiments import finite_d_theory as FT
+from attnscale.layer import tokens, weight_stats
 
 SEED = 271828182845904523536028747135266249775
 
@@ -212,11 +212,11 @@ def test_bad_input_names_the_argument(call, match):
 
 def test_conditioned_theory_averaged_over_r0_is_the_unconditioned_theory():
     """theory_given_draw at the R_0 quadrature nodes, averaged with their weights, reproduces
-    attnscale.finite_d.mean_field (cosine, lambda) and self_weight (A_ii): the same quadrature,
+    attnscale.layer.finite_d.mean_field (cosine, lambda) and self_weight (A_ii): the same quadrature,
     so up to rounding for the mean field; for A_ii the library's own quadrature error (< 1e-4,
     docs/finite-d.md) bounds the difference."""
-    from attnscale import finite_d
-    from attnscale.finite_d.laws import LEVELS, r0_nodes
+    from attnscale.layer import finite_d
+    from attnscale.layer.finite_d.laws import LEVELS, r0_nodes
 
     n, d, rho, betas = 256, 64, 0.5, np.array([8.0, 12.0])
     r0s, r0w = r0_nodes(d, LEVELS["standard"]["n_r0"])
@@ -235,7 +235,7 @@ def test_conditioned_theory_averaged_over_r0_is_the_unconditioned_theory():
 def test_gamma_star_line_hits_the_theory_at_its_nodes():
     """With nodes on grid points the spline passes through the exact critical_gamma values
     (rho = 0 and two small rho: cheap theory evaluations)."""
-    from attnscale import finite_d
+    from attnscale.layer import finite_d
 
     rhos = np.array([0.0, 0.05, 0.1, 0.15, 0.2])
     line = FT.gamma_star_line(512, 32, rhos, nodes=3)  # nodes 0, 0.1, 0.2
@@ -304,7 +304,7 @@ def test_transition_theory_table_and_theory_check_at_rho_zero():
     """The theory table holds critical_beta / ln n per (d, rho, n) plus the read-off rows, the
     power law only at rho = 0; transition_points' theory check is the simulated mean A_ii at
     the theory's beta*, recomputed here with dense softmax."""
-    from attnscale import finite_d
+    from attnscale.layer import finite_d
 
     th = FT.transition_theory(n=[100.4, 1000.0], d=[8], rho=[0.0], read_off=[[4096, 16]])
     assert list(th["kind"]) == ["grid", "grid", "read_off"]

@@ -1,4 +1,4 @@
-"""Samplers, ordered weights and blocked attention of :mod:`attnscale.keys` (docs/paper-b.md).
+"""Samplers, ordered weights and blocked attention of :mod:`attnscale.sphere.keys` (docs/paper-b.md).
 
 Statistical tests use fixed seeds (deterministic) and tolerances from the statistics: Monte Carlo
 means within 4 standard errors, Kolmogorov-Smirnov distances below the 0.1% critical value
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from attnscale import keys
-from attnscale import sphere_quadrature as sq
-from attnscale import sphere_theory as st
+from attnscale.sphere import keys
+from attnscale.sphere import quadrature as sq
+from attnscale.sphere import theory as st
 
 KS_C = 1.949  # Kolmogorov distribution: P(sqrt(N) D_N > 1.949) = 0.001
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from attnscale import learned_scores as ls
-from attnscale import score_attention as sa
-from attnscale import tokens
 from attnscale.experiments import realistic
+from attnscale.layer import learned_scores as ls
+from attnscale.layer import score_attention as sa
+from attnscale.layer import tokens
 
 
 def brute_layer(X, W, beta, alpha=0.0, keep=None, col=None, kappa_col=None):

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from attnscale import keys
-from attnscale import marked_poisson as mp
-from attnscale import sphere_theory as st
+from attnscale.sphere import keys
+from attnscale.sphere import marked_poisson as mp
+from attnscale.sphere import theory as st
 
 KS_C = 1.949  # 0.1% critical value of the Kolmogorov distribution
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import eta_exact, tokens
 from attnscale.experiments import paper_a_eta as E
+from attnscale.layer import eta_exact, tokens
 
 SEED = 271828182845904523536028747135266249775
 

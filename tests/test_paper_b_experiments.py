@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import sphere_theory as st
 from attnscale.experiments import paper_b_drift as pbd
 from attnscale.experiments import paper_b_fields as pbf
 from attnscale.experiments import paper_b_laws as pbl
 from attnscale.experiments import paper_b_output_law as pbo
 from attnscale.experiments import paper_b_phase as pbp
-from attnscale.sphere_quadrature import heat_drift_limit_x1x2
+from attnscale.sphere import theory as st
+from attnscale.sphere.quadrature import heat_drift_limit_x1x2
 
 SEED = 271828182845904523536028747135266249775
 

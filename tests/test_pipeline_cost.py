@@ -1,4 +1,4 @@
-"""Counted work of the default run (attnscale.pipeline_cost, docs/pipeline.md#pipeline-efficiency):
+"""Counted work of the default run (attnscale.bench.pipeline_cost, docs/pipeline.md#pipeline-efficiency):
 the operation counts against a hand count for a small configuration, and the efficiency record
 against its definition."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnscale import pipeline_cost
-from attnscale.config import Config
+from attnscale.bench import pipeline_cost
+from attnscale.pipeline.config import Config
 
 
 def small_cfg(method="exact"):

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import theory
 from attnscale.experiments import paper_a as pa
 from attnscale.experiments import paper_a_eta as pe
 from attnscale.experiments import paper_a_tokens as ptok
+from attnscale.layer import theory
 
 SEED = 271828182845904523536028747135266249775
 

@@ -3,7 +3,7 @@
 Each experiment function is called at tiny sizes and a few of its rows are recomputed by another
 route: an exact integral (n = 2 contexts, the Palm/Mecke formula of the Poisson limit, the
 uniform-spacing law of d = 3), a brute-force simulation that shares no code with
-``attnscale.keys`` (Gaussian vectors normalised with numpy), or a different quadrature rule.
+``attnscale.sphere.keys`` (Gaussian vectors normalised with numpy), or a different quadrature rule.
 Tolerances: Monte Carlo rows within 4 standard errors, the SE computed from the same draws
 (4 SE: a false alarm has probability 6e-5 per check, and every seed is fixed, so a pass is
 reproducible); quadrature rows within the stated error of the quadrature; closed forms within
@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 from scipy import integrate, optimize, special
 
-from attnscale import keys
+from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments import paper_b_drift as drift
 from attnscale.experiments import paper_b_fields as fields
 from attnscale.experiments import paper_b_laws as laws
 from attnscale.experiments import paper_b_phase as phase
-from attnscale.seeding import job_rng, spawn_key
+from attnscale.sphere import keys
 
 SEED = 271828182845904523536028747135266249775
 KS_C = 1.949  # Kolmogorov distribution: P(sqrt(N) D_N > 1.949) = 0.001
@@ -120,7 +120,7 @@ def test_poisson_limit_sampler_with_a_short_explicit_range():
     the mean of W_(1) must still be the exact Palm value: within 4 SE (20000 samples). Measured
     deviations: 0.9 SE at 32 points, 6 SE at 8 points (the replaced sum's fluctuation starts to
     matter), and far off without the replacement."""
-    from attnscale.poisson_limit import poisson_limit_top_weight
+    from attnscale.sphere.poisson_limit import poisson_limit_top_weight
 
     w = poisson_limit_top_weight(0.3, 0.75, 5, 20_000, rng(3), max_points=32)
     m, se = mean_se(w)

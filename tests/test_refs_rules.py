@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from attnscale import scaling_rules as sr
 from attnscale.experiments import paper_a_rules as par
+from attnscale.layer import scaling_rules as sr
 
 
 def ministral_ref(n: int) -> float:

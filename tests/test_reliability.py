@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale.io import WRITE_PAUSE_ENV
+from attnscale.pipeline.io import WRITE_PAUSE_ENV
 from conftest import SMOKE, finished_copy, hermetic_env, jobs_to_run, snakemake, tree_hashes
 
 pytestmark = pytest.mark.workflow
@@ -29,7 +29,7 @@ PAUSED_RULE = "paper_a_lambda_summary"
 def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path):
     """Kill Snakemake and its job (SIGKILL to the process group) while the atomic writer is
     paused between a complete temporary file and the rename (the hook in
-    ``attnscale.io.atomic_path``), on a copy of the finished tree with one rule forced to rerun.
+    ``attnscale.pipeline.io.atomic_path``), on a copy of the finished tree with one rule forced to rerun.
     At that moment the final name must not exist (a writer that wrote in place would fail here);
     after the kill every file under a final name is complete, the repeated command reruns the
     job and its dependants, and results and figures are byte-identical to the uninterrupted
@@ -96,20 +96,20 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
 def test_provenance_command(smoke_run):
     env = hermetic_env(smoke_run["dir"])
     proc = subprocess.run(
-        [sys.executable, "-m", "attnscale.provenance", "figures/paper_a/figure1_lambda.png",
+        [sys.executable, "-m", "attnscale.pipeline.lineage", "figures/paper_a/figure1_lambda.png",
          "--depth", "4"],
         cwd=smoke_run["dir"], capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     out = proc.stdout
     for needle in ("paper_a_figure1", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
-                   "src/attnscale/attention.py"):  # fmt: skip
+                   "src/attnscale/layer/attention.py"):  # fmt: skip
         assert needle in out, needle
     import yaml
 
     seed = yaml.safe_load((smoke_run["dir"] / "tests/smoke.yaml").read_text())["seed"]
     assert str(seed) in out
     bad = subprocess.run(
-        [sys.executable, "-m", "attnscale.provenance", "figures/nope.png"],
+        [sys.executable, "-m", "attnscale.pipeline.lineage", "figures/nope.png"],
         cwd=smoke_run["dir"], capture_output=True, text=True,
     )  # fmt: skip
     assert bad.returncode == 1 and "no Snakemake record" in bad.stderr

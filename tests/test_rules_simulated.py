@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscale import causal, theory, tokens
-from attnscale import scaling_rules as sr
+from attnscale.core.seeding import job_rng
 from attnscale.experiments import causal as exp_causal
 from attnscale.experiments import rules_simulated as rs
 from attnscale.figures.causal import plot_causal
 from attnscale.figures.rules_simulated import plot_rules_simulated
-from attnscale.seeding import job_rng
+from attnscale.layer import causal, theory, tokens
+from attnscale.layer import scaling_rules as sr
 
 
 def test_ssmax_is_s_log_n():
@@ -113,7 +113,7 @@ def test_bad_causal_config_names_the_key(section, needle):
 
     import yaml
 
-    from attnscale import config
+    from attnscale.pipeline import config
 
     repo = Path(__file__).resolve().parents[1]
     raw = yaml.safe_load((repo / "config.yaml").read_text())

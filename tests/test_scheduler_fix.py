@@ -1,4 +1,4 @@
-"""attnscale.scheduler_fix: at most one pending scheduler wake-up (docs/pipeline.md#the-scheduler-fix)."""
+"""attnscale.pipeline.scheduler_fix: at most one pending scheduler wake-up (docs/pipeline.md#the-scheduler-fix)."""
 
 import os
 import re
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from snakemake.scheduling import job_scheduler
 
-from attnscale import scheduler_fix
+from attnscale.pipeline import scheduler_fix
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGINAL = job_scheduler.JobScheduler.__dict__["_schedule_reevalutation"]

@@ -1,6 +1,6 @@
 """The configuration schema: every key described with a default, defaults equal config.yaml,
 and tests/smoke.yaml valid. Uses Snakemake's own validate, the reference for
-attnscale.config.validate_schema (the faster one the Snakefile calls): both must fill the same
+attnscale.pipeline.config.validate_schema (the faster one the Snakefile calls): both must fill the same
 defaults and refuse the same configurations."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_library_validation_fills_what_snakemake_validate_fills():
     import pytest
     from snakemake.utils import update_config
 
-    from attnscale.config import SchemaError, validate_schema
+    from attnscale.pipeline.config import SchemaError, validate_schema
 
     base = yaml.safe_load((REPO / "config.yaml").read_text())
     configs = [{"seed": 1}, {"seed": 1, "paper_b": {"phase": {}}}, copy.deepcopy(base)]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from attnscale import score_attention as sa
-from attnscale import sink, tokens
 from attnscale.experiments import realistic
+from attnscale.layer import score_attention as sa
+from attnscale.layer import sink, tokens
 
 
 def brute_sink_layer(X, beta, kappa, alpha):

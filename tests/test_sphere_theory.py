@@ -1,4 +1,4 @@
-"""Closed forms and limit laws of :mod:`attnscale.sphere_theory` (docs/paper-b.md).
+"""Closed forms and limit laws of :mod:`attnscale.sphere.theory` (docs/paper-b.md).
 
 Exact quantities are compared at floating-point tolerance; Monte Carlo quantities within 4
 standard errors (the SE is stated at each check), plus, where a finite-n or finite-m bias of
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from attnscale import keys
-from attnscale import poisson_limit as pl
-from attnscale import sphere_quadrature as sq
-from attnscale import sphere_theory as st
+from attnscale.sphere import keys
+from attnscale.sphere import poisson_limit as pl
+from attnscale.sphere import quadrature as sq
+from attnscale.sphere import theory as st
 
 KS_C = 1.949  # 0.1% critical value of the Kolmogorov distribution
 

@@ -1,4 +1,4 @@
-"""Samplers of :mod:`attnscale.structured_keys` against exact laws
+"""Samplers of :mod:`attnscale.sphere.structured_keys` against exact laws
 (docs/paper-b-beyond.md#keys-on-a-submanifold, docs/paper-b-beyond.md#rope-like-keys).
 
 Statistical checks use fixed seeds and tolerances from the statistics: Kolmogorov-Smirnov
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from attnscale import structured_keys as sk
+from attnscale.sphere import structured_keys as sk
 
 KS_C = 1.949  # Kolmogorov distribution: P(sqrt(N) D_N > 1.949) = 0.001
 

@@ -8,8 +8,8 @@ no number that the numerical tests check, but it breaks a downstream rule or mis
 
 How: every entry function is called once, at tiny sizes, in module-scoped fixtures (about a second
 in all). The column lists are written out here in the order they are written to the CSV.
-``params_hash`` is recomputed with :func:`attnscale.io.params_hash` from the parameter dict that
-the code documents, and ``spawn_key`` with :func:`attnscale.seeding.spawn_key` from the stream
+``params_hash`` is recomputed with :func:`attnscale.pipeline.io.params_hash` from the parameter dict that
+the code documents, and ``spawn_key`` with :func:`attnscale.core.seeding.spawn_key` from the stream
 name and the job's ids. The finite-d columns of the theorem table (docs/finite-d.md, issue 9) are
 recomputed from its rows with numpy: the mean and the ddof-1 standard error of the per-draw
 differences, ``z = mean / SE``, ``|z| <= k`` and issue 9's acceptance rule. The tests also cover
@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from attnscale import __version__
+from attnscale.core.seeding import spawn_key, value_id
 from attnscale.experiments import paper_a as pa
 from attnscale.experiments import paper_a_eta as pe
 from attnscale.experiments import paper_a_rules as par
@@ -34,8 +35,7 @@ from attnscale.experiments import paper_b_fields as pbf
 from attnscale.experiments import paper_b_laws as pbl
 from attnscale.experiments import paper_b_phase as pbp
 from attnscale.experiments.finite_d_theory import theory_given_draw
-from attnscale.io import git_commit, params_hash
-from attnscale.seeding import spawn_key, value_id
+from attnscale.pipeline.io import git_commit, params_hash
 
 SEED = 271828182845904523536028747135266249775  # 128 bits: stored as a decimal string
 PROBE_SEED = 20261130  # a different root for the Hutchinson probes, to tell the two apart

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnscale import theory
+from attnscale.layer import theory
 
 
 @pytest.mark.parametrize("rho, gc", [(0.2, 1.25), (0.5, 2.0), (0.8, 5.0)])

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from attnscale import seeding, tokens
+from attnscale.core import seeding
+from attnscale.layer import tokens
 
 
 def test_simplex_exact_gram():

@@ -1,19 +1,39 @@
 """attnscale: numerics for attention scaling in long-context transformers.
 
-Modules
--------
-tokens      near-simplex Gaussian tokens and exact simplex tokens (Paper A, docs/paper-a.md#gaussian-near-simplex-tokens)
-attention   the one-layer attention map and the angle ratio lambda (docs/paper-a.md)
-theory      closed forms of Paper A: gamma_c, Theorem 2.1/2.4 limits, finite-n simplex map
-jacobian    Jacobian of the attention layer: JVP, exact and Hutchinson eta (docs/paper-a.md#the-jacobian-norm-eta)
-keys        Paper B keys on the sphere: samplers, ordered weights, blocked attention (paper-b.md)
-sphere_theory  Paper B closed forms: C(q), the exact D2Q law, subcritical and Weibull limits
-sphere_quadrature  Paper B quadrature on S^2: cap probabilities, the n = inf output at fixed beta
-poisson_limit  Paper B critical Poisson limit of the top weight
-marked_poisson  Paper B critical output law: marked-Poisson limit, samplers, Mecke moments
-seeding     SeedSequence-based generators from a job's identity (pipeline.md "Randomness")
-io          atomic writes, provenance records
-plotting    byte-stable figure output
+The folder tree is the architecture (docs/pipeline.md#the-package-layout); a package imports only
+the ones above it in this list:
+
+core
+    argument checks and random streams from a job's identity
+layer
+    one attention layer over n tokens: Paper A, the finite-d theory, causal masks, learned
+    scores, sinks, depth, the scaling rules of real models
+sphere
+    one query against n keys on the sphere: Paper B and its limits
+pipeline
+    the workflow's plumbing: adapter, configuration, dependencies, I/O, lineage
+experiments
+    the function behind every compute rule (tables)
+figures
+    the function behind every plot rule (figures), and the figure style
+bench
+    benchmarks against the GEMM peak measured in the same run
+
+Old flat paths (``attnscale.attention``, ``attnscale.sphere_theory``, ...) still import, with a
+DeprecationWarning naming the new home (:mod:`attnscale._moved`).
 """
 
+import importlib as _importlib
+
+from attnscale import _moved
+
 __version__ = "0.1.0"
+
+_moved.install()
+
+
+def __getattr__(name: str):
+    # ``attnscale.theory`` as an attribute of the package (old flat layout)
+    if name in _moved.MOVED:
+        return _importlib.import_module(f"attnscale.{name}")
+    raise AttributeError(f"module 'attnscale' has no attribute {name!r}")

@@ -4,7 +4,7 @@
 rule benchmark_suite:
     """Kernels against the machine's GEMM/exp throughput; time and memory against n."""
     input:
-        lib=lib("benchmark"),
+        lib=lib("bench.kernels"),
     output:
         csv="results/benchmarks/suite.csv",
         md="results/benchmarks/suite.md",
@@ -20,7 +20,7 @@ rule benchmark_suite:
         mem_mb=6000,
         runtime=30,
     params:
-        entry="benchmark:suite",
+        entry="bench.kernels:suite",
         lambda_n=CFG.get("benchmark.lambda.n"),
         lambda_d=CFG.get("benchmark.lambda.d"),
         lambda_gammas=CFG.get("benchmark.lambda.gammas"),

@@ -1,12 +1,12 @@
 # Shared by all rule files -- the checked configuration (CFG), library inputs derived from the
 # imports of each rule's entry function (lib), the one adapter script (ENTRY) and the wildcard
-# constraints. Configuration logic lives in src/attnscale/config.py, not here.
+# constraints. Configuration logic lives in src/attnscale/pipeline/config.py, not here.
 import math
 from pathlib import Path
 
-from attnscale.config import load as _load_config
-from attnscale.deps import lib_files as _lib_files
-from attnscale.scheduler_fix import install as _install_scheduler_fix
+from attnscale.pipeline.config import load as _load_config
+from attnscale.pipeline.deps import lib_files as _lib_files
+from attnscale.pipeline.scheduler_fix import install as _install_scheduler_fix
 
 _install_scheduler_fix()  # one scheduler wake-up per second, not one per finished job
 
@@ -23,8 +23,11 @@ _SRC = Path(workflow.basedir) / "src"
 
 def lib(*entries):
     """Library files of a rule, i.e. the import closure of each entry's module and of the
-    adapter that runs it (attnscale.deps; docs/pipeline.md#what-depends-on-what)."""
-    return sorted({f for e in ("adapter", *entries) for f in _lib_files(e, src=_SRC)})
+    adapter that runs it (attnscale.pipeline.deps; docs/pipeline.md#what-depends-on-what).
+    """
+    return sorted(
+        {f for e in ("pipeline.adapter", *entries) for f in _lib_files(e, src=_SRC)}
+    )
 
 
 def token_draws(trials):

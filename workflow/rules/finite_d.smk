@@ -1,6 +1,6 @@
 # Finite d (ours, issue 9; docs/finite-d.md): where the transition sits at finite (n, d), and the
 # intermediate phase at low d. Rule files hold rules only: values come from CFG
-# (src/attnscale/config.py), each rule names its library function in params.entry.
+# (src/attnscale/pipeline/config.py), each rule names its library function in params.entry.
 
 
 rule finite_d_transition_points:

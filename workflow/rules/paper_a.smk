@@ -1,6 +1,6 @@
 # Paper A, forward pass: Gaussian draws -> lambda grid -> Figure 1 and its theory check
 # (docs/paper-a.md#the-angle-ratio-lambda). Rule files hold rules only: values come from CFG
-# (src/attnscale/config.py), each rule names its library function in params.entry.
+# (src/attnscale/pipeline/config.py), each rule names its library function in params.entry.
 
 
 rule paper_a_tokens:

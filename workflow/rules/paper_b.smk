@@ -1,7 +1,7 @@
 # Paper B on the sphere, the paper's figures (docs/paper-b.md): vector fields, the A_(1) phase
 # diagram and the subcritical weight profile. Compute rules write tidy tables to results/paper_b/,
 # plot rules write figures/paper_b/*.png|pdf. Rule files hold rules only: values come from CFG
-# (src/attnscale/config.py), each rule names its library function in params.entry.
+# (src/attnscale/pipeline/config.py), each rule names its library function in params.entry.
 
 
 # --------------------------------------------------------------------------- 1. vector fields

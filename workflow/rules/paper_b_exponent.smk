@@ -1,7 +1,7 @@
 # Critical exponent of beta*(n) (ours, issue 11 items 2-4): uniform keys across d, keys on great
 # sub-spheres, RoPE-rotated keys, the exponent fits and two figures
 # (docs/paper-b-beyond.md#critical-exponent-across-dimensions). Rule files hold rules only: values
-# come from CFG (src/attnscale/config.py), each rule names its library function in params.entry.
+# come from CFG (src/attnscale/pipeline/config.py), each rule names its library function in params.entry.
 
 
 rule paper_b_exponent_sphere:

@@ -1,4 +1,4 @@
-"""The one script of every rule: hands the job to attnscale.adapter.run_rule.
+"""The one script of every rule: hands the job to attnscale.pipeline.adapter.run_rule.
 
 The rule names the library function in ``params: entry="module:function"``; inputs are loaded,
 params passed as keyword arguments and the returned tables/figures written atomically
@@ -12,6 +12,6 @@ from pathlib import Path
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 sys.path.insert(0, str(Path(sm.scriptdir).resolve().parents[1] / "src"))
 
-from attnscale.adapter import run_rule  # noqa: E402
+from attnscale.pipeline.adapter import run_rule  # noqa: E402
 
 run_rule(sm)

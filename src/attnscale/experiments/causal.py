@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import attention, causal, causal_theory, theory, tokens
-from ..io import provenance
-from ..seeding import job_rng, spawn_key
-from ..validation import check_int, check_vector
+from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.core.validation import check_int, check_vector
+from attnscale.layer import attention, causal, causal_theory, theory, tokens
+from attnscale.pipeline.io import provenance
 
 #: Random stream of the causal experiments' Gaussian draws (one per (n, d, trial); every rho
 #: shares it: common random numbers, as for Figure 1).
@@ -43,8 +43,8 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
     scalings, plus the point ``gamma = gamma_c(rho_hat)`` (``kind = "critical"``).
 
     Each row carries the exact causal simplex lambda at the draw's ``rho_hat``
-    (:func:`attnscale.causal_theory.causal_simplex_lambda`) and, for comparison, the bidirectional
-    finite-n simplex lambda at ``beta = gamma ln n`` (:func:`attnscale.theory.simplex_lambda`).
+    (:func:`attnscale.layer.causal_theory.causal_simplex_lambda`) and, for comparison, the bidirectional
+    finite-n simplex lambda at ``beta = gamma ln n`` (:func:`attnscale.layer.theory.simplex_lambda`).
     """
     n = check_int("n", n, minimum=2)
     d = check_int("d", d, minimum=1)

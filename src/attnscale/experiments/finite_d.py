@@ -8,15 +8,15 @@ Two simulations, both on Paper A's Gaussian near-simplex tokens
   mean self-weight ``<A_ii>`` over query rows and draws equals 1/2) by root finding on beta with
   common random numbers: every draw's Gram rows are computed once and ``<A_ii>(beta)`` is
   evaluated at any beta from them. ``<A_ii>`` increases with beta in every row
-  (:func:`attnscale.weight_stats.self_weight_curve`), so the crossing is unique. Its standard
+  (:func:`attnscale.layer.weight_stats.self_weight_curve`), so the crossing is unique. Its standard
   error comes from the delta method, ``SE(beta*) = SE(<A_ii>) / |d<A_ii>/dbeta|`` at ``beta*``,
   with ``SE(<A_ii>)`` from the spread of the per-draw means (draws are the independent units;
   rows of one draw share ``z_0``).
 * :func:`intermediate_phase` measures the effective number of attended keys
   ``N_eff = 1 / sum_j A_ij^2`` and the number of keys holding 90 % of a row's mass per cell of
-  Figure 1's ``(rho, gamma)`` grid (:func:`attnscale.weight_stats.row_weight_stats`).
+  Figure 1's ``(rho, gamma)`` grid (:func:`attnscale.layer.weight_stats.row_weight_stats`).
 
-The theory side (tables and lines from ``attnscale.finite_d``) is in
+The theory side (tables and lines from ``attnscale.layer.finite_d``) is in
 :mod:`attnscale.experiments.finite_d_theory`.
 """
 
@@ -25,23 +25,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import tokens, weight_stats
-from ..io import provenance
-from ..seeding import job_rng, spawn_key
-from ..validation import check_int, check_real, check_vector
+from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.core.validation import check_int, check_real, check_rhos, check_vector
+from attnscale.layer import tokens, weight_stats
+from attnscale.pipeline.io import provenance
 
 TRANSITION_STREAM = "finite_d/transition"
 
 #: The simulated critical point is the beta where the mean self-weight equals this level (the
 #: simplex value at gamma_c, docs/finite-d.md).
 LEVEL = 0.5
-
-
-def _check_rhos(rho) -> np.ndarray:
-    rho = check_vector("rho", rho, low=0.0)
-    if np.any(rho >= 1.0):
-        raise ValueError(f"every entry of rho must lie in [0, 1), got {rho[rho >= 1.0][0]:g}")
-    return rho
 
 
 def transition_key(n: int, d: int, trial: int) -> tuple[int, ...]:
@@ -52,7 +45,7 @@ def transition_key(n: int, d: int, trial: int) -> tuple[int, ...]:
 
 def tokens_at(z0: np.ndarray, Z: np.ndarray, rho: float) -> np.ndarray:
     """``X(rho) = sqrt(rho) z_0 + sqrt(1 - rho) Z`` for ``0 <= rho < 1``
-    (:func:`attnscale.tokens.from_draw`, extended to ``rho = 0``, where ``X = Z``: tokens uniform in
+    (:func:`attnscale.layer.tokens.from_draw`, extended to ``rho = 0``, where ``X = Z``: tokens uniform in
     direction, the rho = 0 panel of the transition figure)."""
     rho = check_real("rho", rho, low=0.0, high=1.0, high_open=True)
     if rho == 0.0:
@@ -66,7 +59,7 @@ def simulated_critical_beta(
     """The beta at which the mean self-weight over rows and draws equals ``level``.
 
     Safeguarded Newton iteration on the pooled mean ``f(beta) = <A_ii>(beta) - level`` with the
-    analytic slope of :func:`attnscale.weight_stats.self_weight_curve`: a bracket
+    analytic slope of :func:`attnscale.layer.weight_stats.self_weight_curve`: a bracket
     ``f(lo) < 0 < f(hi)`` is kept (``f(0) = 1/n - level < 0``; ``hi`` doubles until ``f > 0``) and
     a Newton step leaving it is replaced by bisection. ``f`` is increasing, so the root is unique.
 
@@ -74,7 +67,7 @@ def simulated_critical_beta(
     ----------
     gaps_by_draw : list of numpy.ndarray
         Per draw, the score gaps of its query rows from
-        :func:`attnscale.weight_stats.self_weight_scores` (shape ``(m, n - 1)``, same ``n``).
+        :func:`attnscale.layer.weight_stats.self_weight_scores` (shape ``(m, n - 1)``, same ``n``).
     level : float, optional
         Target mean self-weight, ``1/n < level < 1``.
     guess : float, optional
@@ -162,7 +155,7 @@ def transition_points(
     root_seed : int
         Root seed; draw ``t`` uses ``job_rng(root_seed, transition_key(n, d, t))``.
     theory : bool, optional
-        Also evaluate ``attnscale.finite_d.critical_beta`` and the simulated mean self-weight at
+        Also evaluate ``attnscale.layer.finite_d.critical_beta`` and the simulated mean self-weight at
         that beta (``a_at_theory``, with its SE over draws): a direct test of the theory.
 
     Returns
@@ -175,7 +168,7 @@ def transition_points(
     """
     ns = [check_int("n", v, minimum=3) for v in np.atleast_1d(n).tolist()]
     d = check_int("d", d, minimum=1)
-    rhos = _check_rhos(rho)
+    rhos = check_rhos(rho)
     trials = check_int("trials", trials, minimum=1)
     rows = check_int("rows", rows, minimum=1)
     frames = [_transition_one(v, d, rhos, trials, rows, root_seed, theory) for v in ns]
@@ -197,7 +190,7 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
             gaps_by_rho[k].append(weight_stats.self_weight_scores(X, rows=np.arange(m)))
         del z0, Z
     if theory:
-        from .. import finite_d
+        from attnscale.layer import finite_d
     out = []
     for r, gaps in zip(rhos, gaps_by_rho, strict=True):
         bt = float(finite_d.critical_beta(n, d, float(r))) if theory else None
@@ -247,7 +240,7 @@ def intermediate_phase(
     :func:`tokens_at`, common random numbers across ``rho``) and every ``gamma``
     (``beta = gamma ln n``): the mean over the first ``rows`` query rows of the self-weight
     ``A_ii``, of ``N_eff = 1 / sum_j A_ij^2`` and of the number of keys holding ``mass`` of the
-    row's weight (:func:`attnscale.weight_stats.row_weight_stats`), then the mean over draws.
+    row's weight (:func:`attnscale.layer.weight_stats.row_weight_stats`), then the mean over draws.
 
     Parameters
     ----------
@@ -262,7 +255,7 @@ def intermediate_phase(
     mass : float, optional
         Mass fraction for the key count (default 0.9).
     theory : bool, optional
-        Add the finite-d critical line ``gamma_star = attnscale.finite_d.critical_gamma(n, d,
+        Add the finite-d critical line ``gamma_star = attnscale.layer.finite_d.critical_gamma(n, d,
         rho)`` per ``rho`` (:func:`attnscale.experiments.finite_d_theory.gamma_star_line`;
         ``nan`` where the theory does not apply, ``d < 3``).
 
@@ -277,7 +270,7 @@ def intermediate_phase(
     """
     if not draws:
         raise ValueError("draws must hold at least one draw")
-    rhos = _check_rhos(rho)
+    rhos = check_rhos(rho)
     gam = check_vector("gamma", gamma, low=0.0, low_open=True)
     rows = check_int("rows", rows, minimum=1)
     mass = check_real("mass", mass, low=0.0, high=1.0, low_open=True)

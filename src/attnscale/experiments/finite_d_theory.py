@@ -2,7 +2,7 @@
 figure's theory table, the critical line gamma*(n, d, rho) over a rho grid, and the theory of
 one token draw conditioned on its common vector's norm (the theorem table's finite-d columns).
 
-All values come from :mod:`attnscale.finite_d`; this module only tabulates them.
+All values come from :mod:`attnscale.layer.finite_d`; this module only tabulates them.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..validation import check_real, check_vector
-from .finite_d import _check_rhos
+from attnscale.core.validation import check_real, check_rhos, check_vector
 
 #: Nodes in rho at which :func:`gamma_star_line` evaluates the theory (the rest is interpolated).
 LINE_NODES = 6
@@ -20,7 +19,7 @@ LINE_NODES = 6
 def gamma_star_line(n: int, d: int, rho, nodes: int = LINE_NODES) -> np.ndarray:
     """The finite-d critical line ``gamma*(n, d, rho)`` at every ``rho`` of a grid.
 
-    With more than ``nodes`` grid values, ``attnscale.finite_d.critical_gamma`` is evaluated at
+    With more than ``nodes`` grid values, ``attnscale.layer.finite_d.critical_gamma`` is evaluated at
     ``nodes`` equally spaced values spanning the grid and the smooth, O(1) ratio
     ``gamma* / gamma_c = gamma* (1 - rho)`` is interpolated by a cubic spline (each evaluation
     costs about 0.7 CPU-s). Against direct evaluations on Figure 1's rho range (0.05 .. 0.9,
@@ -30,9 +29,9 @@ def gamma_star_line(n: int, d: int, rho, nodes: int = LINE_NODES) -> np.ndarray:
     """
     from scipy.interpolate import CubicSpline
 
-    from .. import finite_d
+    from attnscale.layer import finite_d
 
-    rhos = _check_rhos(rho)
+    rhos = check_rhos(rho)
     if rhos.size <= nodes:
         return np.array([finite_d.critical_gamma(n, d, float(r)) for r in rhos])
     xs = np.linspace(rhos.min(), rhos.max(), nodes)
@@ -43,7 +42,7 @@ def gamma_star_line(n: int, d: int, rho, nodes: int = LINE_NODES) -> np.ndarray:
 def transition_theory(*, n, d, rho, read_off=None) -> pd.DataFrame:
     """The finite-d theory of the transition figure on an ``n`` grid (issue 9, item 1).
 
-    For every ``(d, rho, n)``: the exact critical point ``beta*`` of ``attnscale.finite_d``
+    For every ``(d, rho, n)``: the exact critical point ``beta*`` of ``attnscale.layer.finite_d``
     (``critical_beta``: the beta where ``E A_ii = 1/2``), ``gamma* = beta* / ln n``, the annealed
     and first-order approximations, Paper A's asymptote (``paper_a_asymptote_beta``,
     ``gamma_c ln n``) and at ``rho = 0`` the power-law asymptote of the ``ln n >> d`` regime.
@@ -67,11 +66,11 @@ def transition_theory(*, n, d, rho, read_off=None) -> pd.DataFrame:
         Columns ``kind, d, rho, n, beta_star, gamma_star, beta_annealed, beta_first_order,
         beta_paper_a, beta_power, gamma_c``.
     """
-    from .. import finite_d
+    from attnscale.layer import finite_d
 
     ns = np.unique(np.rint(check_vector("n", n, low=2.0)).astype(np.int64))  # integers
     ds = check_vector("d", d, low=3.0)
-    rhos = _check_rhos(rho)
+    rhos = check_rhos(rho)
     extra = [] if read_off is None else [(int(a), int(b)) for a, b in read_off]
 
     def safe(fn, *args):
@@ -110,11 +109,11 @@ def theory_given_draw(n: int, d: int, rho: float, betas, r0: float) -> dict:
     """Finite-d theory for one token draw, conditioned on its common vector's norm ``r0 =
     ||z_0||`` (docs/finite-d.md): the theorem table's finite-d columns.
 
-    * ``self_weight``: ``E[A_ii | R_0 = r0]`` (``attnscale.finite_d.self_weight_given``, exact up
+    * ``self_weight``: ``E[A_ii | R_0 = r0]`` (``attnscale.layer.finite_d.self_weight_given``, exact up
       to quadrature);
-    * ``cosine``, ``lambda``: the first-order mean field of ``attnscale.finite_d.mean_field`` with
+    * ``cosine``, ``lambda``: the first-order mean field of ``attnscale.layer.finite_d.mean_field`` with
       its average over ``R_0`` replaced by the draw's own ``r0`` (the same per-row moments and
-      pair quadrature; ``attnscale.finite_d`` has no conditioned mean field, so it is assembled
+      pair quadrature; ``attnscale.layer.finite_d`` has no conditioned mean field, so it is assembled
       here from that module's building blocks). ``alpha = 0`` only.
 
     A draw's ``beta = f gamma_c(rho_hat) ln n`` depends on its ``rho_hat`` and hence on ``R_0``,
@@ -126,17 +125,17 @@ def theory_given_draw(n: int, d: int, rho: float, betas, r0: float) -> dict:
     dict
         Arrays shaped like ``betas``: ``self_weight``, ``cosine``, ``lambda``.
     """
-    from .. import finite_d
-    from ..finite_d.laws import LEVELS, _omega_rule, normal_score_rule, tau_law
-    from ..finite_d.mean_field import _row_moments
+    from attnscale.layer import finite_d
+    from attnscale.layer.finite_d.laws import LEVELS, normal_score_rule, omega_rule, tau_law
+    from attnscale.layer.finite_d.mean_field import row_moments
 
     betas = check_vector("betas", betas, low=0.0)
     r0 = check_real("r0", r0, low=0.0, low_open=True)
     n, d, rho = finite_d.check_args(n, d, rho)
     a_ii = np.atleast_1d(finite_d.self_weight_given(n, d, rho, betas, r0))
     p = LEVELS["standard"]
-    wn, ww = _omega_rule(d, p["n_w"])
-    # the nodes of attnscale.finite_d.approx._anneal_nodes for one R_0 (kept in step with it by
+    wn, ww = omega_rule(d, p["n_w"])
+    # the nodes of attnscale.layer.finite_d.approx.anneal_nodes for one R_0 (kept in step with it by
     # tests/test_finite_d_experiments.py, which averages this over the R_0 nodes)
     _, qw, qn, _ = normal_score_rule(p["n_tau"])
     law = tau_law(d, rho, r0)
@@ -148,7 +147,7 @@ def theory_given_draw(n: int, d: int, rho: float, betas, r0: float) -> dict:
     ti = law.quantile(qn)
     cos, lam = np.empty(betas.size), np.empty(betas.size)
     for k, beta in enumerate(betas):
-        _, P, Q, D, si = _row_moments(d, float(beta), n, ti, t, wj)
+        _, P, Q, D, si = row_moments(d, float(beta), n, ti, t, wj)
         norm = np.sqrt(P * P + Q * Q + D)
         num = (P[:, None] * P[None, :])[..., None] + (Q[:, None] * Q[None, :])[..., None] * wn
         cosp = num / (norm[:, None] * norm[None, :])[..., None]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import attention, theory
-from ..io import provenance
-from ..runtime import LOG, Progress
+from attnscale.experiments.summaries import mean_se
+from attnscale.layer import attention, theory
+from attnscale.pipeline.io import provenance
+from attnscale.pipeline.runtime import LOG, Progress
+
 from .paper_a_tokens import tokens_at
 
 #: The keys of one heat-map cell of Figures 1 and 2.
@@ -18,8 +20,8 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
     """lambda on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (docs/paper-a.md).
 
     Each row also carries the theory at the draw's realised ``rho_hat`` and ``q_hat``: the
-    finite-n simplex value (:func:`attnscale.theory.simplex_lambda`) and the n -> inf limit
-    (:func:`attnscale.theory.lambda_limit`, piecewise constant in gamma).
+    finite-n simplex value (:func:`attnscale.layer.theory.simplex_lambda`) and the n -> inf limit
+    (:func:`attnscale.layer.theory.lambda_limit`, piecewise constant in gamma).
 
     The simplex theory needs ``0 < rho_hat < 1``. A d = 2 draw can (rarely) have
     ``rho_hat <= 0``; it then gets no ``critical`` row and ``nan`` theory columns, and the job
@@ -93,21 +95,10 @@ def lambda_rows(*, draws: list[dict], rhos, gammas, alpha: float):
     return pd.concat(tables, ignore_index=True)
 
 
-def _mean_se(group, cols):
-    """Mean and standard error (pandas ``sem``: sample std / sqrt(trials); nan for one trial) of
-    ``cols``."""
-    agg = {}
-    for c in cols:
-        agg[f"{c}_mean"] = (c, "mean")
-        agg[f"{c}_se"] = (c, "sem")  # std(ddof=1) / sqrt(trials); nan for one trial
-    agg["trials"] = ("trial", "nunique")
-    return group.agg(**agg).reset_index()
-
-
 def figure1_data(rows):
     """Figure 1 data: mean lambda (and SE over trials) per ``(d, n, alpha, rho, gamma)``."""
     grid = rows[rows["gamma_kind"] == "grid"]
-    out = _mean_se(
+    out = mean_se(
         grid.groupby(CELL_KEYS, sort=True),
         ["lambda", "rho_hat", "lambda_simplex_n"],
     )

@@ -19,13 +19,15 @@ import logging
 import numpy as np
 import pandas as pd
 
-from .. import attention, eta_exact, jacobian, theory, tokens
-from ..io import provenance
-from ..runtime import Progress
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_real, check_vector
-from .paper_a import CELL_KEYS, _mean_se, cell_provenance
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.layer import attention, eta_exact, jacobian, theory, tokens
+from attnscale.pipeline.io import provenance
+from attnscale.pipeline.runtime import Progress
+
+from .paper_a import CELL_KEYS, cell_provenance
 from .paper_a_tokens import tokens_at
+from .summaries import mean_se
 
 LOG = logging.getLogger("attnscale")
 
@@ -45,8 +47,8 @@ def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
 
 def choose_method(method: str, n: int, d: int, probes: int) -> str:
     """``"exact"`` or ``"hutchinson"``. ``"auto"`` takes the exact block formula when its cost
-    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.eta_exact.exact_cost`,
-    :func:`attnscale.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
+    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.layer.eta_exact.exact_cost`,
+    :func:`attnscale.layer.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method != "auto":
@@ -230,7 +232,7 @@ def eta_rows(
 def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
     """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell."""
     grid = rows[rows["gamma_kind"] == "grid"]
-    out = _mean_se(
+    out = mean_se(
         grid.groupby(CELL_KEYS, sort=True),
         ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"],
     )
@@ -271,10 +273,10 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
 
     For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
     mechanism of docs/paper-a.md#results-of-the-paper-that-we-use: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
-    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.attention.angle_ratio_grid`)
-    and exact eta (:func:`attnscale.eta_exact.eta_exact_grid`), each with its n -> inf limit
+    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.layer.attention.angle_ratio_grid`)
+    and exact eta (:func:`attnscale.layer.eta_exact.eta_exact_grid`), each with its n -> inf limit
     (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: docs/paper-a.md#results-of-the-paper-that-we-use) and its finite-n
-    simplex value (:func:`attnscale.theory.simplex_self_weight`, ``simplex_map``,
+    simplex value (:func:`attnscale.layer.theory.simplex_self_weight`, ``simplex_map``,
     ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised
     norm moments (``eta_simplex_n_norms``). A draw with ``rho_hat`` outside (0, 1) has no
     ``gamma_c`` and gives no rows (logged).

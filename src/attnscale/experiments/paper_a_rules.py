@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..io import provenance
-from ..scaling_rules import rules_table
+from attnscale.layer.scaling_rules import rules_table
+from attnscale.pipeline.io import provenance
 
 
 def scaling_rules_data(*, ns, overlay_n: float) -> pd.DataFrame:

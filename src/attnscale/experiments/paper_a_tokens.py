@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import __version__, tokens
-from ..io import git_commit
-from ..seeding import job_rng, spawn_key
+from attnscale import __version__
+from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.layer import tokens
+from attnscale.pipeline.io import git_commit
 
 TOKENS_STREAM = "paper_a/tokens"
 
@@ -26,7 +27,7 @@ def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
 def draw_tokens(*, n: int, d: int, trial: int, root_seed: int) -> dict:
     """Entry of rule ``paper_a_tokens``: the Gaussian draw of one ``(n, d, trial)``.
 
-    Returns the npz content: ``z0`` and ``Z`` (:func:`attnscale.tokens.gaussian_draw`) and the
+    Returns the npz content: ``z0`` and ``Z`` (:func:`attnscale.layer.tokens.gaussian_draw`) and the
     provenance (``root_seed`` as a decimal string, ``spawn_key``, package version, git commit).
     The tokens of every ``rho`` are built from it by :func:`tokens_at` (common random numbers,
     docs/paper-a.md#gaussian-near-simplex-tokens).

@@ -2,20 +2,20 @@
 
 Every Paper B table carries the provenance of its draw: ``root_seed``, ``spawn_key``
 (``-``-joined), ``params_hash``, package version and git commit. Generators come only from
-:func:`attnscale.seeding.job_rng` with keys built by :func:`attnscale.seeding.spawn_key` from the
+:func:`attnscale.core.seeding.job_rng` with keys built by :func:`attnscale.core.seeding.spawn_key` from the
 experiment's stream name and integer ids, so results do not depend on which other jobs run.
 """
 
 from __future__ import annotations
 
-from .. import keys
-from ..io import provenance_columns
+from attnscale.pipeline.io import provenance_columns
+from attnscale.sphere import keys
 
 #: Keys per block of trials when drawing D2Q matrices (float64 entries, 32 MiB).
 TRIAL_BLOCK_ENTRIES = 4 * 2**20
 
 
-prov_columns = provenance_columns  # one definition, in attnscale.io
+prov_columns = provenance_columns  # one definition, in attnscale.pipeline.io
 
 
 def d2q_blocks(trials: int, n: int, d: int, rng, method: str):

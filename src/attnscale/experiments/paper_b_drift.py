@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import keys
-from .. import sphere_theory as st
-from ..io import provenance
-from ..runtime import Progress
-from ..seeding import job_rng, spawn_key, value_id
-from ..sphere_quadrature import heat_drift_limit_x1x2
-from ..validation import check_int, check_real, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.pipeline.io import provenance
+from attnscale.pipeline.runtime import Progress
+from attnscale.sphere import keys
+from attnscale.sphere import theory as st
+from attnscale.sphere.quadrature import heat_drift_limit_x1x2
+
 from .paper_b_common import prov_columns
 
 HEAT_STREAM = "paper_b/heat_drift"
@@ -52,7 +53,7 @@ def heat_drift(
 
     Keys from ``rho ∝ exp(x1 x2)`` on S^2 (docs/paper-b.md). Only the keys with
     ``T <= t_c = min(2, (cut + log n) / beta)`` are drawn (exact in law,
-    :func:`attnscale.keys.sample_x1x2_cap`); the others weigh at most ``e^{-cut}/n`` each relative
+    :func:`attnscale.sphere.keys.sample_x1x2_cap`); the others weigh at most ``e^{-cut}/n`` each relative
     to the top key, and the bound on their total relative mass is recorded
     (``neglected_mass_bound``). Columns: ``ratio = <beta P_q ATT, g> / |g|^2``, ``perp`` (signed
     component along ``q x g / |g|``, over ``|g|``), ``normal = beta (<ATT, q> - 1)`` (-> -1/alpha).

@@ -4,7 +4,7 @@ the exponent fits (docs/paper-b-beyond.md#critical-exponent-across-dimensions,
 docs/paper-b-beyond.md#keys-on-a-submanifold, docs/paper-b-beyond.md#rope-like-keys).
 
 Every function is pure (tables in, table out) and draws only from
-:func:`attnscale.seeding.job_rng` with a spawn key naming the experiment, its parameters and ``n``:
+:func:`attnscale.core.seeding.job_rng` with a spawn key naming the experiment, its parameters and ``n``:
 the contexts at different ``n`` are independent (the fit treats the points as independent), and
 within one ``n`` the same contexts serve every beta of the root search (common random numbers).
 """
@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import critical_exponent as ce
-from .. import keys
-from .. import structured_keys as sk
-from ..io import provenance, provenance_columns
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_real, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.pipeline.io import provenance, provenance_columns
+from attnscale.sphere import critical_exponent as ce
+from attnscale.sphere import keys
+from attnscale.sphere import structured_keys as sk
 
 UNIFORM_STREAM = "paper_b/exponent/uniform"
 SUBSPHERE_STREAM = "paper_b/exponent/subsphere"
@@ -34,7 +34,7 @@ BLOCK_ENTRIES = 4 * 2**20
 FIT_MODELS = ("correction", "plain", "upper", "top3")
 
 
-_prov = provenance_columns  # one definition, in attnscale.io
+_prov = provenance_columns  # one definition, in attnscale.pipeline.io
 
 
 def _n_grid(n) -> np.ndarray:
@@ -149,7 +149,7 @@ def _subsphere_curve(
     (docs/paper-b-beyond.md#keys-on-a-submanifold).
 
     Two methods, independent draws: ``method = "full"`` draws the keys in ``R^d``
-    (:func:`attnscale.structured_keys.sample_subsphere`, a random sub-sphere per context,
+    (:func:`attnscale.sphere.structured_keys.sample_subsphere`, a random sub-sphere per context,
     ``q = e_1``) for ``n <= full_keys_max_n``; ``method = "d2q"`` uses the exact D2Q law
     ``T/2 ~ Beta((k-1)/2, (k-1)/2)`` with exact caps for the whole grid.
     ``alpha_theory = 2/(k-1)``.
@@ -199,7 +199,7 @@ def _rope_solve(d, kappa, base, n, contexts, rng, guess, level, widen) -> dict:
     """``beta*`` for ``contexts`` RoPE contexts of ``n`` positions, drawn in chunks of contexts.
 
     The first chunk (all its keys) brackets the root; every chunk is then pruned for
-    ``beta >= lo / (2 widen)`` (:func:`attnscale.critical_exponent.prune_flat`) and the root is
+    ``beta >= lo / (2 widen)`` (:func:`attnscale.sphere.critical_exponent.prune_flat`) and the root is
     solved on ``[lo / (2 widen), 2 widen hi]`` over all contexts (status ``"low"``/``"high"`` if
     the wider sample's root falls outside; the caller redraws with a larger ``widen``).
     """
@@ -235,14 +235,14 @@ def _rope_curve(
     family: str = "rope",
 ) -> pd.DataFrame:
     """``beta*(n)`` for RoPE-rotated keys around the fixed query of
-    :func:`attnscale.structured_keys.rope_query` (docs/paper-b-beyond.md#rope-like-keys).
+    :func:`attnscale.sphere.structured_keys.rope_query` (docs/paper-b-beyond.md#rope-like-keys).
 
     Context: a mean content direction ``mu`` uniform on ``S^{d-1}``; content keys
     ``x_m ~ vMF(mu, kappa)`` i.i.d. at relative positions ``m = 0 .. n-1``,
     ``kappa = kappa_per_d * d`` (``0``: uniform keys, the no-RoPE baseline in law; ``inf``: one
     repeated content key); key ``m`` is ``R_m x_m``. ``alpha_theory = 2/(d-1)`` is the exponent
     the question asks about, not a prediction for every ``kappa``; ``alpha_orbit = 2/r`` with
-    ``r`` from :func:`attnscale.structured_keys.rope_orbit_dimension` is the derived large-n
+    ``r`` from :func:`attnscale.sphere.structured_keys.rope_orbit_dimension` is the derived large-n
     exponent of the repeated key. ``family`` (``"rope"`` or ``"rope_long"``) names the curve, so
     that a long-n run of the same (d, kappa) is fitted separately.
     """
@@ -303,7 +303,7 @@ def uniform_points(*, d, n, contexts: int, level: float, root_seed: int) -> pd.D
     (docs/paper-b-beyond.md#critical-exponent-across-dimensions).
 
     Exact D2Q Beta law, dense contexts up to :data:`DENSE_MAX_N` keys and exact caps above
-    (:func:`attnscale.critical_exponent.critical_beta_cap`). One row per ``(d, n)``:
+    (:func:`attnscale.sphere.critical_exponent.critical_beta_cap`). One row per ``(d, n)``:
     ``beta_star``, ``se`` (delta method), the mean and sd of ``A_(1)`` at the root, ``slope``,
     ``keys_kept`` (mean keys per context after the cap or pruning), ``tail_bound`` (largest bound
     on the relative weight of the keys not drawn), ``alpha_theory = 2/(d-1)``, provenance.
@@ -322,7 +322,7 @@ def subsphere_points(
     query, for one ``k`` or a list (docs/paper-b-beyond.md#keys-on-a-submanifold).
 
     Two methods, independent draws: ``method = "full"`` draws the keys in ``R^d``
-    (:func:`attnscale.structured_keys.sample_subsphere`, a random sub-sphere per context,
+    (:func:`attnscale.sphere.structured_keys.sample_subsphere`, a random sub-sphere per context,
     ``q = e_1``) for ``n <= full_keys_max_n``; ``method = "d2q"`` uses the exact D2Q law
     ``T/2 ~ Beta((k-1)/2, (k-1)/2)`` with exact caps on the whole grid. ``alpha_theory = 2/(k-1)``.
     """
@@ -422,7 +422,7 @@ def exponent_fits(*, points, upper_n_min: float) -> pd.DataFrame:
     """Exponent fits of ``log beta*`` on ``log n`` for every curve in ``points`` (one table or a list)
     (docs/paper-b-beyond.md#critical-exponent-across-dimensions).
 
-    Models (:func:`attnscale.critical_exponent.fit_exponent`): ``correction`` (all ``n``, with the
+    Models (:func:`attnscale.sphere.critical_exponent.fit_exponent`): ``correction`` (all ``n``, with the
     ``B / beta*`` finite-n term; the primary fit), ``plain`` (all ``n``, no correction) and
     ``upper`` (``n >= upper_n_min``, no correction), ``top3`` (the three largest ``n``, no
     correction: the local slope at the end of the range). ``z = (alpha - alpha_theory) / se_scaled``.

@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import keys
-from .. import sphere_theory as st
-from ..seeding import job_rng, spawn_key
-from ..sphere_quadrature import mean_field_x1x2
-from ..validation import check_int, check_vector
+from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.core.validation import check_int, check_vector
+from attnscale.sphere import keys
+from attnscale.sphere import theory as st
+from attnscale.sphere.quadrature import mean_field_x1x2
+
 from .paper_b_common import prov_columns
 
 VF_STREAM = "paper_b/vector_fields"
@@ -65,7 +66,7 @@ def vector_fields(
     beta). The sweep table (ours) records, for ``beta`` in ``sweep_betas`` and the panel betas,
     the root-mean-square of the tangential displacement over the grid, of its deviation from the
     drift ``grad_S log rho / beta`` and (for ``beta <= n^{2/(d+1)}``) from the ``n = inf`` mean
-    field at the same beta (quadrature, :func:`attnscale.sphere_quadrature.mean_field_x1x2`), and the
+    field at the same beta (quadrature, :func:`attnscale.sphere.quadrature.mean_field_x1x2`), and the
     theory scales: drift, d = 3 noise ``1/(4 pi n rho(q))`` and the supercritical nearest-key
     value ``2 / (C(q) n)`` (mean squares averaged over the grid). The sweep is repeated over
     ``sweep_contexts`` independent contexts (context 0 is the panels' context, context ``r >= 1``

@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .. import keys
-from .. import sphere_theory as st
-from ..poisson_limit import poisson_limit_top_weight
-from ..runtime import Progress
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_real, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.pipeline.runtime import Progress
+from attnscale.sphere import keys
+from attnscale.sphere import theory as st
+from attnscale.sphere.poisson_limit import poisson_limit_top_weight
+
 from .paper_b_common import d2q_blocks, prov_columns
 
 PROFILE_STREAM = "paper_b/profile"

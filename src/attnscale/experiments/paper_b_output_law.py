@@ -2,9 +2,9 @@
 its marked-Poisson limit (docs/paper-b-beyond.md#critical-output-law).
 
 For uniform keys, ``q = e_1`` and each ``(gamma, n)``, ``trials`` contexts give samples of
-``L_n = n^{1/(d-1)} P_q(ATT_n(q) - q)`` (:func:`attnscale.marked_poisson.critical_output_finite_n`);
+``L_n = n^{1/(d-1)} P_q(ATT_n(q) - q)`` (:func:`attnscale.sphere.marked_poisson.critical_output_finite_n`);
 ``limit_trials`` samples of the limit ``L`` come from
-:func:`attnscale.marked_poisson.critical_output_limit`, and a second, independent limit sample of
+:func:`attnscale.sphere.marked_poisson.critical_output_limit`, and a second, independent limit sample of
 ``trials`` samples measures the noise level of the two-sample Kolmogorov-Smirnov distance.
 """
 
@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import marked_poisson as mp
-from .. import sphere_theory as st
-from ..poisson_limit import POISSON_MAX_POINTS
-from ..runtime import Progress
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_vector
+from attnscale.pipeline.runtime import Progress
+from attnscale.sphere import marked_poisson as mp
+from attnscale.sphere import theory as st
+from attnscale.sphere.poisson_limit import POISSON_MAX_POINTS
+
 from .paper_b_common import prov_columns
 
 OUT_STREAM = "paper_b/output_law"
@@ -91,7 +92,7 @@ def critical_output_law(
         Samples per ``(gamma, n)`` and of the limit per ``gamma`` (>= 2 each).
     root_seed : int
         Root seed; generators per ``(d, gamma, n)``, ``(d, gamma)`` (limit) and ``(d, gamma)``
-        (null sample) from :func:`attnscale.seeding.job_rng`.
+        (null sample) from :func:`attnscale.core.seeding.job_rng`.
     max_points : int
         Truncation of both samplers (expected points per sample beyond the nearest one).
     plot_points : int

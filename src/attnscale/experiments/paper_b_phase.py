@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import keys
-from .. import sphere_theory as st
-from ..poisson_limit import inv_top_weight_limit_d3, poisson_limit_top_weight
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_vector
+from attnscale.sphere import keys
+from attnscale.sphere import theory as st
+from attnscale.sphere.poisson_limit import inv_top_weight_limit_d3, poisson_limit_top_weight
+
 from .paper_b_common import d2q_blocks, prov_columns
 
 PHASE_STREAM = "paper_b/phase"
@@ -28,7 +29,7 @@ def phase_column(
     ``gamma n^alpha`` for ``gamma`` in ``line_gammas`` (the critical lines of the figure). Each
     context is drawn once and evaluated at every beta (common random numbers along a column of the
     heat map) [choice]; ``q = e_1`` [choice]. ``method`` selects the D2Q sampler
-    (:func:`attnscale.keys.sample_d2q_uniform`). Theory columns: ``gamma = beta / n^alpha``,
+    (:func:`attnscale.sphere.keys.sample_d2q_uniform`). Theory columns: ``gamma = beta / n^alpha``,
     ``m_n``, and the subcritical asymptote ``1 / (Gamma(1 + 1/alpha) m_n)``
     (``beta^2 / (1.5 n)`` for d = 5).
     """
@@ -75,7 +76,7 @@ def poisson_limit_table(
     """Critical limit ``E W_(1)`` (and ``E 1/W_(1)``) of ``A_(1)`` at ``beta = gamma n^alpha``, uniform keys.
 
     Entry of rule ``paper_b_poisson_limit``. Simulated by
-    :func:`attnscale.poisson_limit.poisson_limit_top_weight` [derived], one generator per
+    :func:`attnscale.sphere.poisson_limit.poisson_limit_top_weight` [derived], one generator per
     ``(d, gamma)``, for every gamma of ``gammas`` and ``line_gammas`` (the critical lines of the
     phase diagram), sorted, duplicates at 10 significant digits removed. For d = 3 the closed
     form ``1 + C/gamma`` of ``E 1/W_(1)`` is added (docs/paper-b.md).

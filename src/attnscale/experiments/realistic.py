@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import depth, learned_scores, score_attention, sink, theory, tokens
-from ..io import provenance_columns
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_real, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.layer import depth, learned_scores, score_attention, sink, theory, tokens
+from attnscale.pipeline.io import provenance_columns
 
 LEARNED_TOKENS = "realistic/learned/tokens"
 LEARNED_W = "realistic/learned/W"
@@ -30,7 +30,7 @@ KIND_ID = {"identity": 0, "perturbed": 1, "projected": 2}
 SEARCH_GAMMA = (0.05, 64.0)
 
 
-_prov_cols = provenance_columns  # one definition, in attnscale.io
+_prov_cols = provenance_columns  # one definition, in attnscale.pipeline.io
 
 
 def _common_checks(n, d, rho, gammas, trial, alpha):

@@ -2,12 +2,12 @@
 multipliers under a causal mask at head dimension ``d``, measured on the last query block.
 
 Implements ``docs/realistic-attention.md#real-models-scaling-rules-simulated``. For each rule
-(:data:`attnscale.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
+(:data:`attnscale.layer.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
 and uses ``beta_i = gamma_c(rho) ln L m(i)`` (calibration A at the *nominal* rho, fixed constants
 as in a real model) or ``beta_i = m(i)`` (absolute rules, SSMax). Only the last ``block`` queries
 are computed (memory ``O(block x n)``); one Gram block is shared by every rule. Theory per row:
 the exact simplex values at the draw's ``rho_hat`` and the finite-d self-weight and critical beta
-of :mod:`attnscale.finite_d` (``docs/finite-d.md``) at the nominal rho.
+of :mod:`attnscale.layer.finite_d` (``docs/finite-d.md``) at the nominal rho.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import causal, causal_theory, finite_d, scaling_rules, theory, tokens
-from ..io import provenance
-from ..seeding import job_rng, spawn_key, value_id
-from ..validation import check_int, check_vector
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_vector
+from attnscale.layer import causal, causal_theory, finite_d, scaling_rules, theory, tokens
+from attnscale.pipeline.io import provenance
 
 STREAM = "realistic/rules_tokens"
 
@@ -37,8 +37,8 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
 
     For each ``rho``, trial and rule: the mean self-weight ``A_ii`` and the angle ratio lambda
     (pairs inside the block) of the last ``block`` queries, the same two quantities for simplex
-    tokens at the draw's ``rho_hat`` (:mod:`attnscale.causal_theory`), the finite-d ``E[A_ii]``
-    at the block's middle position and the finite-d critical beta (:mod:`attnscale.finite_d`,
+    tokens at the draw's ``rho_hat`` (:mod:`attnscale.layer.causal_theory`), the finite-d ``E[A_ii]``
+    at the block's middle position and the finite-d critical beta (:mod:`attnscale.layer.finite_d`,
     nominal rho), the rule's ``beta`` at the last position and
     ``gamma_eff / gamma_c = beta_n / (gamma_c ln n)`` at the nominal rho (``gamma_ratio``) and at
     ``rho_hat`` (``gamma_ratio_hat``).
@@ -52,7 +52,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
     rhos : sequence of float
         Token correlations, each in (0, 1).
     rules : sequence of str
-        Rule keys (:data:`attnscale.scaling_rules.RULE_KEYS`).
+        Rule keys (:data:`attnscale.layer.scaling_rules.RULE_KEYS`).
     block : int
         Number of last queries measured, ``2 <= block <= n``.
     trials : int

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..plotting import add_caption, apply_style
+from attnscale.figures.style import add_caption, apply_style, cell_edges
 
 SCALING_LABEL = {"global": r"global $\beta = \gamma \ln n$",
                  "position": r"per-position $\beta_i = \gamma \ln i$"}  # fmt: skip
@@ -18,14 +18,6 @@ SCALING_COLOUR = {"global": "C0", "position": "C3"}
 def _frame(x) -> pd.DataFrame:
     """An input table, or a list of per-trial tables (concatenated)."""
     return pd.concat(x, ignore_index=True) if isinstance(x, list) else x
-
-
-def _edges(v: np.ndarray, log: bool) -> np.ndarray:
-    """Cell edges for pcolormesh from cell centres (geometric midpoints when ``log``)."""
-    w = np.log(v) if log else v
-    mid = (w[1:] + w[:-1]) / 2
-    e = np.concatenate([[w[0] - (mid[0] - w[0])], mid, [w[-1] + (w[-1] - mid[-1])]])
-    return np.exp(e) if log else e
 
 
 def _plain_log(axis) -> None:
@@ -41,7 +33,7 @@ def _map(ax, grid: pd.DataFrame, scaling: str):
     gammas = np.sort(sub["gamma"].unique())
     Z = sub.pivot_table(index="gamma", columns="rho", values="lambda", aggfunc="mean")
     Z = Z.reindex(index=gammas, columns=rhos).to_numpy()
-    mesh = ax.pcolormesh(_edges(rhos, False), _edges(gammas, True), Z, cmap="viridis",
+    mesh = ax.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z, cmap="viridis",
                          vmin=0, vmax=1, shading="flat")  # fmt: skip
     rr = np.linspace(rhos.min(), rhos.max(), 200)
     ax.plot(rr, 1 / (1 - rr), color="w", lw=2.4)

@@ -9,8 +9,7 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullFormatter
 
-from ..plotting import add_caption, apply_style
-from .paper_a import _edges
+from attnscale.figures.style import add_caption, apply_style, cell_edges
 
 #: The head read off in the transition figure (a typical large model's head dimension and a
 #: 128k context) [choice].
@@ -181,7 +180,7 @@ def plot_intermediate(*, data, caption: str):
             Z = sub.pivot_table(index="gamma", columns="rho", values=col).reindex(
                 index=gammas, columns=rhos
             )
-            mesh = ax.pcolormesh(_edges(rhos, False), _edges(gammas, True), Z.to_numpy(),
+            mesh = ax.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z.to_numpy(),
                                  cmap="magma", norm=norm, shading="flat")  # fmt: skip
             A = sub.pivot_table(index="gamma", columns="rho", values="self_weight_mean").reindex(
                 index=gammas, columns=rhos

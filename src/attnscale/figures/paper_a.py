@@ -7,22 +7,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from .. import theory
-from ..plotting import add_caption, apply_style
-
-
-def _edges(v: np.ndarray, log: bool) -> np.ndarray:
-    """Cell edges around grid centres (geometric midpoints on a log axis)."""
-    v = np.asarray(v, dtype=float)
-    if v.size == 1:
-        return np.array([v[0] * 0.9, v[0] * 1.1]) if log else np.array([v[0] - 0.5, v[0] + 0.5])
-    if log:
-        lv = np.log(v)
-        mid = 0.5 * (lv[1:] + lv[:-1])
-        e = np.concatenate([[2 * lv[0] - mid[0]], mid, [2 * lv[-1] - mid[-1]]])
-        return np.exp(e)
-    mid = 0.5 * (v[1:] + v[:-1])
-    return np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]])
+from attnscale.layer import theory
+from attnscale.figures.style import add_caption, apply_style, cell_edges
 
 
 def heatmap_panels(
@@ -63,7 +49,7 @@ def heatmap_panels(
         )
         kw = {"norm": norm} if norm is not None else {"vmin": vmin, "vmax": vmax}
         mesh = ax.pcolormesh(
-            _edges(rhos, False), _edges(gammas, True), Z.to_numpy(), cmap=cmap, shading="flat", **kw
+            cell_edges(rhos, False), cell_edges(gammas, True), Z.to_numpy(), cmap=cmap, shading="flat", **kw
         )
         rr = np.linspace(rhos.min(), rhos.max(), 200)
         gc = theory.gamma_c(rr)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import Normalize
 
-from ..plotting import apply_style
+from attnscale.figures.style import apply_style
 from .paper_a import heatmap_panels
 
 #: Upper end of Figure 2's colour scale for eta / plateau (larger values get the "over" colour).

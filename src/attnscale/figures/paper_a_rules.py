@@ -6,9 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import theory
-from ..plotting import add_caption, apply_style
-from .paper_a import _edges
+from attnscale.layer import theory
+from attnscale.figures.style import add_caption, apply_style, cell_edges
 
 
 def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: str):
@@ -39,7 +38,7 @@ def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: s
     Z = sub.pivot_table(index="gamma", columns="rho", values="lambda_mean").reindex(
         index=gammas, columns=rhos
     )
-    mesh = axm.pcolormesh(_edges(rhos, False), _edges(gammas, True), Z.to_numpy(),
+    mesh = axm.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z.to_numpy(),
                           cmap="Greys_r", vmin=0, vmax=1, shading="flat")  # fmt: skip
     rr = np.linspace(rhos.min(), rhos.max(), 200)
     axm.plot(rr, theory.gamma_c(rr), color="w", lw=2.6)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..plotting import add_caption, apply_style
+from attnscale.figures.style import add_caption, apply_style
 from .paper_b_common import sci_label
 
 

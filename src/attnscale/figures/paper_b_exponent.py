@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..plotting import add_caption, apply_style
+from attnscale.figures.style import add_caption, apply_style
 
 _MODEL_LABEL = {
     "correction": r"all $n$, with $B/\beta^*$ term",

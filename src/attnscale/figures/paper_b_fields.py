@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .. import sphere_theory as st
-from ..plotting import add_caption, apply_style
+from attnscale.sphere import theory as st
+from attnscale.figures.style import add_caption, apply_style
 from .paper_b_common import nice_number, sci_label
 
 _EXP_LABEL = {1.25: "5/4", 1.0: "1", 0.75: "3/4", 0.5: "1/2", 0.25: "1/4"}

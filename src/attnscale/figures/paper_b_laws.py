@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import sphere_theory as st
-from ..plotting import add_caption, apply_style
+from attnscale.sphere import theory as st
+from attnscale.figures.style import add_caption, apply_style
 
 
 def plot_profile(*, csvs: list, caption: str, x_max: float = 4.0):

@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import NullFormatter
 
-from ..plotting import add_caption, apply_style
+from attnscale.figures.style import add_caption, apply_style
 
 
 def _n_label(n: int) -> str:

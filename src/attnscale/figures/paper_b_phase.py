@@ -8,9 +8,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import sphere_theory as st
-from ..plotting import add_caption, apply_style
-from .paper_b_common import cell_edges
+from attnscale.sphere import theory as st
+from attnscale.figures.style import add_caption, apply_style, cell_edges
+
 
 
 def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str):

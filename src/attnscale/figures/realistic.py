@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import sink
-from ..plotting import add_caption, apply_style
+from attnscale.layer import sink
+from attnscale.figures.style import add_caption, apply_style
 
 
 def _colours(keys, cmap: str = "viridis", lo: float = 0.0, hi: float = 0.9) -> dict:

@@ -8,7 +8,7 @@ import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 
-from ..plotting import add_caption, apply_style
+from attnscale.figures.style import add_caption, apply_style
 
 
 def _frame(x) -> pd.DataFrame:

@@ -1,0 +1,103 @@
+"""Old module paths of the flat layout, kept importable (docs/pipeline.md#the-package-layout).
+
+Until the library was grouped by domain every module sat directly under ``attnscale``
+(``attnscale.attention``, ``attnscale.sphere_theory``, ...). Code and documentation written
+against those paths keep working: importing an old path returns the module at its new home (the
+same module object, so attributes and monkeypatches are shared) and emits a
+:class:`DeprecationWarning` that names the new path. ``python -m <old path>`` runs the new
+module's command line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+
+#: old module (under ``attnscale``) -> its home now
+MOVED: dict[str, str] = {
+    "validation": "core.validation",
+    "seeding": "core.seeding",
+    "tokens": "layer.tokens",
+    "attention": "layer.attention",
+    "causal": "layer.causal",
+    "causal_theory": "layer.causal_theory",
+    "jacobian": "layer.jacobian",
+    "eta_exact": "layer.eta_exact",
+    "theory": "layer.theory",
+    "finite_d": "layer.finite_d",
+    "learned_scores": "layer.learned_scores",
+    "score_attention": "layer.score_attention",
+    "sink": "layer.sink",
+    "depth": "layer.depth",
+    "scaling_rules": "layer.scaling_rules",
+    "weight_stats": "layer.weight_stats",
+    "keys": "sphere.keys",
+    "structured_keys": "sphere.structured_keys",
+    "sphere_theory": "sphere.theory",
+    "sphere_quadrature": "sphere.quadrature",
+    "poisson_limit": "sphere.poisson_limit",
+    "marked_poisson": "sphere.marked_poisson",
+    "critical_exponent": "sphere.critical_exponent",
+    "adapter": "pipeline.adapter",
+    "config": "pipeline.config",
+    "deps": "pipeline.deps",
+    "io": "pipeline.io",
+    "runtime": "pipeline.runtime",
+    "provenance": "pipeline.lineage",
+    "scheduler_fix": "pipeline.scheduler_fix",
+    "pipeline_cost": "bench.pipeline_cost",
+    "benchmark": "bench.kernels",
+    "benchmark_causal": "bench.causal",
+    "plotting": "figures.style",
+}
+
+
+def new_name(old: str) -> str | None:
+    """The current full name of an old full module name (``attnscale.finite_d.laws`` ->
+    ``attnscale.layer.finite_d.laws``), or ``None`` if ``old`` is not an old path."""
+    parts = old.split(".")
+    if len(parts) < 2 or parts[0] != "attnscale" or parts[1] not in MOVED:
+        return None
+    return ".".join(["attnscale", MOVED[parts[1]], *parts[2:]])
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, old: str, new: str):
+        self.old, self.new = old, new
+
+    def create_module(self, spec):
+        warnings.warn(
+            f"{self.old} moved to {self.new}; import it from there",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return importlib.import_module(self.new)
+
+    def exec_module(self, module):
+        # the module is the new one, already executed; register it under the old name too
+        sys.modules[self.old] = module
+
+    def get_code(self, fullname):
+        # ``python -m attnscale.benchmark``: run the new module as __main__
+        src = f"import runpy\nrunpy.run_module({self.new!r}, run_name='__main__', alter_sys=True)\n"
+        return compile(src, f"<{self.old} -> {self.new}>", "exec")
+
+    def is_package(self, fullname):
+        return False
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        new = new_name(fullname)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
+
+
+def install() -> None:
+    """Put the finder of old paths on :data:`sys.meta_path` (once)."""
+    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AliasFinder())

@@ -1,0 +1,199 @@
+"""The one adapter between Snakemake and the library (docs/pipeline.md#how-a-rule-runs).
+
+Every rule runs ``workflow/scripts/entry.py``, which calls :func:`run_rule`. The rule names a
+library *entry function* in ``params: entry="module:function"`` (module relative to
+``attnscale``). :func:`run_rule`
+
+1. opens the job's log and limits BLAS threads to the rule's ``threads`` (:func:`attnscale.pipeline.runtime.job`);
+2. loads every named input except ``lib`` (:func:`load`): ``.csv`` -> :class:`pandas.DataFrame`,
+   ``.npz`` -> ``dict`` of arrays, ``.json`` -> object, any other file -> its path; a list of
+   files -> a list of those;
+3. calls the entry function with keyword arguments: the loaded inputs and every param except
+   ``entry`` (wildcards are not passed: a rule that needs one passes it as a param);
+4. adds the provenance columns a results table lacks (:func:`with_provenance`) and writes what
+   the function returns (:func:`write_outputs`): a :class:`pandas.DataFrame` as CSV,
+   a ``dict`` of arrays as npz, a matplotlib figure to the rule's ``.png`` and ``.pdf`` outputs,
+   anything else JSON-serialisable as JSON; with several non-figure outputs the function returns
+   a ``dict`` keyed by output name. Every file is written atomically (:mod:`attnscale.pipeline.io`).
+
+Entry functions therefore never touch files: tests call them directly on arrays and tables.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+FIGURE_EXTS = (".png", ".pdf")
+
+
+def resolve(entry: str):
+    """The function named by ``"module:function"`` (module relative to ``attnscale``)."""
+    module, sep, name = entry.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"entry must be 'module:function', got {entry!r}")
+    if not module.startswith("attnscale"):
+        module = f"attnscale.{module}"
+    fn = getattr(importlib.import_module(module), name, None)
+    if not callable(fn):
+        raise ValueError(f"entry {entry!r}: {module} has no function {name!r}")
+    return fn
+
+
+def load(path):
+    """Load one input file by its extension (see the module doc)."""
+    p = Path(path)
+    if p.suffix == ".csv":
+        import pandas as pd
+
+        return pd.read_csv(p)
+    if p.suffix == ".npz":
+        import numpy as np
+
+        with np.load(p) as z:
+            return {k: z[k] for k in z.files}
+    if p.suffix == ".json":
+        import json
+
+        return json.loads(p.read_text())
+    return str(p)
+
+
+def load_input(value):
+    """A named input: one file (``str``) is loaded; a list of files becomes a list."""
+    if isinstance(value, (str, Path)):
+        return load(value)
+    return [load(v) for v in value]
+
+
+def _is_figure(obj) -> bool:
+    return type(obj).__name__ in ("Figure", "SubFigure") and hasattr(obj, "savefig")
+
+
+def write_one(path: str, obj) -> None:
+    """Write one output object to ``path`` atomically, by the path's extension."""
+    from attnscale.pipeline import io
+
+    ext = Path(path).suffix
+    if ext == ".csv":
+        io.save_csv(path, obj)
+    elif ext == ".npz":
+        io.save_npz(path, **obj)
+    elif ext == ".json":
+        io.save_json(path, obj)
+    elif ext == ".md":
+        with io.atomic_path(path, suffix=".md") as tmp:
+            Path(tmp).write_text(obj)
+    else:
+        raise ValueError(f"no writer for output {path!r} (type {type(obj).__name__})")
+
+
+def write_outputs(result, outputs: dict[str, str]) -> None:
+    """Write an entry function's return value to the rule's named outputs (see the module doc)."""
+    from attnscale.pipeline.io import save_figure
+
+    figs = {k: v for k, v in outputs.items() if Path(v).suffix in FIGURE_EXTS}
+    data = {k: v for k, v in outputs.items() if k not in figs}
+    if isinstance(result, dict) and result and set(result) <= set(outputs):
+        parts = dict(result)
+    elif len(data) == 1:
+        parts = {next(iter(data)): result}
+    elif not data and _is_figure(result):
+        parts = {}
+    else:
+        raise ValueError(
+            f"cannot map a {type(result).__name__} onto outputs {sorted(outputs)}: return a "
+            "dict keyed by output name"
+        )
+    fig = result if _is_figure(result) else next((v for v in parts.values() if _is_figure(v)), None)
+    for name, path in data.items():
+        if name not in parts:
+            raise ValueError(f"the entry function returned nothing for output {name!r}")
+        write_one(path, parts[name])
+    if figs:
+        if fig is None:
+            raise ValueError(f"outputs {sorted(figs)} need a matplotlib Figure")
+        png = next((p for p in figs.values() if p.endswith(".png")), None)
+        pdf = next((p for p in figs.values() if p.endswith(".pdf")), None)
+        save_figure(fig, png, pdf)
+
+
+def _input_seeds(loaded: dict) -> list[str]:
+    """Root seeds recorded in the loaded input tables (``root_seed`` columns, npz entries)."""
+    seeds: set[str] = set()
+
+    def visit(obj):
+        if isinstance(obj, list):
+            for o in obj:
+                visit(o)
+        elif hasattr(obj, "columns") and "root_seed" in obj.columns:
+            seeds.update(str(v) for v in obj["root_seed"].dropna().unique())
+        elif isinstance(obj, dict) and "root_seed" in obj:
+            seeds.add(str(obj["root_seed"]))
+
+    visit(list(loaded.values()))
+    return sorted(seeds)
+
+
+def with_provenance(df, params: dict, seeds: list[str]):
+    """``df`` with the provenance columns every results table carries, added where the entry
+    function did not write them (docs/pipeline.md#reproducibility): ``params_hash`` (of the rule's
+    params), ``attnscale_version``, ``git_commit`` and, for tables that come from random draws,
+    ``root_seed`` (the rule's, else the one recorded in its input tables)."""
+    from attnscale.pipeline.io import provenance
+
+    prov = provenance(params.get("root_seed"), None, params)
+    extra = {}
+    if not {"params_hash", "params_hashes"} & set(df.columns):
+        extra["params_hash"] = prov["params_hash"]
+    for k in ("attnscale_version", "git_commit"):
+        if k not in df.columns:
+            extra[k] = prov[k]
+    if "root_seed" not in df.columns:
+        seed = prov["root_seed"] if prov["root_seed"] is not None else ";".join(seeds) or None
+        if seed is not None:
+            extra["root_seed"] = seed
+    return df.assign(**extra) if extra else df
+
+
+def call(entry: str, inputs: dict, params: dict):
+    """Call an entry function with loaded ``inputs`` and ``params`` as keyword arguments,
+    checking first that the names match its signature (a clear error names what is missing)."""
+    fn = resolve(entry)
+    kwargs = {k: load_input(v) for k, v in inputs.items() if k != "lib"}
+    seeds = _input_seeds(kwargs)
+    overlap = set(kwargs) & set(params)
+    if overlap:
+        raise ValueError(f"entry {entry!r}: names used as both input and param: {sorted(overlap)}")
+    kwargs.update(params)
+    sig = inspect.signature(fn)
+    try:
+        sig.bind(**kwargs)
+    except TypeError as err:
+        raise TypeError(f"entry {entry!r} called with {sorted(kwargs)}: {err}") from None
+    result = fn(**kwargs)
+    if _is_table(result):
+        return with_provenance(result, params, seeds)
+    if isinstance(result, dict):
+        return {
+            k: with_provenance(v, params, seeds) if _is_table(v) else v for k, v in result.items()
+        }
+    return result
+
+
+def _is_table(obj) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "to_csv")
+
+
+def run_rule(sm) -> None:
+    """Run one Snakemake job (``sm`` is the ``snakemake`` object of a script)."""
+    from attnscale.pipeline.runtime import job
+
+    params = dict(sm.params.items())
+    entry = params.pop("entry", None)
+    if entry is None:
+        raise ValueError(f"rule {sm.rule}: params has no 'entry'")
+    with job(sm.log[0] if sm.log else None, sm.threads, sm.rule):
+        result = call(entry, dict(sm.input.items()), params)
+        write_outputs(result, dict(sm.output.items()))

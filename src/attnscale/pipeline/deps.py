@@ -1,0 +1,107 @@
+"""Which library files a rule depends on: the import closure of its entry module
+(docs/pipeline.md#what-depends-on-what).
+
+Every rule names its library entry function (``params: entry="attnscale.experiments.paper_a:
+lambda_rows"``) and declares ``input: lib=lib(entry)``. :func:`closure` walks the ``import``
+statements of that module (all of them, including imports inside functions) with :mod:`ast`,
+recursively through ``attnscale``, so editing a library file reruns exactly the jobs whose code
+imports it, directly or transitively, and nothing else. Nothing is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+PACKAGE = "attnscale"
+SRC = Path(__file__).resolve().parents[2]
+
+
+def module_file(module: str, src: Path = SRC) -> Path | None:
+    """The source file of an ``attnscale`` module name, or ``None`` if it is not a module."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = src.joinpath(*parts)
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _package_of(module: str, path: Path) -> str:
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+@functools.cache
+def _import_nodes(path: str, mtime_ns: int, size: int) -> tuple[ast.stmt, ...]:
+    """The ``import`` statements of a file at any depth, parsed once per file version (the
+    workflow asks for the closure of every rule's entry module; they share most files)."""
+    tree = ast.parse(Path(path).read_text(), path)
+    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def direct_imports(module: str, src: Path = SRC) -> set[str]:
+    """``attnscale`` modules imported by ``module`` (absolute and relative, at any depth of the
+    file), each with its parent packages (importing ``a.b.c`` runs ``a/__init__`` and
+    ``a/b/__init__``)."""
+    path = module_file(module, src)
+    if path is None:
+        raise ValueError(f"{module!r} is not a module of {PACKAGE} under {src}")
+    pkg = _package_of(module, path)
+    found: set[str] = set()
+    st = path.stat()
+    for node in _import_nodes(str(path), st.st_mtime_ns, st.st_size):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # "from pkg import name": name may be a submodule or an attribute of pkg
+            names = [target] + [f"{target}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] != PACKAGE:
+                continue
+            parts = name.split(".")
+            for k in range(1, len(parts) + 1):
+                sub = ".".join(parts[:k])
+                if module_file(sub, src) is not None:
+                    found.add(sub)
+    found.discard(module)
+    return found
+
+
+@functools.cache
+def closure(module: str, src: Path = SRC) -> tuple[str, ...]:
+    """Sorted module names reachable from ``module`` by imports, ``module`` and its packages
+    included."""
+    seen: set[str] = set()
+    parts = module.split(".")
+    todo = [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    while todo:
+        m = todo.pop()
+        if m in seen or module_file(m, src) is None:
+            continue
+        seen.add(m)
+        todo.extend(direct_imports(m, src) - seen)
+    return tuple(sorted(seen))
+
+
+def lib_files(entry: str, src: Path = SRC, root: Path | None = None) -> list[str]:
+    """Library source files behind an entry ``"module:function"`` (or a module name), as paths
+    relative to ``root`` (default: the repository root, the parent of ``src/``)."""
+    module = entry.partition(":")[0]
+    if not module.startswith(PACKAGE + "."):
+        module = f"{PACKAGE}.{module}"
+    if module_file(module, src) is None:
+        raise ValueError(f"entry {entry!r}: no module {module!r} under {src}")
+    root = src.parent if root is None else root
+    return sorted(str(module_file(m, src).relative_to(root)) for m in closure(module, src))

@@ -1,0 +1,180 @@
+"""Atomic, byte-stable output files and their provenance (docs/pipeline.md#reproducibility).
+
+Every writer here writes to a temporary file in the target's directory and renames it into
+place (``os.replace`` is atomic on POSIX), so an interrupted job never leaves a half-written file
+under its final name. No wall-clock time is recorded anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from attnscale import __version__
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix: str | None = None):
+    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds.
+
+    The temporary name is deterministic, ``.<name>.partial<suffix>``: if a job is killed
+    (SIGKILL leaves no chance to clean up), the rerun of the same job writes the same temporary
+    file and renames it, so no stray partial file survives a completed rerun.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sfx = suffix if suffix is not None else "".join(path.suffixes)
+    tmp = path.parent / f".{path.name}.partial{sfx}"
+    try:
+        yield tmp
+        _test_pause(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+#: Test hook (tests/test_reliability.py interrupts a write with it): when this variable names a
+#: file (``figure1_data.csv``), every atomic write of a file of that name stops after its
+#: temporary file is complete and before the rename, creates the file named by
+#: ``ATTNSCALE_TEST_WRITE_PAUSE_MARKER`` (holding the process id) and sleeps up to
+#: ``ATTNSCALE_TEST_WRITE_PAUSE_SECONDS`` (default 60) so that the test can SIGKILL it there.
+#: Unset in every normal run, where it costs one environment lookup per written file.
+WRITE_PAUSE_ENV = "ATTNSCALE_TEST_WRITE_PAUSE"
+
+
+def _test_pause(path: Path, tmp: Path) -> None:
+    name = os.environ.get(WRITE_PAUSE_ENV)
+    if not name or path.name != name:
+        return
+    import time
+
+    marker = os.environ.get(WRITE_PAUSE_ENV + "_MARKER")
+    if marker:
+        Path(marker).write_text(f"{os.getpid()} {Path(tmp).resolve()}\n")
+    time.sleep(float(os.environ.get(WRITE_PAUSE_ENV + "_SECONDS", "60")))
+
+
+def params_hash(params: dict) -> str:
+    """Short sha256 of a parameter dict (keys sorted, JSON canonical form)."""
+    blob = json.dumps(params, sort_keys=True, default=_json_default).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+@functools.cache
+def git_commit() -> str:
+    """The HEAD commit of the checkout that holds this package (``-dirty`` appended when tracked
+    files differ from it), or ``"unknown"`` outside a git checkout.
+
+    ``ATTNSCALE_GIT_COMMIT`` overrides it (the test suite sets it so that copies of the
+    repository with and without ``.git`` give identical bytes).
+    """
+    env = os.environ.get("ATTNSCALE_GIT_COMMIT")
+    if env is not None:
+        return env
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True, cwd=here,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def provenance(root_seed: int | None, key, params: dict) -> dict:
+    """The provenance record stored with every output (no wall-clock time, ever).
+
+    Keys: ``root_seed`` (decimal string; 128-bit values do not fit int64 columns), ``spawn_key``
+    (list of ints), ``params_hash`` (:func:`params_hash`), ``attnscale_version`` and
+    ``git_commit`` (:func:`git_commit`).
+    """
+    return {
+        "root_seed": None if root_seed is None else str(int(root_seed)),
+        "spawn_key": None if key is None else [int(k) for k in key],
+        "params_hash": params_hash(params),
+        "attnscale_version": __version__,
+        "git_commit": git_commit(),
+    }
+
+
+def provenance_columns(root_seed: int | None, key, params: dict) -> dict:
+    """:func:`provenance` as table columns (spawn key joined with ``-``)."""
+    p = provenance(root_seed, key, params)
+    return {
+        "root_seed": p["root_seed"],
+        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
+        "params_hash": p["params_hash"],
+        "attnscale_version": p["attnscale_version"],
+        "git_commit": p["git_commit"],
+    }
+
+
+def save_npz(path, **arrays) -> None:
+    """Atomic ``numpy.savez`` (uncompressed: byte-stable for identical inputs)."""
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def save_csv(path, df) -> None:
+    """Atomic CSV with a fixed float format (17 significant digits: round-trips float64)."""
+    with atomic_path(path, suffix=".csv") as tmp:
+        df.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
+
+
+def save_figure(fig, png_path=None, pdf_path=None) -> None:
+    """Save a matplotlib figure atomically as PNG and/or PDF with no metadata that varies between
+    runs (PNG via Agg carries no timestamp; the PDF's Creator, Producer and CreationDate are
+    dropped), then close it. Needs no matplotlib import here: it calls the figure's methods."""
+    if png_path is not None:
+        with atomic_path(png_path, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", metadata={"Software": None})
+    if pdf_path is not None:
+        with atomic_path(pdf_path, suffix=".pdf") as tmp:
+            fig.savefig(
+                tmp,
+                format="pdf",
+                metadata={"Creator": None, "Producer": None, "CreationDate": None},
+            )
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close(fig)
+
+
+def save_json(path, obj) -> None:
+    """Atomic JSON with sorted keys."""
+    with atomic_path(path, suffix=".json") as tmp:
+        tmp.write_text(json.dumps(obj, sort_keys=True, indent=1, default=_json_default) + "\n")
+
+
+def read_csvs(paths):
+    """Concatenate CSV files in the given order (pandas is imported lazily: token jobs skip it)."""
+    import pandas as pd
+
+    frames = [pd.read_csv(p) for p in paths]
+    return pd.concat(frames, ignore_index=True)

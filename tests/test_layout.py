@@ -1,0 +1,154 @@
+"""The package layout is the architecture (docs/pipeline.md#the-package-layout).
+
+The import graph of ``src/attnscale`` is read with :mod:`attnscale.pipeline.deps` (an :mod:`ast`
+walk that also sees imports inside functions) and checked for three things: no import circle, no
+import upward or sideways between the top-level packages (``LEVEL`` below is the drawing in the
+docs, as data), and no private name imported from another module. The old flat module paths
+(``attnscale.attention``, ...) must keep importing, as the very module at its new home."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from attnscale import _moved
+from attnscale.pipeline import deps
+from conftest import REPO
+
+SRC = REPO / "src"
+MODULES = sorted(
+    ".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+    for p in (SRC / "attnscale").rglob("*.py")
+)
+
+#: a package may import packages of a lower level only (and itself); same level = siblings
+LEVEL = {
+    "core": 0,
+    "layer": 1,
+    "sphere": 1,
+    "backend": 1,
+    "pipeline": 2,
+    "experiments": 3,
+    "figures": 4,
+    "bench": 4,
+}
+
+
+def _package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LEVEL else None
+
+
+def _edges() -> dict[str, set[str]]:
+    """module -> the modules it imports, without the implicit imports of its own parent packages
+    (``a.b.c`` importing ``a.b`` is Python running ``a/b/__init__``, not a dependency)."""
+    graph = {}
+    for m in MODULES:
+        graph[m] = {t for t in deps.direct_imports(m, SRC) if not m.startswith(t + ".")}
+    return graph
+
+
+def test_every_top_level_package_has_a_level():
+    tops = {p.name for p in (SRC / "attnscale").iterdir() if (p / "__init__.py").is_file()}
+    assert tops <= set(LEVEL), f"add {sorted(tops - set(LEVEL))} to LEVEL and to the docs drawing"
+
+
+def test_import_graph_has_no_circle():
+    graph = _edges()
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+
+    def visit(m, path):
+        state[m] = 1
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == 1:
+                raise AssertionError("import circle: " + " -> ".join([*path, m, t]))
+            if t not in state:
+                visit(t, [*path, m])
+        state[m] = 2
+
+    for m in MODULES:
+        if m not in state:
+            visit(m, [])
+
+
+def test_no_import_goes_up_or_sideways():
+    bad = []
+    for m, targets in _edges().items():
+        a = _package(m)
+        for t in targets:
+            b = _package(t)
+            if a is None or b is None or a == b:
+                continue
+            if LEVEL[b] >= LEVEL[a]:
+                bad.append(f"{m} -> {t}")
+    assert not bad, bad
+
+
+def test_no_private_name_is_imported_from_another_module():
+    bad = []
+    for path in (SRC / "attnscale").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if private and alias.name != "_moved":
+                        bad.append(f"{path.relative_to(SRC)}: {node.module}.{alias.name}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("old", sorted(_moved.MOVED))
+def test_old_flat_path_imports_the_new_module_with_a_warning(old):
+    new = importlib.import_module(f"attnscale.{_moved.MOVED[old]}")
+    sys.modules.pop(f"attnscale.{old}", None)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"attnscale.{_moved.MOVED[old]}")):
+        mod = importlib.import_module(f"attnscale.{old}")
+    assert mod is new
+
+
+def test_old_submodule_path_is_the_same_module():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import attnscale.finite_d.laws as old
+    import attnscale.layer.finite_d.laws as new
+
+    assert old is new
+
+
+def test_old_command_line_path_runs_the_new_module():
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "attnscale.provenance", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC), "PATH": ""},
+    )
+    assert "Print the parameters and inputs behind any output" in proc.stdout
+
+
+def test_new_modules_import_no_old_path():
+    """Inside the package every import uses the new homes (an old path would warn)."""
+    bad = []
+    for path in (SRC / "attnscale").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad += [f"{path.relative_to(SRC)}: {n}" for n in names if _moved.new_name(n or "")]
+    assert not bad, bad
+
+
+def test_package_docstring_lists_every_top_level_package():
+    import attnscale
+
+    tops = {p.name for p in (SRC / "attnscale").iterdir() if (p / "__init__.py").is_file()}
+    listed = {ln.split()[0] for ln in attnscale.__doc__.splitlines() if ln and not ln[0].isspace()}
+    assert tops <= listed, sorted(tops - listed)
