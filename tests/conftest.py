@@ -102,6 +102,10 @@ def _needs_smoke(item) -> bool:
     )
 
 
+#: the BLAS thread limit of the test process, held for the whole session
+BLAS_LIMIT = pytest.StashKey[object]()
+
+
 def pytest_configure(config):
     """One BLAS thread in the test process: the smoke workflow runs on both cores in the
     background, and OpenBLAS threads that wait for a busy core spin instead of sleeping (a 0.6 s
@@ -109,7 +113,7 @@ def pytest_configure(config):
     ask for them with ``threadpool_limits``."""
     from threadpoolctl import threadpool_limits
 
-    config._attnscale_blas = threadpool_limits(limits=1)
+    config.stash[BLAS_LIMIT] = threadpool_limits(limits=1)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -118,30 +122,35 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [i for i in items if not _needs_smoke(i)] + [i for i in items if _needs_smoke(i)]
 
 
-def pytest_collection_finish(session):
-    """Start the smoke workflow right after collection if a selected test needs it: it runs
-    (``--cores 2``) while the unit tests use the CPU it leaves idle; ``smoke_run`` waits for it."""
-    session.config._attnscale_wants = {
-        name for i in session.items for name in ("forced_rerun", "site")
+#: Background runs of this session, kept in pytest's public per-config stash
+WANTS = pytest.StashKey[set]()
+SMOKE_PROC = pytest.StashKey[tuple]()
+FORCED_PROC = pytest.StashKey[tuple]()
+SITE_PROC = pytest.StashKey[tuple]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _background_smoke(request, tmp_path_factory):
+    """Start the smoke workflow before the first test if a selected test needs it: it runs
+    (``--cores 2``) while the unit tests use the CPU it leaves idle (they run first, see
+    :func:`pytest_collection_modifyitems`); ``smoke_run`` waits for it. At the end of the session
+    any background run that no test waited for (e.g. after ``-x`` stopped early) is stopped."""
+    config, items = request.config, request.session.items
+    config.stash[WANTS] = {
+        name for i in items for name in ("forced_rerun", "site")
         if name in getattr(i, "fixturenames", ())
     }  # fmt: skip
-    if os.environ.get("ATTNSCALE_SMOKE_TREE") or session.config.option.collectonly:
-        return
-    if not any(_needs_smoke(i) for i in session.items):
-        return
-    work = copy_repo(session.config._tmp_path_factory.mktemp("smoke") / "repo")
-    out = open(work.parent / "smoke.out", "w+")  # noqa: SIM115 - read back by smoke_run
-    err = open(work.parent / "smoke.err", "w+")  # noqa: SIM115
-    exe = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.Popen([str(exe), "--cores", "2", "--verbose", *SMOKE], cwd=work, stdout=out,
-                            stderr=err, env=hermetic_env(work), text=True)  # fmt: skip
-    session.config._attnscale_smoke = (work, proc, out, err)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    """Stop background runs that no test waited for (e.g. after ``-x`` stopped early)."""
-    for name in ("_attnscale_smoke", "_attnscale_forced", "_attnscale_site"):
-        started = getattr(session.config, name, None) or ()
+    if not os.environ.get("ATTNSCALE_SMOKE_TREE") and any(_needs_smoke(i) for i in items):
+        work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
+        out = open(work.parent / "smoke.out", "w+")  # noqa: SIM115 - read back by smoke_run
+        err = open(work.parent / "smoke.err", "w+")  # noqa: SIM115
+        exe = Path(sys.executable).parent / "snakemake"
+        proc = subprocess.Popen([str(exe), "--cores", "2", "--verbose", *SMOKE], cwd=work,
+                                stdout=out, stderr=err, env=hermetic_env(work), text=True)  # fmt: skip
+        config.stash[SMOKE_PROC] = (work, proc, out, err)
+    yield
+    for key in (SMOKE_PROC, FORCED_PROC, SITE_PROC):
+        started = config.stash.get(key, ())
         for proc in (p for p in started if isinstance(p, subprocess.Popen)):
             if proc.poll() is None:
                 proc.kill()
@@ -158,7 +167,7 @@ def smoke_run(request, tmp_path_factory):
     tree made by this fixture (or by ``snakemake --cores 2 --configfile tests/smoke.yaml`` in a
     copy of the same sources): it is copied and brought up to date instead of run from scratch.
     Never set it in CI."""
-    started = getattr(request.config, "_attnscale_smoke", None)
+    started = request.config.stash.get(SMOKE_PROC, None)
     if started is not None:
         work, proc, out, err = started
         proc.wait(timeout=900)
@@ -170,7 +179,7 @@ def smoke_run(request, tmp_path_factory):
                 f"smoke run failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
                 f"{result.stderr[-6000:]}"
             )
-        _start_after_smoke(request.config, work)
+        _start_after_smoke(request.config, tmp_path_factory, work)
         return {"dir": work, "proc": result}
     reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
     if reuse:
@@ -186,7 +195,7 @@ def smoke_run(request, tmp_path_factory):
     else:
         work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
     proc = snakemake(work, "--cores", "2", "--verbose", *SMOKE)
-    _start_after_smoke(request.config, work)
+    _start_after_smoke(request.config, tmp_path_factory, work)
     return {"dir": work, "proc": proc}
 
 
@@ -200,16 +209,15 @@ FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b
           "paper_b_heat_drift"]  # fmt: skip
 
 
-def _start_after_smoke(config, smoke_dir: Path) -> None:
+def _start_after_smoke(config, tmp, smoke_dir: Path) -> None:
     """Start, in the background, the two long jobs that need the finished smoke tree, if a
     selected test asks for them: the one-core forced rerun (in a copy of the tree;
     ``forced_rerun`` waits for it) and the docs build with the smoke figures in its gallery
     (test_docs' ``site`` waits for it). They use the second core while the other
     smoke-dependent tests run in this process."""
-    tmp = config._tmp_path_factory
-    wants = getattr(config, "_attnscale_wants", {"forced_rerun", "site"})
+    wants = config.stash.get(WANTS, {"forced_rerun", "site"})
     if "site" in wants:
-        config._attnscale_site = start_docs_build(tmp.mktemp("site"), smoke_dir / "figures")
+        config.stash[SITE_PROC] = start_docs_build(tmp.mktemp("site"), smoke_dir / "figures")
     if "forced_rerun" not in wants:
         return
     work = finished_copy({"dir": smoke_dir}, tmp.mktemp("forced") / "repo")
@@ -218,7 +226,7 @@ def _start_after_smoke(config, smoke_dir: Path) -> None:
     proc = subprocess.Popen([str(exe), "--cores", "1", "--forcerun", *FORCED, *SMOKE], cwd=work,
                             stdout=out, stderr=subprocess.STDOUT, env=hermetic_env(work),
                             text=True)  # fmt: skip
-    config._attnscale_forced = (work, proc, out)
+    config.stash[FORCED_PROC] = (work, proc, out)
 
 
 def start_docs_build(out: Path, figures: Path | None):
@@ -237,7 +245,7 @@ def start_docs_build(out: Path, figures: Path | None):
 @pytest.fixture(scope="session")
 def forced_rerun(request, smoke_run):
     """The finished one-core forced rerun of :data:`FORCED` (started by ``smoke_run``)."""
-    work, proc, out = request.config._attnscale_forced
+    work, proc, out = request.config.stash[FORCED_PROC]
     proc.wait(timeout=2400)
     out.seek(0)
     text = out.read()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import start_docs_build
+from conftest import SITE_PROC, start_docs_build
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -189,7 +189,7 @@ def site(request, tmp_path_factory):
     finished, conftest._start_after_smoke; here if the smoke run is unavailable)."""
     try:
         request.getfixturevalue("smoke_run")
-        started = request.config._attnscale_site
+        started = request.config.stash[SITE_PROC]
     except Exception as exc:  # noqa: BLE001 - the build test must still run; the gallery test reports it
         print(f"smoke run unavailable for the gallery: {exc}")
         started = start_docs_build(tmp_path_factory.mktemp("site"), None)
