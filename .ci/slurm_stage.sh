@@ -6,6 +6,10 @@
 # snakemake-executor-plugin-slurm with profiles/slurm, runs the same configuration locally
 # (--cores 2, at the same time, niced), each in a fresh copy of the repository, and requires
 # every file under results/ and figures/ to be byte-identical between the two runs.
+# Byte equality holds because both runs are made on this one node, with the same venv: OpenBLAS and
+# numpy pick the same kernels, and every job limits BLAS to its rule's threads (1), whatever the
+# core count. On a cluster whose nodes have different CPUs the last bits differ; compare such
+# runs with tools/golden_across_cpus.py instead (docs/pipeline.md#golden-tables-across-cpus).
 #
 # Run as root from anywhere, after ./.venv exists:   .ci/slurm_stage.sh
 # It installs slurmctld slurmd slurm-client munge (apt), writes /etc/slurm/slurm.conf (refusing to

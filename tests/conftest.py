@@ -63,7 +63,8 @@ def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900)
 
 def tree_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` keyed by relative path, except ``benchmarks/``
-    (timings are the one output that is not deterministic by nature)."""
+    (timings are the one output that is not deterministic by nature). For runs made on the same
+    machine only: on another CPU the last bits differ (docs/pipeline.md#golden-tables-across-cpus)."""
     out = {}
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.relative_to(root).parts[0] != "benchmarks":

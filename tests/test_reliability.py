@@ -33,7 +33,8 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
     At that moment the final name must not exist (a writer that wrote in place would fail here);
     after the kill every file under a final name is complete, the repeated command reruns the
     job and its dependants, and results and figures are byte-identical to the uninterrupted
-    run."""
+    run. Exact equality holds on any CPU: both runs are made on this machine in this session,
+    with the same libraries and kernels (docs/pipeline.md#golden-tables-across-cpus)."""
     work = finished_copy(smoke_run, tmp_path / "repo")
     target = work / "results/paper_a" / PAUSED_FILE
     marker = tmp_path / "paused"
@@ -86,7 +87,15 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
     """One run covers two claims: a forced rerun (conftest.FORCED and everything downstream)
     over existing outputs and --cores 1 against the fixture's --cores 2 both reproduce every
     byte under results/ and figures/. The run starts in the background as soon as the smoke run
-    has finished (conftest.forced_rerun)."""
+    has finished (conftest.forced_rerun).
+
+    Exact equality, not a tolerance, holds on any CPU: both runs are made on this machine in this
+    session, so OpenBLAS and numpy pick the same kernels. The core count cannot change bits
+    either: every rule of the smoke DAG declares ``threads: 1`` and ``attnscale.runtime.job``
+    limits BLAS to the rule's threads inside each job, so ``--cores`` changes only the order in
+    which jobs run (and each job seeds itself from its own spawn key). Across machines the bytes
+    differ; that is what test_golden_tables' tolerances are for
+    (docs/pipeline.md#golden-tables-across-cpus)."""
     work = forced_rerun["dir"]
     assert "paper_a_figure2" in forced_rerun["output"]  # downstream figures were rebuilt
     assert tree_hashes(work / "results") == tree_hashes(smoke_run["dir"] / "results")
