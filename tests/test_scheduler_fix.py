@@ -62,6 +62,20 @@ def test_install_patches_the_pinned_snakemake_only(monkeypatch):
     assert job_scheduler.JobScheduler.__dict__["_schedule_reevalutation"] is ORIGINAL
 
 
+def test_a_fix_that_does_not_apply_says_so(monkeypatch):
+    import io
+
+    monkeypatch.setattr("snakemake.__version__", "9.99.0")
+    out = io.StringIO()
+    assert scheduler_fix.install_or_say_why(out) is False
+    assert "NOT installed" in out.getvalue() and "9.99.0" in out.getvalue()
+    monkeypatch.undo()
+    monkeypatch.setattr(job_scheduler.JobScheduler, "_schedule_reevalutation", ORIGINAL)
+    out = io.StringIO()
+    assert scheduler_fix.install_or_say_why(out) is True
+    assert out.getvalue() == ""
+
+
 def test_the_workflow_installs_the_fix():
     text = (REPO / "workflow/rules/common.smk").read_text()
     assert "_install_scheduler_fix()" in text

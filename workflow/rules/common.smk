@@ -6,7 +6,7 @@ from pathlib import Path
 
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.deps import lib_files as _lib_files
-from attnscale.pipeline.scheduler_fix import install as _install_scheduler_fix
+from attnscale.pipeline.scheduler_fix import install_or_say_why as _install_scheduler_fix
 
 _install_scheduler_fix()  # one scheduler wake-up per second, not one per finished job
 

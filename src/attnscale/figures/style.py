@@ -1,7 +1,8 @@
-"""Byte-stable figure output and a shared look (docs/pipeline.md#reproducibility).
+"""The figures' shared look: rcParams, captions wrapped to the figure's width and the cell edges
+of heat maps, in one place (docs/pipeline.md#reproducibility).
 
-PNG via Agg carries no timestamp; PDF metadata (Creator, Producer, CreationDate) is stripped, so
-identical data give identical bytes.
+Figures are saved by the adapter with :func:`attnscale.pipeline.io.save_figure` (Agg PNG without
+timestamp, PDF without metadata dates), so identical data give identical bytes.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-from attnscale.pipeline.io import save_figure as _io_save_figure  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100,
@@ -32,11 +31,6 @@ STYLE = {
 def apply_style() -> None:
     """Apply the project's rcParams (call before creating figures)."""
     plt.rcParams.update(STYLE)
-
-
-def save_figure(fig, png_path=None, pdf_path=None) -> None:
-    """Save ``fig`` atomically as PNG and/or PDF, byte-stable (:func:`attnscale.pipeline.io.save_figure`)."""
-    _io_save_figure(fig, png_path, pdf_path)
 
 
 def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: float = 6.5):

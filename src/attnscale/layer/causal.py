@@ -124,13 +124,6 @@ def beta_grid(betas, n: int, name: str = "betas") -> np.ndarray:
     return arr
 
 
-def position_log_betas(gamma: float, n: int) -> np.ndarray:
-    """Per-position scaling ``beta_i = gamma ln i`` for 1-indexed positions ``i = 1..n``
-    (``docs/realistic-attention.md#causal-mask``); ``beta_1 = 0``, harmless: row 1 sees one
-    key."""
-    return float(gamma) * np.log(np.arange(1, n + 1, dtype=np.float64))
-
-
 def causal_softmax(S: np.ndarray, beta=1.0) -> np.ndarray:
     """Reference causal row-softmax of a square score matrix, ``A_ij ∝ e^{beta_i S_ij}``, ``j <= i``
     (zero above the diagonal).

@@ -18,6 +18,7 @@ pinned Snakemake only (it checks the version and the method's presence) and is a
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -58,3 +59,25 @@ def install() -> bool:
         return False
     cls._schedule_reevalutation = _schedule_once
     return True
+
+
+def install_or_say_why(stream=None) -> bool:
+    """:func:`install`, and if it did not apply, one line on ``stream`` (default stderr) saying
+    so and why, so that a Snakemake upgrade does not drop the fix silently. The run is correct
+    either way; without the fix the scheduler loop costs more CPU
+    (docs/pipeline.md#the-scheduler-fix)."""
+    if install():
+        return True
+    try:
+        import snakemake
+
+        found = getattr(snakemake, "__version__", "unknown")
+    except ImportError:
+        found = "not importable"
+    print(
+        f"attnscale: scheduler fix NOT installed (written for Snakemake {PATCHED_VERSION}, "
+        f"found {found}); results are unaffected, the scheduler may use more CPU "
+        "(docs/pipeline.md#the-scheduler-fix)",
+        file=sys.stderr if stream is None else stream,
+    )
+    return False
