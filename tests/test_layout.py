@@ -152,3 +152,26 @@ def test_package_docstring_lists_every_top_level_package():
     tops = {p.name for p in (SRC / "attnscale").iterdir() if (p / "__init__.py").is_file()}
     listed = {ln.split()[0] for ln in attnscale.__doc__.splitlines() if ln and not ln[0].isspace()}
     assert tops <= listed, sorted(tops - listed)
+
+
+def test_every_dotted_name_in_the_library_and_rules_resolves():
+    """A docstring, comment or rule file that names ``attnscale.x.y`` names something that
+    exists (a moved or renamed function must not leave stale references behind)."""
+    files = [*(SRC / "attnscale").rglob("*.py"), *(REPO / "workflow").rglob("*.smk")]
+    bad = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for path in files:
+            for dotted in sorted(set(re.findall(r"\battnscale(?:\.\w+)+", path.read_text()))):
+                parts, obj = dotted.split("."), None
+                for cut in range(len(parts), 0, -1):  # longest importable module prefix
+                    try:
+                        obj = importlib.import_module(".".join(parts[:cut]))
+                    except ImportError:
+                        continue
+                    for attr in parts[cut:]:
+                        obj = getattr(obj, attr, None)
+                    break
+                if obj is None:
+                    bad.append(f"{path.relative_to(REPO)}: {dotted}")
+    assert not bad, bad

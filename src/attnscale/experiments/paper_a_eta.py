@@ -2,7 +2,7 @@
 theorem-vs-simulation table and the finite-size check (docs/paper-a.md).
 
 Every step reads the token draws written by rule ``paper_a_tokens``
-(:func:`attnscale.experiments.paper_a.write_tokens`), so Figures 1 and 2 see the same tokens.
+(:func:`attnscale.experiments.paper_a_tokens.draw_tokens`), so Figures 1 and 2 see the same tokens.
 
 Theory columns are evaluated per draw at the draw's realised mean cosine ``rho_hat`` and mean
 squared norm ``q_hat`` (docs/paper-a.md#gaussian-near-simplex-tokens). Two extra eta columns use the realised norm moments
@@ -91,7 +91,7 @@ def eta_table(
     Parameters
     ----------
     tok : dict
-        A token draw from :func:`attnscale.experiments.paper_a.load_tokens`.
+        A token draw at one rho (:func:`attnscale.experiments.paper_a_tokens.tokens_at`).
     gammas : array_like
         Grid of gamma (``beta = gamma log n``).
     alpha : float
