@@ -88,9 +88,59 @@ def test_library_validation_fills_what_snakemake_validate_fills():
         ours = copy.deepcopy(cfg)
         validate_schema(ours, SCHEMAS / "config.schema.yaml")
         assert ours == _validate(cfg)
-    for bad in ({"seed": 1, "paper_a": {"trials": 0}}, {"seed": 1, "paper_b": {"phase": {"beta": "x"}}},
-                {"seed": 1, "finite_d": {"transition": {"rows": 1.5}}}, {"seed": -1}):  # fmt: skip
+    # wrong types: both validators refuse them
+    for bad in ({"seed": 1, "paper_b": {"phase": {"beta": "x"}}},
+                {"seed": 1, "finite_d": {"transition": {"rows": 1.5}}}, {"seed": "1"}):  # fmt: skip
         with pytest.raises(Exception):  # noqa: B017, PT011 - Snakemake's WorkflowError
             _validate(bad)
         with pytest.raises(SchemaError, match="Failed validating"):
             validate_schema(copy.deepcopy(bad), SCHEMAS / "config.schema.yaml")
+    # out of range: the ranges live in attnscale.pipeline.config, which names key and range
+    from attnscale.pipeline.config import ConfigError, load
+
+    for bad, key in (({"seed": 1, "paper_a": {"trials": 0}}, "paper_a.trials"),
+                     ({"seed": -1}, "seed")):  # fmt: skip
+        with pytest.raises(ConfigError, match=rf"config error: {key} must be"):
+            load(copy.deepcopy(bad), schema=SCHEMAS / "config.schema.yaml")
+
+
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def test_ranges_live_in_config_py_only():
+    """One home for every allowed range: ``attnscale.pipeline.config`` (``GRIDS``, ``VALUES``).
+    The schemas give types, descriptions and defaults; a bound written there as well could
+    disagree (it did, on six keys). Only the grid type's own ``num >= 1`` is structural."""
+    found = []
+    for f in sorted(SCHEMAS.glob("*.schema.yaml")):
+        if f.name == "grid.schema.yaml":
+            continue
+        for line_no, line in enumerate(f.read_text().splitlines(), 1):
+            if any(f"{b}:" in line for b in BOUNDS):
+                found.append(f"{f.name}:{line_no}: {line.strip()}")
+    assert not found, found
+
+
+def _numeric_keys(node: dict, path: str, out: set[str]) -> None:
+    for key, sub in node.get("properties", {}).items():
+        where = f"{path}.{key}" if path else key
+        items = sub.get("items", {}) if sub.get("type") == "array" else {}
+        if sub.get("type") in ("integer", "number") or items.get("type") in ("integer", "number"):
+            out.add(where)
+        elif "oneOf" in sub:  # a grid (grid.schema.yaml)
+            out.add(where)
+        elif sub.get("type") == "object":
+            _numeric_keys(sub, where, out)
+
+
+def test_every_number_of_the_config_has_exactly_one_range():
+    from attnscale.pipeline import config as cfgmod
+
+    schema = cfgmod.read_schema(SCHEMAS / "config.schema.yaml")
+    numeric: set[str] = set()
+    _numeric_keys(schema, "", numeric)
+    # the heat-drift query q (three numbers, not all zero) is checked in CHECKS (_check_paper_b)
+    ranged = set(cfgmod.GRIDS) | set(cfgmod.VALUES) | {"paper_b.heat_drift.q"}
+    assert not set(cfgmod.GRIDS) & set(cfgmod.VALUES)
+    assert numeric - ranged == set(), "numbers without a range in attnscale.pipeline.config"
+    assert ranged - numeric == set(), "ranges of keys the schema does not have"

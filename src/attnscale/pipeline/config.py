@@ -2,10 +2,11 @@
 
 ``Snakefile`` calls :func:`load` once, at parse time, before any job runs. It
 
-1. validates ``config.yaml`` against the JSON schemas in ``workflow/schemas/`` and fills every
-   default (each key has a description and a default there; unknown keys are rejected);
-2. runs the range checks of :data:`GRIDS`, :data:`VALUES` and :data:`CHECKS`, so that a bad value
-   stops the run with ``config error: <key> must be <allowed range>; got <value>`` before any work;
+1. validates ``config.yaml`` against the JSON schemas in ``workflow/schemas/`` (types) and fills
+   every default (each key has a description and a default there; unknown keys are rejected);
+2. runs the range checks of :data:`GRIDS`, :data:`VALUES` and :data:`CHECKS`, the one home of every
+   allowed range (the schemas carry none), so that a bad value stops the run with
+   ``config error: <key> must be <allowed range>; got <value>`` before any work;
 3. returns a :class:`Config` whose :meth:`Config.grid`, :meth:`Config.labels` and
    :meth:`Config.exact` give rule files the expanded grids, their file-name labels and the exact
    value behind a label.
@@ -14,7 +15,7 @@ File names carry grid values as fixed-decimal labels (``label(0.05) == "0.0500"`
 the label would round (``0.12345``) is refused with an error naming the key, so a file name never
 stands for a value other than the one computed with (docs/pipeline.md#configuration).
 
-To add a key: describe it (with its default) in the section's schema, add its range to
+To add a key: describe it (type, default) in the section's schema, add its range to
 :data:`GRIDS` or :data:`VALUES` (or a function to :data:`CHECKS`), and read it in the rule file
 through ``CFG``.
 """
@@ -104,13 +105,17 @@ class Range:
 
     def text(self) -> str:
         lo = "-inf" if self.low is None else f"{self.low:g}"
-        hi = "inf" if self.high is None else f"{self.high:g}"
+        hi = (
+            "inf"
+            if self.high is None
+            else (f"{self.high:g}" if self.high < 1e15 else str(self.high))
+        )
         kind = "integers" if self.integer else "finite values"
         br = f"{'(' if self.low_open else '['}{lo}, {hi}{')' if self.high_open else ']'}"
         return f"{kind} in {br}"
 
-    def ok(self, v: float) -> bool:
-        if not math.isfinite(v):
+    def ok(self, v) -> bool:
+        if isinstance(v, float) and not math.isfinite(v):
             return False
         if self.integer and v != round(v):
             return False
@@ -190,9 +195,10 @@ VALUES: dict[str, Range] = {
     "paper_a.rho_per_job": Range(low=1, low_open=False, integer=True),
     "paper_a.alpha": Range(low=0.0, low_open=False),
     "paper_a.eta.trials": Range(low=1, low_open=False, integer=True),
-    "paper_a.theorem_table.trials": Range(low=1, low_open=False, integer=True),
-    "paper_a.finite_size.trials": Range(low=1, low_open=False, integer=True),
-    "paper_a.scaling_rules.overlay_n": Range(low=1.0),
+    "paper_a.theorem_table.trials": Range(low=2, low_open=False, integer=True),  # SEs, z
+    "paper_a.finite_size.trials": Range(low=2, low_open=False, integer=True),  # SEs, z
+    "paper_a.scaling_rules.overlay_n": Range(low=2, low_open=False, integer=True),
+    "paper_a.eta.probes": Range(low=1, low_open=False, integer=True),
     "finite_d.transition.trials": Range(low=2, low_open=False, integer=True),
     "finite_d.transition.rows": Range(low=1, low_open=False, integer=True),
     "finite_d.transition.read_off.n": Range(
@@ -244,7 +250,7 @@ VALUES: dict[str, Range] = {
     "paper_b.heat_drift.target_se": Range(low=0.0),
     "paper_b.heat_drift.min_contexts": Range(low=2, low_open=False, integer=True),
     "paper_b.heat_drift.max_contexts": Range(low=2, low_open=False, integer=True),
-    "paper_b.heat_drift.cut": Range(low=0.0),
+    "paper_b.heat_drift.cut": Range(low=10.0, low_open=False),  # neglected weight < e^-cut / n
     "paper_b.output_law.trials": Range(low=2, low_open=False, integer=True),
     "paper_b.output_law.limit_trials": Range(low=2, low_open=False, integer=True),
     "paper_b.output_law.plot_points": Range(low=2, low_open=False, integer=True),
@@ -257,6 +263,16 @@ VALUES: dict[str, Range] = {
     "paper_b_exponent.rope.base": Range(low=1.0),
     "paper_b_exponent.rope.contexts": Range(low=8, low_open=False, integer=True),
     "paper_b_exponent.rope_long.contexts": Range(low=8, low_open=False, integer=True),
+    # benchmark suite (rule benchmark_suite)
+    "benchmark.lambda.n": Range(low=2, low_open=False, integer=True),
+    "benchmark.lambda.d": Range(low=1, low_open=False, integer=True),
+    "benchmark.lambda.gammas": Range(low=1, low_open=False, integer=True),
+    "benchmark.eta.n": Range(low=2, low_open=False, integer=True),
+    "benchmark.eta.d": Range(low=1, low_open=False, integer=True),
+    "benchmark.eta.probes": Range(low=1, low_open=False, integer=True),
+    "benchmark.scaling.d": Range(low=1, low_open=False, integer=True),
+    # the root of every SeedSequence (numpy takes any non-negative integer; 128 bits are plenty)
+    "seed": Range(low=0, high=2**128 - 1, low_open=False, high_open=False, integer=True),
 }
 
 
@@ -402,7 +418,7 @@ class Config:
         v = self.get(key)
         rng = VALUES.get(key)
         if rng is not None:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not rng.ok(float(v)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not rng.ok(v):
                 fail(key, f"one of {rng.text()}", v)
         return v
 
@@ -437,6 +453,13 @@ def _read_yaml(path: Path):
     return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - safe loader
 
 
+def read_schema(schema_path) -> dict:
+    """The configuration schema as the workflow validates against it: the YAML file at
+    ``schema_path`` with every ``$ref`` to a sibling file inlined."""
+    schema_path = Path(schema_path)
+    return _inline_refs(_read_yaml(schema_path), schema_path.parent, {})
+
+
 def validate_schema(raw: dict, schema_path) -> None:
     """Validate ``raw`` against a JSON schema file (YAML), filling defaults in place.
 
@@ -448,8 +471,7 @@ def validate_schema(raw: dict, schema_path) -> None:
     """
     import jsonschema
 
-    schema_path = Path(schema_path)
-    schema = _inline_refs(_read_yaml(schema_path), schema_path.parent, {})
+    schema = read_schema(schema_path)
     base = jsonschema.Draft202012Validator
     validate_properties = base.VALIDATORS["properties"]
 
