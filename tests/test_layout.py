@@ -175,3 +175,18 @@ def test_every_dotted_name_in_the_library_and_rules_resolves():
                 if obj is None:
                     bad.append(f"{path.relative_to(REPO)}: {dotted}")
     assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    "module, old, new",
+    [
+        ("attnscale.sphere.theory", "critical_beta", "critical_scale"),
+        ("attnscale.layer.score_attention", "critical_beta", "self_weight_critical_beta"),
+    ],
+)
+def test_renamed_function_keeps_its_old_name_with_a_warning(module, old, new):
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=new):
+        assert getattr(mod, old) is getattr(mod, new)
+    with pytest.raises(AttributeError):
+        mod.no_such_name  # noqa: B018

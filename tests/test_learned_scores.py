@@ -140,9 +140,9 @@ def test_critical_beta_matches_root_of_brute_force(small):
         return brute_layer(X, W, b)[1][rows].mean() - 0.5
 
     ref = brentq(f, 0.1, 200.0, xtol=1e-13)
-    got = sa.critical_beta(Qm, Km, 0.1, 200.0, rows=rows)
+    got = sa.self_weight_critical_beta(Qm, Km, 0.1, 200.0, rows=rows)
     assert got == pytest.approx(ref, rel=1e-9)
-    assert np.isnan(sa.critical_beta(Qm, Km, 0.01, 0.02))  # no crossing in range
+    assert np.isnan(sa.self_weight_critical_beta(Qm, Km, 0.01, 0.02))  # no crossing in range
 
 
 def test_gamma_c_eff_exact_on_simplex_tokens():
@@ -154,7 +154,7 @@ def test_gamma_c_eff_exact_on_simplex_tokens():
     s_self, s_cross = ls.effective_scores(Qm, Km)
     assert (s_self, s_cross) == pytest.approx((1.0, rho), abs=1e-12)
     assert ls.gamma_c_eff(s_self, s_cross) == pytest.approx(1.0 / (1.0 - rho), rel=1e-11)
-    g = sa.critical_beta(Qm, Km, 0.05, 200.0) / np.log(n)
+    g = sa.self_weight_critical_beta(Qm, Km, 0.05, 200.0) / np.log(n)
     assert g == pytest.approx(ls.gamma_c_eff(s_self, s_cross, n), rel=1e-9)
 
 

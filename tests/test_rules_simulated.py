@@ -102,7 +102,10 @@ def test_contexts_are_prefixes_of_longer_ones():
         ),
         ({"self_weight": {"gamma_factors": [0.5, 2.0]}}, "causal.self_weight.gamma_factors"),
         ({"rules_simulated": {"rules": ["qwen", "gpt5"]}}, "'gpt5' is not one of"),
-        ({"rules_simulated": {"d": 2}}, "2 is less than the minimum of 3"),
+        (
+            {"rules_simulated": {"d": 2}},
+            "causal.rules_simulated.d must be one of integers in [3, 4096]",
+        ),
         ({"rho": [0.5, 1.2]}, "causal.rho must be a grid of finite values in (0, 1)"),
     ],
 )

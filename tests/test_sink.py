@@ -77,7 +77,7 @@ def test_critical_beta_matches_simulation_and_root():
         b = sink.simplex_sink_critical_beta(m + 1, rho, c_s, kappa)
         f = (m - 1) * np.exp(b * (rho - 1)) + np.exp(b * (kappa * c_s - 1)) - 1
         assert abs(f) < 1e-12
-        got = sa.critical_beta(Y, sink.sink_keys(Y, kappa), 0.05, 500.0, rows=keep)
+        got = sa.self_weight_critical_beta(Y, sink.sink_keys(Y, kappa), 0.05, 500.0, rows=keep)
         assert got == pytest.approx(b, rel=1e-9)
     assert sink.simplex_sink_critical_beta(m + 1, rho, c_s, 1.0 / c_s) == np.inf
     # with spread: sum of the annealed ordinary term and the sink term is 1 at the root

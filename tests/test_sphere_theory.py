@@ -55,8 +55,8 @@ def test_exact_f_closed_forms_and_inverse():
 
 def test_alpha_and_scales():
     assert st.alpha_exponent(3) == 1.0 and st.alpha_exponent(5) == 0.5
-    assert st.critical_beta(1e4, 3) == pytest.approx(1e4)
-    assert st.critical_beta(1e4, 5, 2.0) == pytest.approx(200.0)
+    assert st.critical_scale(1e4, 3) == pytest.approx(1e4)
+    assert st.critical_scale(1e4, 5, 2.0) == pytest.approx(200.0)
     assert st.drift_transition_beta(1e4, 3) == pytest.approx(100.0)
     # m_n = C n beta^{-1/alpha}: the d = 5 profile of docs/paper-b.md has m_n ≈ 133
     assert st.m_eff(1000, 1000 ** (1 / 8), 0.75, 5) == pytest.approx(133.4, abs=0.05)

@@ -101,3 +101,19 @@ def install() -> None:
     """Put the finder of old paths on :data:`sys.meta_path` (once)."""
     if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _AliasFinder())
+
+
+def renamed(module: str, names: dict[str, str]):
+    """A module ``__getattr__`` that serves each old public name of ``module`` (``names``: old ->
+    new) as the new object, with a :class:`DeprecationWarning` naming the new name."""
+
+    def __getattr__(name: str):
+        if name in names:
+            new = names[name]
+            warnings.warn(
+                f"{module}.{name} was renamed {module}.{new}", DeprecationWarning, stacklevel=2
+            )
+            return getattr(sys.modules[module], new)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -28,6 +28,7 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_real, check_rhos, check_vector
 from attnscale.layer import tokens, weight_stats
+from attnscale.layer.theory import gamma_c
 from attnscale.pipeline.io import provenance
 
 TRANSITION_STREAM = "finite_d/transition"
@@ -41,16 +42,6 @@ def transition_key(n: int, d: int, trial: int) -> tuple[int, ...]:
     """Spawn key of one token draw of the transition experiment (``rho`` is not part of it:
     every ``rho`` uses the same ``z_0, z_i``, common random numbers)."""
     return spawn_key(TRANSITION_STREAM, n, d, trial)
-
-
-def tokens_at(z0: np.ndarray, Z: np.ndarray, rho: float) -> np.ndarray:
-    """``X(rho) = sqrt(rho) z_0 + sqrt(1 - rho) Z`` for ``0 <= rho < 1``
-    (:func:`attnscale.layer.tokens.from_draw`, extended to ``rho = 0``, where ``X = Z``: tokens uniform in
-    direction, the rho = 0 panel of the transition figure)."""
-    rho = check_real("rho", rho, low=0.0, high=1.0, high_open=True)
-    if rho == 0.0:
-        return np.array(Z, dtype=np.float64)
-    return tokens.from_draw(z0, Z, rho)
 
 
 def simulated_critical_beta(
@@ -186,7 +177,7 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
     for t in range(trials):
         z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, transition_key(n, d, t)))
         for k, r in enumerate(rhos):
-            X = tokens_at(z0, Z, r)
+            X = tokens.from_draw(z0, Z, r)
             gaps_by_rho[k].append(weight_stats.self_weight_scores(X, rows=np.arange(m)))
         del z0, Z
     if theory:
@@ -237,7 +228,7 @@ def intermediate_phase(
     """Effective number of attended keys per cell of Figure 1's grid (issue 9, item 4).
 
     For every draw in ``draws`` (same ``n`` and ``d``), every nominal ``rho`` (tokens
-    :func:`tokens_at`, common random numbers across ``rho``) and every ``gamma``
+    :func:`attnscale.layer.tokens.from_draw`, common random numbers across ``rho``) and every ``gamma``
     (``beta = gamma ln n``): the mean over the first ``rows`` query rows of the self-weight
     ``A_ii``, of ``N_eff = 1 / sum_j A_ij^2`` and of the number of keys holding ``mass`` of the
     row's weight (:func:`attnscale.layer.weight_stats.row_weight_stats`), then the mean over draws.
@@ -291,7 +282,7 @@ def intermediate_phase(
         per_draw = []  # common random numbers: every rho reuses the same z_0, Z
         for tok in draws:
             st = weight_stats.row_weight_stats(
-                tokens_at(np.asarray(tok["z0"]), np.asarray(tok["Z"]), r),
+                tokens.from_draw(np.asarray(tok["z0"]), np.asarray(tok["Z"]), r),
                 betas,
                 rows=np.arange(m),
                 mass=mass,
@@ -329,7 +320,7 @@ def intermediate_phase(
                     "trials": t,
                     "rows": m,
                     "gamma_star": g_star[ir],
-                    "gamma_c": 1.0 / (1.0 - r),
+                    "gamma_c": gamma_c(r),
                 }
             )
         )

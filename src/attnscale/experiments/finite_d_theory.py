@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core.validation import check_real, check_rhos, check_vector
+from attnscale.layer.theory import gamma_c
 
 #: Nodes in rho at which :func:`gamma_star_line` evaluates the theory (the rest is interpolated).
 LINE_NODES = 6
@@ -99,7 +100,7 @@ def transition_theory(*, n, d, rho, read_off=None) -> pd.DataFrame:
                     "beta_first_order": safe(finite_d.first_order_critical_beta, nn, dd, r),
                     "beta_paper_a": safe(finite_d.paper_a_asymptote_beta, nn, r),
                     "beta_power": safe(finite_d.power_law_beta, nn, dd) if r == 0.0 else np.nan,
-                    "gamma_c": 1.0 / (1.0 - r),
+                    "gamma_c": gamma_c(r),
                 }
             )
     return pd.DataFrame(out)

@@ -165,7 +165,7 @@ def vector_fields(
                         np.sqrt(np.mean(st.nearest_key_tangent_ms(n, C, d)))
                     ),
                     "beta_drift_transition": beta_tr,
-                    "beta_critical": st.critical_beta(n, d),
+                    "beta_critical": st.critical_scale(n, d),
                     **prov_r,
                 }
             )

@@ -46,7 +46,7 @@ def _common_checks(n, d, rho, gammas, trial, alpha):
 def _critical_gamma(Qm, Km, n, rows=None) -> float:
     """Simulated critical gamma: mean self-weight over ``rows`` = 1/2 (nan if never)."""
     ln = np.log(n)
-    bc = score_attention.critical_beta(
+    bc = score_attention.self_weight_critical_beta(
         Qm, Km, SEARCH_GAMMA[0] * ln, SEARCH_GAMMA[1] * ln, rows=rows
     )
     return bc / ln

@@ -9,6 +9,7 @@ import pandas as pd
 import seaborn as sns
 
 from attnscale.figures.style import add_caption, apply_style, cell_edges
+from attnscale.layer.theory import gamma_c
 
 SCALING_LABEL = {"global": r"global $\beta = \gamma \ln n$",
                  "position": r"per-position $\beta_i = \gamma \ln i$"}  # fmt: skip
@@ -36,8 +37,8 @@ def _map(ax, grid: pd.DataFrame, scaling: str):
     mesh = ax.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z, cmap="viridis",
                          vmin=0, vmax=1, shading="flat")  # fmt: skip
     rr = np.linspace(rhos.min(), rhos.max(), 200)
-    ax.plot(rr, 1 / (1 - rr), color="w", lw=2.4)
-    ax.plot(rr, 1 / (1 - rr), "k--", lw=1.1, label=r"$\gamma_c = 1/(1-\rho)$")
+    ax.plot(rr, gamma_c(rr), color="w", lw=2.4)
+    ax.plot(rr, gamma_c(rr), "k--", lw=1.1, label=r"$\gamma_c = 1/(1-\rho)$")
     ax.set_yscale("log")
     _plain_log(ax.yaxis)
     ax.set_ylim(gammas.min(), gammas.max())
@@ -90,7 +91,7 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     agg = grid[(grid["rho"] == rho_s) & (grid["scaling"] == "global")].groupby("gamma")
     bid = agg["lambda_simplex_bidirectional"].mean()
     ax.plot(bid.index, bid.values, "k:", lw=1.1, label="bidirectional simplex (Paper A)")
-    gc = 1 / (1 - float(lam[lam["rho"] == rho_s]["rho_hat"].mean()))
+    gc = gamma_c(float(lam[lam["rho"] == rho_s]["rho_hat"].mean()))
     ax.axvline(gc, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
     _plain_log(ax.xaxis)

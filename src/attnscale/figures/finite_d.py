@@ -10,6 +10,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullFormatter
 
 from attnscale.figures.style import add_caption, apply_style, cell_edges
+from attnscale.layer.theory import gamma_c
 
 #: The head read off in the transition figure (a typical large model's head dimension and a
 #: 128k context) [choice].
@@ -64,7 +65,7 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str):
     )  # fmt: skip
     for j, rho in enumerate(rhos):
         ax, az = axes[0, j], axes[1, j]
-        gc = 1.0 / (1.0 - rho)
+        gc = gamma_c(rho)
         grid = th[(th["rho"] == rho) & (th["kind"] == "grid")]
         for d, g in grid.groupby("d", sort=True):
             g = g.sort_values("n")

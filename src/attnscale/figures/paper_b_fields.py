@@ -17,7 +17,7 @@ _EXP_LABEL = {1.25: "5/4", 1.0: "1", 0.75: "3/4", 0.5: "1/2", 0.25: "1/4"}
 
 
 def _regime(beta: float, n: int, d: int = 3) -> str:
-    crit = st.critical_beta(n, d)
+    crit = st.critical_scale(n, d)
     tr = st.drift_transition_beta(n, d)
     if np.isclose(beta, crit, rtol=1e-9):
         return "critical"
@@ -106,7 +106,7 @@ def plot_vector_fields(*, panels: pd.DataFrame, sweep: pd.DataFrame, caption: st
     pb = th[th["is_panel"]]
     ax.loglog(pb["beta"], pb["rms_disp"], "o", ms=7, mfc="none", mec="tab:orange", mew=1.3,
               label="panels (context 0)")  # fmt: skip
-    for x, lab in ((tr, r"$n^{2/(d+1)}$"), (st.critical_beta(n, 3), r"$n^{\alpha} = n$")):
+    for x, lab in ((tr, r"$n^{2/(d+1)}$"), (st.critical_scale(n, 3), r"$n^{\alpha} = n$")):
         ax.axvline(x, color="0.6", lw=0.8, ls=":")
         ax.text(x, 0.03, lab, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
                 fontsize=7, bbox={"fc": "w", "ec": "none", "pad": 1})  # fmt: skip

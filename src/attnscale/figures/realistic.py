@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.layer import sink
+from attnscale.layer.theory import gamma_c
 from attnscale.figures.style import add_caption, apply_style
 
 
@@ -173,7 +174,7 @@ def plot_sink(*, curves, critical, caption: str):
     pal = {k: f"C{j}" for j, k in enumerate(kappas)}
     rho_hat = float(critical["rho_hat"].mean())
     ln = np.log(n)
-    gc = 1.0 / (1.0 - rho_hat)
+    gc = gamma_c(rho_hat)
     cmax = float(critical["c_s"].max())
     cmin = float(critical["c_s"].min())
     cs_fine = np.linspace(cmin, cmax, 200)

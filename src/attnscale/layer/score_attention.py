@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale._moved import renamed
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.layer.attention import normalise
 
@@ -279,7 +280,7 @@ def crossing(xs, ys, target: float = 0.5) -> float:
     return float(np.exp(lx0 + f * (lx1 - lx0)))
 
 
-def critical_beta(
+def self_weight_critical_beta(
     Qm,
     Km,
     beta_lo: float,
@@ -291,7 +292,8 @@ def critical_beta(
     xtol: float = 1e-10,
 ) -> float:
     """The ``beta`` at which the mean self-weight over ``rows`` first reaches ``target``
-    (``docs/realistic-attention.md#learned-query-key-matrix``).
+    (``docs/realistic-attention.md#learned-query-key-matrix``). (Named ``critical_beta`` before;
+    that name still works, with a warning.)
 
     A log grid of ``points`` betas on ``[beta_lo, beta_hi]`` brackets the first upward crossing;
     Brent's method (in ``log beta``, tolerance ``xtol``) then solves ``mean A_ii = target``
@@ -353,3 +355,6 @@ def score_spread(Qm, Km, rows=None, *, block_rows: int | None = None) -> tuple[f
         S[rr, rr + s] = np.nan
         var_sum += float(np.nansum(np.nanvar(S, axis=1)))
     return float(diag.std()), float(np.sqrt(var_sum / k))
+
+
+__getattr__ = renamed(__name__, {"critical_beta": "self_weight_critical_beta"})

@@ -18,12 +18,13 @@ def _rho(rho):
 def gamma_c(rho):
     """Critical scale ``gamma_c = 1 / (1 - rho)`` of ``beta_n = gamma log n``
     (docs/paper-a.md#the-model). The one place it is computed: a float for a scalar ``rho``, an
-    array for an array (every entry must lie in (0, 1))."""
+    array for an array. Every entry must lie in [0, 1): Paper A's tokens have ``rho > 0``; the
+    finite-d theory also uses ``rho = 0`` (independent tokens, ``gamma_c = 1``)."""
     if np.ndim(rho) == 0:
-        return 1.0 / (1.0 - _rho(rho))
+        return 1.0 / (1.0 - check_real("rho", rho, low=0.0, high=1.0, high_open=True))
     r = check_vector("rho", np.ravel(rho)).reshape(np.shape(rho))
-    if np.any((r <= 0.0) | (r >= 1.0)):
-        raise ValueError(f"rho must lie in (0, 1), got {np.asarray(rho).tolist()}")
+    if np.any((r < 0.0) | (r >= 1.0)):
+        raise ValueError(f"rho must lie in [0, 1), got {np.asarray(rho).tolist()}")
     return 1.0 / (1.0 - r)
 
 
@@ -95,6 +96,25 @@ def eta_limit(rho: float, gamma: float, d: int, alpha: float = 0.0, q: float = 1
     return float(((d - 1) * (a / np.sqrt(q) + alpha) ** 2 + alpha**2) / d)
 
 
+def simplex_terms(n: int, rho: float, beta: float, alpha: float = 0.0, q: float = 1.0):
+    """The terms of the exact finite-n simplex map (docs/paper-a.md#finite-n-simplex-map):
+    ``e = a_n + alpha sqrt q - b_n``, ``b_n``, ``s1 = 1 + (n-1) rho`` and
+    ``s2 = n + n (n-1) rho`` with ``t = e^{beta (rho - 1)}``, ``a_n = 1 / (1 + (n-1) t)``,
+    ``b_n = t / (1 + (n-1) t)``; shared by :func:`simplex_map` and :func:`simplex_lambda`."""
+    n = check_int("n", n, minimum=2)
+    rho = _rho(rho)
+    beta = check_real("beta", beta, low=0.0)
+    alpha = check_real("alpha", alpha, low=0.0)
+    q = check_real("q", q, low=0.0, low_open=True)
+    t = np.exp(beta * (rho - 1.0))
+    an = 1.0 / (1.0 + (n - 1) * t)
+    bn = t / (1.0 + (n - 1) * t)
+    e = an + alpha * np.sqrt(q) - bn
+    s1 = 1.0 + (n - 1) * rho
+    s2 = n + n * (n - 1) * rho
+    return e, bn, s1, s2, rho
+
+
 def simplex_map(
     n: int, rho: float, beta: float, alpha: float = 0.0, q: float = 1.0
 ) -> tuple[float, float]:
@@ -110,17 +130,7 @@ def simplex_map(
     (float, float)
         ``(<y_i', y_j'>, ||x_i'||^2)``: the output cosine and squared norm.
     """
-    n = check_int("n", n, minimum=2)
-    rho = _rho(rho)
-    beta = check_real("beta", beta, low=0.0)
-    alpha = check_real("alpha", alpha, low=0.0)
-    q = check_real("q", q, low=0.0, low_open=True)
-    t = np.exp(beta * (rho - 1.0))
-    an = 1.0 / (1.0 + (n - 1) * t)
-    bn = t / (1.0 + (n - 1) * t)
-    e = an + alpha * np.sqrt(q) - bn
-    s1 = 1.0 + (n - 1) * rho
-    s2 = n + n * (n - 1) * rho
+    e, bn, s1, s2, rho = simplex_terms(n, rho, beta, alpha, q)
     common = 2.0 * e * bn * s1 + bn**2 * s2
     inner = e**2 * rho + common
     norm2 = e**2 + common
@@ -133,17 +143,7 @@ def simplex_lambda(n: int, rho: float, beta: float, alpha: float = 0.0, q: float
     Computed as ``e^2 (1 - rho) / ||x_i'||^2 / (1 - rho)`` = ``e^2 / ||x_i'||^2`` to avoid the
     cancellation in ``1 - cos``: ``||x'_i||^2 - <x'_i, x'_j> = e^2 (1 - rho)``.
     """
-    n = check_int("n", n, minimum=2)
-    rho = _rho(rho)
-    beta = check_real("beta", beta, low=0.0)
-    alpha = check_real("alpha", alpha, low=0.0)
-    q = check_real("q", q, low=0.0, low_open=True)
-    t = np.exp(beta * (rho - 1.0))
-    an = 1.0 / (1.0 + (n - 1) * t)
-    bn = t / (1.0 + (n - 1) * t)
-    e = an + alpha * np.sqrt(q) - bn
-    s1 = 1.0 + (n - 1) * rho
-    s2 = n + n * (n - 1) * rho
+    e, bn, s1, s2, rho = simplex_terms(n, rho, beta, alpha, q)
     norm2 = e**2 + 2.0 * e * bn * s1 + bn**2 * s2
     return float(e**2 / norm2)
 

@@ -61,8 +61,12 @@ def gaussian_draw(n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray,
 def from_draw(z0: np.ndarray, Z: np.ndarray, rho: float) -> np.ndarray:
     """Near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` from a Gaussian draw
     (:func:`gaussian_draw`); bit-identical to :func:`near_simplex` with the same generator state.
+    ``0 <= rho < 1``: at ``rho = 0`` the tokens are the ``z_i`` themselves (uniform in direction,
+    the rho = 0 panels of the finite-d figures, docs/finite-d.md).
     """
-    rho = check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
+    rho = check_real("rho", rho, low=0.0, high=1.0, high_open=True)
+    if rho == 0.0:
+        return np.array(Z, dtype=np.float64)
     return np.sqrt(rho) * z0[None, :] + np.sqrt(1.0 - rho) * Z
 
 
