@@ -3,7 +3,6 @@
 last-block entry against a brute-force full causal pass, bad input."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from attnscale.core.seeding import job_rng
@@ -80,8 +79,37 @@ def test_figures_render():
                                    root_seed=3)  # fmt: skip
     sw = exp_causal.causal_self_weight(n=32, d=8, rhos=[0.3, 0.6], gamma_factors=[0.67, 1.0],
                                        trial=0, root_seed=3, bins=6)  # fmt: skip
-    fig = plot_causal(data=[lam], self_weight=pd.concat([sw, sw.assign(trial=1)]), caption="t")
+    summary = exp_causal.causal_summary(data=[lam, lam.assign(trial=1)],
+                                        self_weight=[sw, sw.assign(trial=1)])  # fmt: skip
+    fig = plot_causal(data=summary["lambda_summary"], self_weight=summary["self_weight_summary"],
+                      caption="t")  # fmt: skip
     assert len(fig.axes) >= 6
+
+
+def test_causal_summary_equals_plain_means_and_standard_errors():
+    """The figure data of the causal figure are the per-draw tables reduced over draws: means and
+    sample SEs (ddof = 1) recomputed here with numpy; critical rows kept one per draw."""
+    lams = [exp_causal.causal_lambda(n=24, d=6, rhos=[0.4], gammas=[0.5, 3.0], trial=t,
+                                     root_seed=5) for t in range(3)]  # fmt: skip
+    sws = [exp_causal.causal_self_weight(n=24, d=6, rhos=[0.4], gamma_factors=[1.0], trial=t,
+                                         root_seed=5, bins=4) for t in range(3)]  # fmt: skip
+    out = exp_causal.causal_summary(data=lams, self_weight=sws)
+    lam = out["lambda_summary"]
+    for s in ("global", "position"):
+        for g in (0.5, 3.0):
+            vals = np.array([x[(x.kind == "grid") & (x.scaling == s) & (x.gamma == g)]["lambda"]
+                             .item() for x in lams])  # fmt: skip
+            row = lam[(lam.kind == "grid") & (lam.scaling == s) & (lam.gamma == g)].iloc[0]
+            assert row["lambda_mean"] == pytest.approx(vals.mean(), rel=1e-14)
+            assert row["lambda_se"] == pytest.approx(vals.std(ddof=1) / np.sqrt(3), rel=1e-12)
+            assert row["trials"] == 3
+    assert (lam.kind == "critical").sum() == sum((x.kind == "critical").sum() for x in lams)
+    sw = out["self_weight_summary"]
+    first = sw[(sw.scaling == "global")].sort_values("position").iloc[-1]
+    vals = np.array([x[(x.scaling == "global")].sort_values("position")["self_weight"].iloc[-1]
+                     for x in sws])  # fmt: skip
+    assert first["self_weight_mean"] == pytest.approx(vals.mean(), rel=1e-14)
+    assert first["self_weight_se"] == pytest.approx(vals.std(ddof=1) / np.sqrt(3), rel=1e-12)
 
 
 def test_contexts_are_prefixes_of_longer_ones():

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.deps import lib_files as _lib_files
-from attnscale.pipeline.scheduler_fix import install_or_say_why as _install_scheduler_fix
+from attnscale.pipeline.scheduler_fix import (
+    install_or_say_why as _install_scheduler_fix,
+)
 
 _install_scheduler_fix()  # one scheduler wake-up per second, not one per finished job
 
@@ -28,6 +30,12 @@ def lib(*entries):
     return sorted(
         {f for e in ("pipeline.adapter", *entries) for f in _lib_files(e, src=_SRC)}
     )
+
+
+def mem_mb_dense(wildcards):
+    """Memory (MB) of a Paper A job that holds a few n x n float64 arrays of its {n}: 400 MB for
+    the interpreter and libraries plus 40 n^2 bytes (five n x n arrays)."""
+    return 400 + 40 * int(wildcards.n) ** 2 // 10**6
 
 
 def token_draws(trials):

@@ -77,7 +77,7 @@ rule finite_d_transition:
     """Figure (ours): gamma* = beta*(n, d) / ln n against n, theory lines and simulated points."""
     input:
         data=expand(
-            "results/finite_d/transition/d{d}.csv",
+            rules.finite_d_transition_points.output.csv,
             d=CFG.ints("finite_d.transition.d"),
         ),
         theory=rules.finite_d_transition_theory.output.csv,
@@ -150,7 +150,7 @@ rule finite_d_intermediate:
     """Figure (ours): how many keys a query attends to over (rho, gamma), d = paper_a.d."""
     input:
         data=expand(
-            "results/finite_d/intermediate/n{n}/d{d}.csv",
+            rules.finite_d_intermediate_rows.output.csv,
             n=CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
         ),

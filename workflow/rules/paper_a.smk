@@ -61,7 +61,7 @@ rule paper_a_lambda_summary:
     """Figure-data tables: mean lambda per grid cell, and lambda at gamma_c per draw."""
     input:
         csvs=expand(
-            "results/paper_a/lambda/n{n}/d{d}/part{part}.csv",
+            rules.paper_a_lambda.output.csv,
             n=CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
             part=range(len(RHO_PARTS)),

@@ -18,7 +18,7 @@ rule paper_a_eta:
         "../../envs/environment.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 400 + 40 * int(wc.n) ** 2 // 10**6,  # a few n x n arrays
+        mem_mb=mem_mb_dense,
         runtime=15,
     params:
         entry="experiments.paper_a_eta:eta_rows",
@@ -37,7 +37,7 @@ rule paper_a_eta_summary:
     """Figure-2 data (mean eta per grid cell) and eta at gamma_c per draw."""
     input:
         csvs=expand(
-            "results/paper_a/eta/n{n}/d{d}/part{part}.csv",
+            rules.paper_a_eta.output.csv,
             n=CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
             part=range(len(RHO_PARTS)),
@@ -114,7 +114,7 @@ rule paper_a_theorem_rows:
         "../../envs/environment.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 400 + 40 * int(wc.n) ** 2 // 10**6,  # a few n x n arrays
+        mem_mb=mem_mb_dense,
         runtime=15,
     params:
         entry="experiments.paper_a_eta:theory_rows_all",
@@ -129,7 +129,7 @@ rule paper_a_theorem_table_data:
     """Tidy theorem table: simulation mean +- SE, finite-n simplex value, limit, paired z."""
     input:
         csvs=expand(
-            "results/paper_a/theorem_table/n{n}/d{d}/rho{rho}.csv",
+            rules.paper_a_theorem_rows.output.csv,
             n=CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.theorem_table.rho"),
@@ -190,8 +190,7 @@ rule paper_a_theorem_table:
         ENTRY
 
 
-rule paper_a_finite_size_rows:
-    """Critical values at gamma_c(rho_hat) for the draws of one (n, d, rho)."""
+use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
     input:
         draws=token_draws(CFG.value("paper_a.finite_size.trials")),
         lib=lib("experiments.paper_a_eta"),
@@ -201,26 +200,18 @@ rule paper_a_finite_size_rows:
         "logs/paper_a/finite_size/n{n}/d{d}/rho{rho}.log",
     benchmark:
         "benchmarks/paper_a/finite_size/n{n}/d{d}/rho{rho}.tsv"
-    conda:
-        "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 400 + 40 * int(wc.n) ** 2 // 10**6,  # a few n x n arrays
-        runtime=15,
     params:
         entry="experiments.paper_a_eta:theory_rows_all",
         rho=lambda wc: CFG.exact("paper_a.finite_size.rho", wc.rho),
         gamma_factors=[1.0],
         alphas=CFG.grid("paper_a.finite_size.alpha").tolist(),
-    script:
-        ENTRY
 
 
 rule paper_a_finite_size_data:
     """Tidy finite-size table (the theorem table of the finite-size draws)."""
     input:
         csvs=expand(
-            "results/paper_a/finite_size/n{n}/d{d}/rho{rho}.csv",
+            rules.paper_a_finite_size_rows.output.csv,
             n=CFG.ints("paper_a.finite_size.n"),
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.finite_size.rho"),

@@ -110,7 +110,7 @@ rule paper_b_phase_summary:
     """Phase-diagram table: all n columns in one tidy file."""
     input:
         csvs=expand(
-            "results/paper_b/phase/d{d}/n{n}.csv",
+            rules.paper_b_phase_column.output.csv,
             d=CFG.value("paper_b.phase.d"),
             n=CFG.ints("paper_b.phase.n"),
         ),
@@ -234,7 +234,7 @@ rule paper_b_profile:
 rule paper_b_plot_profile:
     """Weight-profile figure: A_(k)/A_(1) and cumulative mass against x = k/m_n."""
     input:
-        csvs=expand("results/paper_b/profile_d{d}.csv", d=CFG.ints("paper_b.profile.d")),
+        csvs=expand(rules.paper_b_profile.output.csv, d=CFG.ints("paper_b.profile.d")),
         lib=lib("figures.paper_b_laws"),
     output:
         png=report(

@@ -89,7 +89,7 @@ rule paper_b_exponent_figure:
         points=[
             rules.paper_b_exponent_sphere.output.csv,
             *expand(
-                "results/paper_b_exponent/rope/d{d}.csv",
+                rules.paper_b_exponent_rope.output.csv,
                 d=CFG.ints("paper_b_exponent.rope.d"),
             ),
         ],

@@ -40,11 +40,11 @@ rule paper_b_plot_critical_laws:
     """Critical-laws figure (ours): ECDFs against the Poisson and Weibull limits."""
     input:
         ecdf=expand(
-            "results/paper_b/critical_laws/d{d}_ecdf.csv",
+            rules.paper_b_critical_laws.output.ecdf,
             d=CFG.ints("paper_b.critical_laws.d"),
         ),
         summary=expand(
-            "results/paper_b/critical_laws/d{d}_summary.csv",
+            rules.paper_b_critical_laws.output.summary,
             d=CFG.ints("paper_b.critical_laws.d"),
         ),
         lib=lib("figures.paper_b_laws"),
@@ -117,7 +117,7 @@ rule paper_b_heat_drift_summary:
     """Heat-drift table: mean and SE per beta, with the n = inf quadrature."""
     input:
         csvs=expand(
-            "results/paper_b/heat_drift/beta{beta}.csv",
+            rules.paper_b_heat_drift.output.csv,
             beta=CFG.labels("paper_b.heat_drift.beta"),
         ),
         lib=lib("experiments.paper_b_drift"),
@@ -217,11 +217,11 @@ rule paper_b_plot_output_law:
     second moment against the Mecke value."""
     input:
         ecdf=expand(
-            "results/paper_b/output_law/d{d}_ecdf.csv",
+            rules.paper_b_output_law.output.ecdf,
             d=CFG.ints("paper_b.output_law.d"),
         ),
         summary=expand(
-            "results/paper_b/output_law/d{d}_summary.csv",
+            rules.paper_b_output_law.output.summary,
             d=CFG.ints("paper_b.output_law.d"),
         ),
         lib=lib("figures.paper_b_output_law"),

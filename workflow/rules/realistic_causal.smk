@@ -60,17 +60,39 @@ rule causal_self_weight:
         ENTRY
 
 
+rule causal_summary:
+    """Figure data: lambda and A_ii reduced over draws (mean, SE), critical rows per draw."""
+    input:
+        data=expand(
+            rules.causal_lambda.output.csv, trial=range(CFG.value("causal.trials"))
+        ),
+        self_weight=expand(
+            rules.causal_self_weight.output.csv,
+            trial=range(CFG.value("causal.self_weight.trials")),
+        ),
+        lib=lib("experiments.causal"),
+    output:
+        lambda_summary="results/realistic/causal/lambda_summary.csv",
+        self_weight_summary="results/realistic/causal/self_weight_summary.csv",
+    log:
+        "logs/realistic/causal_summary.log",
+    conda:
+        "../../envs/environment.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        entry="experiments.causal:causal_summary",
+    script:
+        ENTRY
+
+
 rule causal_figure:
     """Plot: causal lambda maps, lambda at one rho against theory, A_ii against position."""
     input:
-        data=expand(
-            "results/realistic/causal/lambda/trial{trial}.csv",
-            trial=range(CFG.value("causal.trials")),
-        ),
-        self_weight=expand(
-            "results/realistic/causal/self_weight/trial{trial}.csv",
-            trial=range(CFG.value("causal.self_weight.trials")),
-        ),
+        data=rules.causal_summary.output.lambda_summary,
+        self_weight=rules.causal_summary.output.self_weight_summary,
         lib=lib("figures.causal"),
     output:
         png=report(
@@ -144,7 +166,7 @@ rule causal_rules_simulated_figure:
     """Plot: each rule's scale, self-weight and lambda of the last block against n."""
     input:
         data=expand(
-            "results/realistic/rules_simulated/n{n}.csv",
+            rules.causal_rules_simulated.output.csv,
             n=CFG.ints("causal.rules_simulated.n"),
         ),
         lib=lib("figures.rules_simulated"),

@@ -38,11 +38,11 @@ rule realistic_learned_qk_figure:
     """Plot: self-weight and lambda against gamma per W, simulated vs predicted critical gamma."""
     input:
         curves=expand(
-            "results/realistic/learned_qk/trial{trial}_curves.csv",
+            rules.realistic_learned_qk.output.curves,
             trial=range(CFG.value("realistic.learned_qk.trials")),
         ),
         critical=expand(
-            "results/realistic/learned_qk/trial{trial}_critical.csv",
+            rules.realistic_learned_qk.output.critical,
             trial=range(CFG.value("realistic.learned_qk.trials")),
         ),
         lib=lib("figures.realistic"),
@@ -116,11 +116,11 @@ rule realistic_sink_figure:
     """Plot: sink mass at gamma_c, the critical line against kappa c_s, weights against gamma."""
     input:
         curves=expand(
-            "results/realistic/sink/trial{trial}_curves.csv",
+            rules.realistic_sink.output.curves,
             trial=range(CFG.value("realistic.sink.trials")),
         ),
         critical=expand(
-            "results/realistic/sink/trial{trial}_critical.csv",
+            rules.realistic_sink.output.critical,
             trial=range(CFG.value("realistic.sink.trials")),
         ),
         lib=lib("figures.realistic"),
@@ -194,7 +194,7 @@ rule realistic_depth_figure:
     """Plot: 1 - rho_l and lambda_l against the layer, simulation vs iterated simplex map."""
     input:
         data=expand(
-            "results/realistic/depth/trial{trial}.csv",
+            rules.realistic_depth.output.csv,
             trial=range(CFG.value("realistic.depth.trials")),
         ),
         lib=lib("figures.realistic"),

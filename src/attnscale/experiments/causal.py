@@ -13,6 +13,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_vector
+from attnscale.experiments.summaries import mean_se
 from attnscale.layer import attention, causal, causal_theory, theory, tokens
 from attnscale.pipeline.io import provenance
 
@@ -129,3 +130,37 @@ def causal_self_weight(*, n: int, d: int, rhos, gamma_factors, trial: int, root_
     for k, v in prov.items():
         df[k] = str(v) if k == "spawn_key" else v
     return df
+
+
+def causal_summary(*, data, self_weight) -> dict:
+    """Figure data of the causal-mask figure: the per-draw tables of :func:`causal_lambda` and
+    :func:`causal_self_weight` reduced over draws (docs/realistic-attention.md#causal-mask).
+
+    Returns
+    -------
+    dict
+        ``"lambda_summary"``: the grid rows' mean and standard error over draws of ``lambda`` and the
+        draw means of the simplex predictions and of ``rho_hat`` per ``(scaling, n, d, rho,
+        gamma)``, with the critical rows (one per draw, ``gamma = gamma_c(rho_hat)``) appended
+        unreduced (``kind = "critical"``); ``"self_weight_summary"``: mean and standard error over draws
+        of ``A_ii`` and the draw mean of its simplex value per ``(scaling, n, d, rho,
+        gamma_factor, position)``. Standard errors are over draws
+        (:func:`attnscale.experiments.summaries.mean_se`).
+    """
+    lam = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
+    sw = pd.concat(self_weight, ignore_index=True) if isinstance(self_weight, list) else self_weight
+    keys = ["scaling", "n", "d", "rho", "gamma"]
+    grid = lam[lam["kind"] == "grid"]
+    lam_out = mean_se(
+        grid.groupby(keys, sort=True),
+        ["lambda", "lambda_simplex_causal", "lambda_simplex_bidirectional", "rho_hat"],
+    ).assign(kind="grid")
+    crit = lam[lam["kind"] == "critical"][[*keys, "trial", "rho_hat", "lambda"]].rename(
+        columns={"lambda": "lambda_mean", "rho_hat": "rho_hat_mean"}
+    )
+    lam_out = pd.concat([lam_out, crit.assign(kind="critical", trials=1)], ignore_index=True)
+    sw_out = mean_se(
+        sw.groupby(["scaling", "n", "d", "rho", "gamma_factor", "position"], sort=True),
+        ["self_weight", "self_weight_simplex"],
+    )
+    return {"lambda_summary": lam_out, "self_weight_summary": sw_out}

@@ -16,11 +16,6 @@ SCALING_LABEL = {"global": r"global $\beta = \gamma \ln n$",
 SCALING_COLOUR = {"global": "C0", "position": "C3"}
 
 
-def _frame(x) -> pd.DataFrame:
-    """An input table, or a list of per-trial tables (concatenated)."""
-    return pd.concat(x, ignore_index=True) if isinstance(x, list) else x
-
-
 def _plain_log(axis) -> None:
     """Plain numbers (0.5, 1, 2, ...) on a log axis instead of powers of ten."""
     axis.set_major_locator(mticker.LogLocator(base=2.0))
@@ -32,7 +27,7 @@ def _map(ax, grid: pd.DataFrame, scaling: str):
     sub = grid[grid["scaling"] == scaling]
     rhos = np.sort(sub["rho"].unique())
     gammas = np.sort(sub["gamma"].unique())
-    Z = sub.pivot_table(index="gamma", columns="rho", values="lambda", aggfunc="mean")
+    Z = sub.pivot(index="gamma", columns="rho", values="lambda_mean")
     Z = Z.reindex(index=gammas, columns=rhos).to_numpy()
     mesh = ax.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z, cmap="viridis",
                          vmin=0, vmax=1, shading="flat")  # fmt: skip
@@ -50,6 +45,12 @@ def _map(ax, grid: pd.DataFrame, scaling: str):
     return mesh
 
 
+def _mean_band(ax, x, mean, se, **kw):
+    """A mean curve with a shaded +- one standard error band (no band where se is nan)."""
+    (line,) = ax.plot(x, mean, **kw)
+    ax.fill_between(x, mean - se, mean + se, color=line.get_color(), alpha=0.2, lw=0)
+
+
 def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     """Causal-mask figure: (a, b) lambda over (rho, gamma) for the global and the per-position
     scaling; (c) lambda against gamma at ``slice_rho`` with the exact causal simplex curves;
@@ -58,17 +59,17 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
 
     Parameters
     ----------
-    data : DataFrame or list of DataFrame
-        Rows of :func:`attnscale.experiments.causal.causal_lambda`.
-    self_weight : DataFrame or list of DataFrame
-        Rows of :func:`attnscale.experiments.causal.causal_self_weight`.
+    data : DataFrame
+        ``"lambda_summary"`` table of :func:`attnscale.experiments.causal.causal_summary`
+        (means and standard errors over draws).
+    self_weight : DataFrame
+        Its ``"self_weight_summary"`` table.
     caption : str
     slice_rho : float, optional
         The nominal rho of panels (c) and (f) (nearest grid value).
     """
     apply_style()
-    lam = _frame(data)
-    sw = _frame(self_weight)
+    lam, sw = data, self_weight
     grid = lam[lam["kind"] == "grid"]
     fig, axes = plt.subplots(2, 3, figsize=(13.5, 8.6))
     mesh = None
@@ -79,19 +80,18 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     ax = axes[0, 2]
     rho_s = grid["rho"].unique()[np.argmin(np.abs(grid["rho"].unique() - slice_rho))]
     for s in ("global", "position"):
-        sub = grid[(grid["scaling"] == s) & (grid["rho"] == rho_s)]
-        agg = sub.groupby("gamma")[["lambda", "lambda_simplex_causal"]].mean()
-        ax.plot(agg.index, agg["lambda"], "o", ms=3.5, color=SCALING_COLOUR[s],
-                label=f"simulated, {s}")  # fmt: skip
-        ax.plot(agg.index, agg["lambda_simplex_causal"], "-", lw=1.1, color=SCALING_COLOUR[s],
-                label=f"causal simplex at $\\hat\\rho$, {s}")  # fmt: skip
+        sub = grid[(grid["scaling"] == s) & (grid["rho"] == rho_s)].sort_values("gamma")
+        ax.errorbar(sub["gamma"], sub["lambda_mean"], yerr=sub["lambda_se"], fmt="o", ms=3.5,
+                    color=SCALING_COLOUR[s], label=f"simulated, {s}")  # fmt: skip
+        ax.plot(sub["gamma"], sub["lambda_simplex_causal_mean"], "-", lw=1.1,
+                color=SCALING_COLOUR[s], label=f"causal simplex at $\\hat\\rho$, {s}")  # fmt: skip
         crit = lam[(lam["kind"] == "critical") & (lam["scaling"] == s) & (lam["rho"] == rho_s)]
-        ax.plot(crit["gamma"], crit["lambda"], "*", ms=9, color=SCALING_COLOUR[s], mec="k",
+        ax.plot(crit["gamma"], crit["lambda_mean"], "*", ms=9, color=SCALING_COLOUR[s], mec="k",
                 mew=0.5)  # fmt: skip
-    agg = grid[(grid["rho"] == rho_s) & (grid["scaling"] == "global")].groupby("gamma")
-    bid = agg["lambda_simplex_bidirectional"].mean()
-    ax.plot(bid.index, bid.values, "k:", lw=1.1, label="bidirectional simplex (Paper A)")
-    gc = gamma_c(float(lam[lam["rho"] == rho_s]["rho_hat"].mean()))
+    bid = grid[(grid["rho"] == rho_s) & (grid["scaling"] == "global")].sort_values("gamma")
+    ax.plot(bid["gamma"], bid["lambda_simplex_bidirectional_mean"], "k:", lw=1.1,
+            label="bidirectional simplex (Paper A)")  # fmt: skip
+    gc = gamma_c(float(bid["rho_hat_mean"].mean()))
     ax.axvline(gc, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
@@ -104,11 +104,11 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     rho_colours = {r: f"C{k}" for k, r in enumerate(sorted(crit["rho"].unique()))}
     for ax, s in zip(axes[1, :2], ("global", "position"), strict=True):
         sub = crit[crit["scaling"] == s]
-        sns.lineplot(data=sub, x="position", y="self_weight", hue="rho", palette=rho_colours,
-                     errorbar="se", ax=ax, lw=1.3)  # fmt: skip
         for r, c in rho_colours.items():
-            t = sub[sub["rho"] == r].groupby("position")["self_weight_simplex"].mean()
-            ax.plot(t.index, t.values, "--", color=c, lw=1.0)
+            t = sub[sub["rho"] == r].sort_values("position")
+            _mean_band(ax, t["position"], t["self_weight_mean"], t["self_weight_se"], color=c,
+                       lw=1.3, label=f"{r:g}")  # fmt: skip
+            ax.plot(t["position"], t["self_weight_simplex_mean"], "--", color=c, lw=1.0)
         ax.axhline(0.5, color="grey", lw=0.7)
         ax.set_xscale("log")
         ax.set_ylim(0, 1.02)
@@ -120,17 +120,21 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
 
     ax = axes[1, 2]
     rho_w = sw["rho"].unique()[np.argmin(np.abs(sw["rho"].unique() - slice_rho))]
-    sub = sw[sw["rho"] == rho_w].copy()
-    sub["gamma / gamma_c"] = sub["gamma_factor"].map(lambda f: f"{f:.2g}")
-    sns.lineplot(data=sub, x="position", y="self_weight", hue="gamma / gamma_c",
-                 style="scaling", palette="magma_r", errorbar=None, ax=ax, lw=1.2)  # fmt: skip
+    sub = sw[sw["rho"] == rho_w]
+    factors = sorted(sub["gamma_factor"].unique())
+    colours = sns.color_palette("magma_r", len(factors))
+    for f, c in zip(factors, colours, strict=True):
+        for s, ls in (("global", "-"), ("position", "--")):
+            t = sub[(sub["gamma_factor"] == f) & (sub["scaling"] == s)].sort_values("position")
+            ax.plot(t["position"], t["self_weight_mean"], ls, color=c, lw=1.2,
+                    label=f"{f:.2g}, {s}")  # fmt: skip
     ax.axhline(0.5, color="grey", lw=0.7)
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("query position i (keys seen)")
-    ax.set_ylabel(r"$A_{ii}$ (simulated)")
+    ax.set_ylabel(r"$A_{ii}$ (simulated, mean over draws)")
     ax.set_title(f"sharpness per position, rho = {rho_w:g}")
-    ax.legend(fontsize=6.5, loc="lower left")
+    ax.legend(title=r"$\gamma/\gamma_c$, scaling", fontsize=6.5, loc="lower left")
     n_sw, d_sw = int(sw["n"].iloc[0]), int(sw["d"].iloc[0])
     fig.suptitle(f"Paper A's layer under a causal mask: global vs per-position log scaling "
                  f"(self-weights: n = {n_sw}, d = {d_sw}) (ours)")  # fmt: skip
