@@ -84,10 +84,32 @@ rule paper_a_lambda_summary:
         ENTRY
 
 
+rule paper_a_finite_d_line:
+    """The finite-d critical line gamma*(n, d, rho) drawn over Figures 1 and 2 (d >= 3)."""
+    input:
+        data=rules.paper_a_lambda_summary.output.figure1,
+        lib=lib("experiments.finite_d_theory"),
+    output:
+        csv="results/paper_a/finite_d_line.csv",
+    log:
+        "logs/paper_a/finite_d_line.log",
+    conda:
+        "../../envs/environment.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        entry="experiments.finite_d_theory:figure_line",
+    script:
+        ENTRY
+
+
 rule paper_a_figure1:
     """Figure 1: lambda heat maps over (rho, gamma), one panel per d."""
     input:
         data=rules.paper_a_lambda_summary.output.figure1,
+        line=rules.paper_a_finite_d_line.output.csv,
         lib=lib("figures.paper_a"),
     output:
         png=report(

@@ -64,6 +64,7 @@ rule paper_a_figure2:
     """Figure 2: eta heat maps over (rho, gamma), one panel per d."""
     input:
         data=rules.paper_a_eta_summary.output.figure2,
+        line=rules.paper_a_finite_d_line.output.csv,
         lib=lib("figures.paper_a_eta"),
     output:
         png=report(

@@ -40,6 +40,26 @@ def gamma_star_line(n: int, d: int, rho, nodes: int = LINE_NODES) -> np.ndarray:
     return CubicSpline(xs, ratio)(rhos) / (1.0 - rhos)
 
 
+def figure_line(*, data: pd.DataFrame, points: int = 200) -> pd.DataFrame:
+    """The finite-d critical line drawn over Figures 1 and 2 (docs/finite-d.md): for every
+    panel ``d >= 3`` of the figure data ``data`` (columns ``d``, ``n``, ``rho``),
+    ``gamma*(n, d, rho)`` at ``points`` equally spaced ``rho`` spanning the panel's grid, by
+    :func:`gamma_star_line` with at most :data:`LINE_NODES` theory evaluations per panel. One row
+    per point: ``d``, ``n``, ``rho``, ``gamma_star``."""
+    rows = []
+    for d in sorted(data["d"].unique(), reverse=True):
+        if d < 3:
+            continue
+        sub = data[data["d"] == d]
+        rhos = np.sort(sub["rho"].unique())
+        n = int(sub["n"].iloc[0])
+        rr = np.linspace(rhos.min(), rhos.max(), points)
+        gs = gamma_star_line(n, int(d), rr, nodes=min(LINE_NODES, rhos.size))
+        rows.append(pd.DataFrame({"d": int(d), "n": n, "rho": rr, "gamma_star": gs}))
+    cols = ["d", "n", "rho", "gamma_star"]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+
+
 def transition_theory(*, n, d, rho, read_off=None) -> pd.DataFrame:
     """The finite-d theory of the transition figure on an ``n`` grid (issue 9, item 1).
 

@@ -24,16 +24,15 @@ def heatmap_panels(
     norm=None,
     cbar_ticks=None,
     extend: str = "neither",
-    finite_d_line: bool = True,
+    line: pd.DataFrame | None = None,
 ):
     """One heat map per ``d`` (descending) over rho x gamma, dashed ``gamma = 1/(1 - rho)``,
     one shared colour bar. Shared by Figure 1 (lambda) and Figure 2 (eta).
 
     ``cbar_ticks`` (optional) sets the colour-bar ticks; ``extend`` (``"neither"``, ``"max"``,
-    ...) marks values beyond the colour range on the colour bar. ``finite_d_line`` adds the
-    finite-d critical line ``gamma*(n, d, rho)`` (ours, docs/finite-d.md) for panels with
-    ``d >= 3``, from a few theory evaluations per panel and a spline between them
-    (:func:`attnscale.experiments.finite_d_theory.gamma_star_line`)."""
+    ...) marks values beyond the colour range on the colour bar. ``line`` (the table of
+    :func:`attnscale.experiments.finite_d_theory.figure_line`) adds the finite-d critical line
+    ``gamma*(n, d, rho)`` (ours, docs/finite-d.md) to the panels it has rows for (``d >= 3``)."""
     apply_style()
     drew_fd = False
     ds = sorted(data["d"].unique(), reverse=True)
@@ -57,12 +56,11 @@ def heatmap_panels(
         ax.plot(rr[ok], gc[ok], "w--", lw=1.4, label=r"$\gamma = 1/(1-\rho)$")
         ax.plot(rr[ok], gc[ok], "k--", lw=0.7, dashes=(3, 3))
         n = int(sub["n"].iloc[0])
-        if finite_d_line and d >= 3:
-            from ..experiments.finite_d_theory import LINE_NODES, gamma_star_line
-
-            gs = gamma_star_line(n, int(d), rr, nodes=min(LINE_NODES, rhos.size))
+        fd = line[line["d"] == d] if line is not None else line
+        if fd is not None and len(fd):
+            rf, gs = fd["rho"].to_numpy(), fd["gamma_star"].to_numpy()
             ok = (gs >= gammas.min()) & (gs <= gammas.max())
-            ax.plot(rr[ok], gs[ok], "-", color="#ff4fd8", lw=1.1,
+            ax.plot(rf[ok], gs[ok], "-", color="#ff4fd8", lw=1.1,
                     label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)")  # fmt: skip
             drew_fd = True
         ax.set_yscale("log")
@@ -90,14 +88,16 @@ def heatmap_panels(
     return fig
 
 
-def plot_figure1(*, data: pd.DataFrame, caption: str):
-    """Figure 1 of Paper A: mean lambda over trials (docs/paper-a.md#gaussian-near-simplex-tokens)."""
+def plot_figure1(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None = None):
+    """Figure 1 of Paper A: mean lambda over trials (docs/paper-a.md#gaussian-near-simplex-tokens),
+    with the finite-d critical line ``line`` (:func:`heatmap_panels`)."""
     return heatmap_panels(
         data,
         "lambda_mean",
         label=r"angle ratio $\lambda$",
         title=r"Paper A, Figure 1: angle ratio $\lambda$ after one attention layer ($\alpha = 0$)",
         caption=caption,
+        line=line,
     )
 
 

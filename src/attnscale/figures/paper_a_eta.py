@@ -22,8 +22,9 @@ QTY_LABEL = {
 }
 
 
-def plot_figure2(*, data: pd.DataFrame, caption: str):
-    """Figure 2 of Paper A: eta over (rho, gamma), one panel per d (docs/paper-a.md).
+def plot_figure2(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None = None):
+    """Figure 2 of Paper A: eta over (rho, gamma), one panel per d (docs/paper-a.md), with the
+    finite-d critical line ``line`` (:func:`attnscale.figures.paper_a.heatmap_panels`).
 
     Colour: the trial mean of ``eta / eta_plateau`` where ``eta_plateau = (1 - 1/d) mean_i
     1/||x_i||^2`` is the draw's super-critical limit (Theorem 2.4 at the realised norms), so the
@@ -50,6 +51,7 @@ def plot_figure2(*, data: pd.DataFrame, caption: str):
         norm=Normalize(vmin=0.0, vmax=FIG2_VMAX),
         cbar_ticks=[0.0, 0.25, 0.5, 0.75, 1.0, FIG2_VMAX],
         extend="max",
+        line=line,
     )
 
 
