@@ -68,8 +68,9 @@ def rule_entries() -> dict[str, str]:
     """rule name -> entry module, read from the rule files' text (independent of the parser)."""
     out = {}
     for smk in sorted((REPO / "workflow/rules").glob("*.smk")):
-        for block in re.split(r"^rule ", smk.read_text(), flags=re.M)[1:]:
-            name = block.split(":", 1)[0].strip()
+        # "rule X:" and "use rule Y as X with:" blocks (the latter restate their params.entry)
+        for block in re.split(r"^rule |^use rule \w+ as ", smk.read_text(), flags=re.M)[1:]:
+            name = block.split(":", 1)[0].split()[0].strip()
             m = re.search(r'entry="([\w.]+):\w+"', block)
             if m:
                 out[name] = "attnscale." + m.group(1)

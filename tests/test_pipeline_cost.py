@@ -17,7 +17,7 @@ def small_cfg(method="exact"):
             "alpha": 0.0, "eta": {"trials": 1, "method": method, "probes": 2,
                                   "probe_kind": "rademacher"},
             "theorem_table": {"rho": [0.5], "alpha": [0.0], "gamma_factors": [1.0], "trials": 2},
-            "finite_size": {"n": [32], "rho": [0.5], "alpha": [0.0], "trials": 1},
+            "finite_size": {"n": [32], "rho": [0.5], "alpha": [0.0], "trials": 2},
         }
     })  # fmt: skip
 
