@@ -152,3 +152,10 @@ def test_package_docstring_lists_every_top_level_package():
     tops = {p.name for p in (SRC / "attnscale").iterdir() if (p / "__init__.py").is_file()}
     listed = {ln.split()[0] for ln in attnscale.__doc__.splitlines() if ln and not ln[0].isspace()}
     assert tops <= listed, sorted(tops - listed)
+
+
+def test_nothing_in_the_library_imports_the_command_line():
+    """``attnscale.cli`` sits on top of everything (docs/pipeline.md#the-package-layout)."""
+    importers = [m for m, targets in _edges().items()
+                 if "attnscale.cli" in targets and m != "attnscale.__main__"]  # fmt: skip
+    assert not importers, importers

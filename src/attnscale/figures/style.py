@@ -15,6 +15,8 @@ import numpy as np  # noqa: E402
 
 from attnscale.pipeline.io import save_figure as _io_save_figure  # noqa: E402
 
+__all__ = ["STYLE", "apply_style", "save_figure", "add_caption", "cell_edges"]
+
 STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 150,

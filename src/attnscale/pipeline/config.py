@@ -27,6 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = [
+    "ConfigError",
+    "expand_grid",
+    "label",
+    "Config",
+    "SchemaError",
+    "validate_schema",
+    "check",
+    "load",
+]
+
 #: Decimals of a grid value in a file name.
 LABEL_DIGITS = 4
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import threading
 import time
 
+__all__ = ["PATCHED_VERSION", "install"]
+
 #: Snakemake version whose scheduler this patch was written against (pyproject.toml pins it).
 PATCHED_VERSION = "9.27.1"
 
