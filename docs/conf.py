@@ -6,9 +6,16 @@ Build (from the repository root, with the venv active and the ``docs`` extra ins
 
 Pages are Markdown (MyST). Headings get GitHub-style anchors (``myst_heading_anchors``), so a
 citation such as ``docs/paper-a.md#finite-n-simplex-map`` in a docstring names a real section of
-the site. The gallery and the API reference are generated at build time by ``_ext/attnscale_docs``
-(from the README's figure table and from the modules of ``attnscale``). MathJax is served from the
-build itself (copied from the ``django-static-mathjax`` wheel), so the formulas render offline.
+the site, and on the API pages it is a link to it. The gallery and the API reference are generated
+at build time by ``_ext/attnscale_docs`` (from the README's figure table, and from the modules of
+``attnscale``: one page per package, written to the git-ignored ``docs/api/``). MathJax is served
+from the build itself (copied from the ``django-static-mathjax`` wheel), so the formulas render
+offline.
+
+No ``sphinx.ext.intersphinx`` (links to the numpy and scipy documentation): it downloads each
+project's ``objects.inv`` at build time, the CI machines have no network, and a failed download is
+a warning, which ``-W`` turns into a failed build. Types are therefore named as plain text
+(``numpy.ndarray``).
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ myst_dmath_double_inline = True
 # API reference from numpydoc docstrings
 autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "none"
+# the API pages' tables of contents list modules, not every function (the tables do that)
+toc_object_entries = False
 # numpydoc loads sphinx.ext.autosummary; nothing here uses its stub generation
 autosummary_generate = False
 numpydoc_show_class_members = False
@@ -65,6 +74,12 @@ html_theme_options = {
     "description": "Attention scaling in long-context transformers, reproduced",
     "fixed_sidebar": False,
 }
+# On a generated API page (one per package) the sidebar also lists the page's modules, under
+# their full names (basic theme's localtoc.html); elsewhere alabaster's defaults.
+html_sidebars = {
+    "api/*": ["about.html", "searchfield.html", "localtoc.html", "navigation.html",
+              "relations.html"],
+}  # fmt: skip
 html_static_path = ["_static"]
 html_css_files = ["attnscale.css"]
 html_show_sourcelink = False

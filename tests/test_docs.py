@@ -214,8 +214,28 @@ def test_site_builds_without_warnings(site):
     for page in _docs_pages():
         assert (html / f"{page.stem}.html").is_file(), page.name
     assert (html / "_static" / "mathjax" / "tex-chtml.js").is_file()  # served offline
-    api = (html / "api.html").read_text(encoding="utf-8")
-    assert 'id="attnscale.layer.theory.simplex_map"' in api  # numpydoc/autodoc rendered the API
+
+
+def test_api_reference_is_one_page_per_package(site):
+    """docs/api.md: one generated page per top-level package (and one for ``attnscale`` itself
+    and its top-level modules), every module under its full name, its ``__all__`` as a table,
+    docstring citations as links to the cited sections."""
+    assert site["proc"].returncode == 0, "the site did not build"
+    html = site["html"]
+    tops = sorted(p.name for p in (REPO / "src" / "attnscale").iterdir()
+                  if (p / "__init__.py").is_file())  # fmt: skip
+    for page in ["attnscale", *tops]:
+        assert (html / "api" / f"{page}.html").is_file(), page
+    index = (html / "api.html").read_text(encoding="utf-8")
+    assert all(f'href="api/{p}.html"' in index for p in tops)
+    layer = (html / "api" / "layer.html").read_text(encoding="utf-8")
+    assert 'id="attnscale.layer.theory.simplex_map"' in layer  # numpydoc/autodoc rendered it
+    assert 'id="module-attnscale.layer.finite_d.laws"' in layer  # submodules of subpackages
+    assert 'class="autosummary' in layer  # the table of __all__
+    assert 'href="../paper-a.html#the-model"' in layer  # a docstring citation became a link
+    # the sidebar's table of contents shows full module names (breakable at the dots)
+    assert "attnscale.<wbr>layer.<wbr>finite_d.<wbr>mean_field" in layer
+    assert 'id="module-attnscale.cli"' in (html / "api" / "attnscale.html").read_text("utf-8")
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -334,3 +354,79 @@ def test_gallery_images_load_in_a_real_browser(site, rendered):
         if (site["figures"] / png.removeprefix("figures/")).is_file()
     ]
     assert built and len(images) == len(built), (len(images), built)
+
+
+# --------------------------------------------------------------------------- the generators
+
+
+def _ext():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import attnscale_docs
+    finally:
+        sys.path.pop(0)
+    return attnscale_docs
+
+
+@pytest.mark.parametrize(
+    "ascii_title, myst",
+    [
+        ("A, Figure 1: lambda over (rho, gamma), d = 512, 32, 2",
+         r"A, Figure 1: $\lambda$ over $(\rho, \gamma), d = 512, 32, 2$"),
+        ("A, theory check: lambda at gamma_c(rho_hat) vs 1/(1+3 rho) and finite-n simplex",
+         r"A, theory check: $\lambda$ at $\gamma_{c}(\hat{\rho})$ vs $1/(1+3 \rho)$ and finite-n simplex"),
+        ("A, theorems 2.1 / 2.4 vs simulation (cosine, lambda, eta; alpha = 0, 0.5)",
+         r"A, theorems 2.1 / 2.4 vs simulation (cosine, $\lambda, \eta$; $\alpha = 0, 0.5$)"),
+        ("B, phase diagram of A_(1) on S^4", r"B, phase diagram of $A_{(1)}$ on $S^{4}$"),
+        ("B, weight profile e^{-x^alpha}, d = 5 and 3",
+         r"B, weight profile $e^{-x^{\alpha}}, d = 5$ and 3"),
+        ("B, critical output law: n^{1/(d-1)} P_q(ATT_n(q) - q) vs its limit",
+         r"B, critical output law: $n^{1/(d-1)} P_{q}(\mathrm{ATT}_{n}(q) - q)$ vs its limit"),
+        ("Finite d: gamma*(n, d) / ln n against n = 1e2 .. 1e7",
+         r"Finite d: $\gamma^*(n, d) / \ln n$ against $n = 10^{2} \dots 10^{7}$"),
+        ("Scaling rules of real models (Qwen, Llama 4, Ministral-3)",
+         "Scaling rules of real models (Qwen, Llama 4, Ministral-3)"),
+        ("Benchmarks (not in `all`)", "Benchmarks (not in `all`)"),
+        ("Already $\\lambda$ maths", "Already $\\lambda$ maths"),
+    ],
+)  # fmt: skip
+def test_gallery_headings_become_maths(ascii_title, myst):
+    assert _ext().math_title(ascii_title) == myst
+
+
+def test_every_readme_title_becomes_balanced_maths():
+    ext = _ext()
+    for row in ext.figure_table(REPO / "README.md"):
+        title = ext.math_title(row["Paper figure"])
+        assert title.count("$") % 2 == 0, title
+        for span in title.split("$")[1::2]:
+            assert span.count("{") == span.count("}") and span.count("(") == span.count(")"), span
+
+
+def test_gallery_has_no_empty_section(tmp_path):
+    """A README row without a figure image gets no section of its own: such rows are listed
+    together at the end."""
+    ext = _ext()
+    text = ext.gallery_markdown(REPO / "README.md", tmp_path)
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    assert sections
+    for section in sections[:-1]:
+        assert ":::{figure}" in section or "*Not built yet*" in section, section[:200]
+    rows = ext.figure_table(REPO / "README.md")
+    without = [r for r in rows if not ext.figure_pngs(r.get("Output", ""))]
+    if without:
+        assert sections[-1].startswith("Rows of the table without an image")
+        assert sections[-1].count("\n* ") == len(without)
+
+
+def test_docstring_citations_become_links():
+    ext = _ext()
+    lines = [
+        "See docs/paper-a.md#the-model and (``docs/finite-d.md#exact-self-weight``).",
+        "In a longer literal ``x (docs/paper-a.md#the-model)`` it stays text; docs/gallery.md.",
+    ]
+    ext.link_citations(None, "function", "f", None, {}, lines)
+    assert lines[0] == ("See :attnscale-doc:`docs/paper-a.md#the-model` and "
+                        "(:attnscale-doc:`docs/finite-d.md#exact-self-weight`).")  # fmt: skip
+    assert lines[1] == ("In a longer literal ``x (docs/paper-a.md#the-model)`` it stays text; "
+                        ":attnscale-doc:`docs/gallery.md`.")  # fmt: skip

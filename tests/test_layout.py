@@ -190,3 +190,10 @@ def test_renamed_function_keeps_its_old_name_with_a_warning(module, old, new):
         assert getattr(mod, old) is getattr(mod, new)
     with pytest.raises(AttributeError):
         mod.no_such_name  # noqa: B018
+
+
+def test_nothing_in_the_library_imports_the_command_line():
+    """``attnscale.cli`` sits on top of everything (docs/pipeline.md#the-package-layout)."""
+    importers = [m for m, targets in _edges().items()
+                 if "attnscale.cli" in targets and m != "attnscale.__main__"]  # fmt: skip
+    assert not importers, importers

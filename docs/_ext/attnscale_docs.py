@@ -4,9 +4,17 @@
   and every row becomes a gallery entry, so the gallery cannot drift from the README. Images come
   from ``figures/`` of the repository, or from the directory named by the environment variable
   ``ATTNSCALE_DOCS_FIGURES`` (a folder laid out like ``figures/``, e.g. the ``figures/`` of a
-  smoke run). A figure that has not been built is listed with the command that builds it.
-* **API reference** (``api.md``): one section per public module of ``attnscale`` (found by walking
-  the package, so a new module appears without editing the page), rendered by autodoc + numpydoc.
+  smoke run). A figure that has not been built is listed with the command that builds it; rows
+  without a figure image are listed together at the end. Headings show the table's ASCII notation
+  (``lambda over (rho, gamma)``) as maths (:func:`math_title`).
+* **API reference** (``api.md``): one page per top-level package, ``api/<package>.md``, written
+  before Sphinx reads the sources (found by walking the package, so a new module or package
+  appears without editing a page; ``docs/api/`` is git-ignored). Each module sits under its full
+  name with its docstring, a table of its ``__all__`` and its members, rendered by autodoc +
+  numpydoc; in the sidebar the page's modules are listed under their full names.
+* **Citations as links**: ``docs/<page>.md#<section>`` in a docstring becomes a link to that
+  section (:func:`link_citations`), resolved like a MyST link, so a wrong citation fails the
+  ``-W`` build.
 * **MathJax, offline**: after an HTML build the MathJax 3 files needed by ``tex-chtml.js`` are
   copied from the ``django-static-mathjax`` wheel (MathJax 3.2.2, Apache-2.0, its LICENSE copied
   along) into ``_static/mathjax/``; no CDN is contacted.
@@ -21,12 +29,16 @@ import re
 import shutil
 from pathlib import Path
 
+from docutils import nodes
+from sphinx import addnodes
 from sphinx.errors import ExtensionError
 
 DOCS = Path(__file__).resolve().parents[1]
 REPO = DOCS.parent
 FIGURES_ENV = "ATTNSCALE_DOCS_FIGURES"
 TABLE_HEADER = "| Paper figure |"
+#: Folder (under docs/) of the generated API pages, one per top-level package.
+API_DIR = "api"
 
 # --------------------------------------------------------------------------- README figure table
 
@@ -79,7 +91,10 @@ def figures_dir() -> Path:
 
 
 def gallery_markdown(readme: Path, figdir: Path) -> str:
-    """The generated part of ``gallery.md``: one section per row of the figure table."""
+    """The generated part of ``gallery.md``: one section per row of the figure table that names
+    a figure image (its heading in rendered maths, :func:`math_title`); the rows without an
+    image (a table, or a figure not described to us) are listed together at the end, so that no
+    section is empty."""
     rows = figure_table(readme)
     out = [
         "",
@@ -88,20 +103,19 @@ def gallery_markdown(readme: Path, figdir: Path) -> str:
         "of the table's figures are built there).",
         "",
     ]
+    without = []
     for row in rows:
-        title = row.get("Paper figure", "").strip()
+        plain = row.get("Paper figure", "").strip()
         rule = row.get("Rule (plot)", row.get("Rule", "")).strip()
-        status = row.get("Status", "").strip()
-        title, status = _links(title), _links(status)
-        out += [f"## {title}", "", f"**Rule:** {rule} · **Status:** {status}", ""]
+        status = _links(row.get("Status", "").strip())
+        title = _links(math_title(plain))
         outputs = row.get("Output", "")
         pngs = figure_pngs(outputs)
         if not pngs:
-            out += [
-                f"No figure image: {outputs if outputs not in ('', '—') else 'nothing is built'}.",
-                "",
-            ]
+            what = outputs if outputs not in ("", "—") else "nothing is built"
+            without.append(f"* **{title}** (rule {rule}): {what}; {status}")
             continue
+        out += [f"## {title}", "", f"**Rule:** {rule} · **Status:** {status}", ""]
         for png in pngs:
             src = _png(figdir, png)
             if src is None:
@@ -114,13 +128,139 @@ def gallery_markdown(readme: Path, figdir: Path) -> str:
             out += [
                 f":::{{figure}} {rel}",
                 ":width: 100%",
-                f":alt: {title}",
+                f":alt: {plain.replace('`', '')}",
                 "",
                 f"`{png}`",
                 ":::",
                 "",
             ]
+    if without:
+        out += ["## Rows of the table without an image", "", *without, ""]
     return "\n".join(out)
+
+
+# ---- headings: the README's ASCII notation as maths
+
+#: Names written out in the README that are TeX macros in maths.
+TEX_WORDS = {
+    **{g: "\\" + g for g in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta",
+                              "theta", "kappa", "lambda", "mu", "nu", "xi", "pi", "rho", "sigma",
+                              "tau", "phi", "chi", "psi", "omega", "Gamma", "Lambda")},
+    "eps": "\\epsilon", "inf": "\\infty", "ln": "\\ln", "log": "\\log", "exp": "\\exp",
+    "grad": "\\nabla",
+}  # fmt: skip
+_MATH_LEX = re.compile(r"\s+|\d+(?:\.\d+)?(?:e\d+)?|[A-Za-z]+|\.\.|.")
+_EDGE_PUNCT = ",;:"
+
+
+def _tex(text: str) -> str:
+    """One run of the README's notation as TeX: Greek names and ``ln``/``grad``/``inf`` become
+    macros, ``x_hat`` a hat, ``x*`` a star, ``_ab``/``^ab``/``_(1)`` braced scripts, longer
+    names upright, ``1e7`` a power of ten and ``..`` dots."""
+    toks = _MATH_LEX.findall(text)
+    out: list[str] = []
+    i = 0
+
+    def atom(tok: str, script: bool = False) -> str:
+        if tok in TEX_WORDS:
+            return TEX_WORDS[tok] + " "
+        if re.fullmatch(r"\d+e\d+", tok):
+            mant, exp = tok.split("e")
+            return f"10^{{{exp}}}" if mant == "1" else f"{mant} \\times 10^{{{exp}}}"
+        if tok.isalpha() and len(tok) > (2 if script else 1):
+            return f"\\mathrm{{{tok}}}"
+        return tok
+
+    def group(k: int, opener: str, closer: str) -> tuple[str, int]:
+        depth, j = 0, k
+        while j < len(toks):
+            depth += (toks[j] == opener) - (toks[j] == closer)
+            if depth == 0:
+                break
+            j += 1
+        return "".join(toks[k + 1 : j]), j + 1
+
+    while i < len(toks):
+        tok = toks[i]
+        if tok in "_^" and i + 1 < len(toks):
+            nxt = toks[i + 1]
+            if tok == "_" and nxt == "hat" and out:  # rho_hat -> \hat{\rho}
+                out[-1] = f"\\hat{{{out[-1].strip()}}}"
+                i += 2
+                continue
+            if nxt in "{(":
+                inner, i = group(i + 1, nxt, "}" if nxt == "{" else ")")
+                body = _tex(inner) if nxt == "{" else f"({_tex(inner)})"
+            else:
+                body, i = atom(nxt, script=True).strip(), i + 2
+            out.append(f"{tok}{{{body}}}")
+            continue
+        if tok == "*":
+            out.append("^*")
+        elif tok == "..":
+            out.append("\\dots ")
+        else:
+            out.append(atom(tok))
+        i += 1
+    tex = re.sub(r" {2,}", " ", "".join(out)).strip()
+    return re.sub(r"(\\[A-Za-z]+) (?=[,;)}_^*])", r"\1", tex)  # "\\rho ," -> "\\rho,"
+
+
+def _math_token(tok: str) -> str | None:
+    """``"strong"``, ``"weak"`` or ``None`` (text) for one blank-separated piece of a title.
+    Strong: a Greek or function name, a sub- or superscript, or ``=``; weak: one letter, a
+    number, an operator (maths only next to a strong piece)."""
+    core = tok.strip(_EDGE_PUNCT + "()")
+    if not core and tok.strip(_EDGE_PUNCT):  # a bare parenthesis
+        return "weak"
+    if "`" in tok or not core:
+        return None
+    pieces = re.findall(r"[A-Za-z]+", core)
+    if core == "=" or "_" in core or "^" in core or any(p in TEX_WORDS for p in pieces):
+        return None if re.search(r"[A-Za-z]{2,}-|-[A-Za-z]{2,}", core) else "strong"
+    if all(len(p) == 1 for p in pieces) and re.fullmatch(r"[\w.+\-*/()]+|\.\.", core):
+        return "weak" if not re.fullmatch(r"\d+[a-z]", core) or len(core) <= 3 else None
+    return None
+
+
+def math_title(title: str) -> str:
+    """A README figure title with its ASCII notation (``lambda over (rho, gamma)``,
+    ``gamma_c(rho_hat)``, ``n^{1/(d-1)}``) as MyST dollar maths; a title that already has ``$``
+    is left alone. Maths is a run of blank-separated pieces with at least one strong piece
+    (:func:`_math_token`); ``,``, ``;`` and ``:`` at its ends and an unmatched parenthesis stay
+    outside, and ``;`` or ``:`` ends a run."""
+    if "$" in title:
+        return title
+    parts = re.split(r"(\s+)", title)
+    words = parts[::2]
+    kinds = [_math_token(w) for w in words]
+    out: list[str] = []
+    k = 0
+    while k < len(words):
+        if kinds[k] is None:
+            out.append(words[k])
+            k += 1
+            continue
+        j = k
+        while j + 1 < len(words) and kinds[j + 1] is not None and words[j][-1:] not in ";:":
+            j += 1
+        run = words[k : j + 1]
+        if "strong" not in kinds[k : j + 1]:
+            out.extend(run)
+            k = j + 1
+            continue
+        text = " ".join(run)
+        tail = ""
+        while text and text[-1] in _EDGE_PUNCT:
+            tail, text = text[-1] + tail, text[:-1]
+        head = ""
+        while text.count(")") > text.count("(") and text.endswith(")"):
+            tail, text = ")" + tail, text[:-1]
+        while text.count("(") > text.count(")") and text.startswith("("):
+            head, text = head + "(", text[1:]
+        out.append(f"{head}${_tex(text)}${tail}")
+        k = j + 1
+    return " ".join(out)
 
 
 def _links(cell: str) -> str:
@@ -186,25 +326,116 @@ def shadowed(name: str) -> bool:
         return False
 
 
-def api_markdown() -> str:
-    out = [""]
+def is_package(name: str) -> bool:
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.submodule_search_locations is not None
+
+
+def package_order() -> list[str]:
+    """The top-level packages in the order of the package docstring (the architecture, lowest
+    level first), ``attnscale`` itself first; packages it does not list follow alphabetically."""
+    import attnscale
+
+    listed = [ln.split()[0] for ln in (attnscale.__doc__ or "").splitlines()
+              if ln.strip() and not ln[0].isspace() and ln.split()[0].isidentifier()]  # fmt: skip
+    return ["attnscale", *listed]
+
+
+def api_pages() -> dict[str, list[str]]:
+    """API page -> the modules it documents: one page per top-level package (the package and
+    everything under it) and page ``attnscale`` for the package itself and its top-level
+    modules (``attnscale.cli``). Pages in :func:`package_order`."""
+    pages: dict[str, list[str]] = {}
     for name in public_modules():
-        options = ["   :members:"]
-        note = []
-        if shadowed(name):  # index the package's object; document the module without an index entry
-            options.append("   :no-index:")
-            note = [f"(Not indexed: `{name}` is also the name of an object of its package.)", ""]
-        out += [
-            f"## `{name}`",
-            "",
-            *note,
-            "```{eval-rst}",
-            f".. automodule:: {name}",
-            *options,
-            "```",
-            "",
-        ]
+        parts = name.split(".")
+        top_module = len(parts) == 1 or (len(parts) == 2 and not is_package(name))
+        pages.setdefault("attnscale" if top_module else parts[1], []).append(name)
+    order = package_order()
+    rank = {p: k for k, p in enumerate(order)}
+    return dict(sorted(pages.items(), key=lambda kv: (rank.get(kv[0], len(order)), kv[0])))
+
+
+def public_names(module_name: str) -> list[str]:
+    """The names of a module's ``__all__`` for autosummary: relative to the module, or the full
+    name at its home for a name re-exported from another module (like ``eta_exact`` in
+    ``attnscale.layer.jacobian``), which links to where it is documented."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    out = []
+    for attr in getattr(module, "__all__", ()):
+        obj = getattr(module, attr)
+        home = getattr(obj, "__module__", None)
+        if (callable(obj) and isinstance(home, str) and home != module_name
+                and home.startswith("attnscale.") and hasattr(obj, "__qualname__")):  # fmt: skip
+            out.append(f"~{home}.{obj.__qualname__}")
+        else:
+            out.append(attr)  # relative to the module (autosummary's current module)
+    return out
+
+
+def module_section(name: str, level: int) -> list[str]:
+    """One module: its heading (the full name), docstring, a table of its ``__all__`` and the
+    members, rendered by autodoc + numpydoc."""
+    options = ["   :members:"]
+    note = []
+    if shadowed(name):  # index the package's object; document the module without an index entry
+        options.append("   :no-index:")
+        note = [f"(Not indexed: `{name}` is also the name of an object of its package.)", ""]
+    names = public_names(name)
+    table = []
+    if names:
+        table = ["", "   .. rubric:: Public names (``__all__``)", "", "   .. autosummary::",
+                 "      :nosignatures:", "", *[f"      {n}" for n in names]]  # fmt: skip
+    return [
+        f"{'#' * level} `{name}`",
+        "",
+        *note,
+        "```{eval-rst}",
+        f".. automodule:: {name}",
+        *options,
+        *table,
+        "```",
+        "",
+    ]
+
+
+def api_page_markdown(page: str, modules: list[str]) -> str:
+    """A generated API page: the package as the page title, one section per module."""
+    head, *rest = modules
+    out = [
+        "% Generated by docs/_ext/attnscale_docs.py at every build; edits are overwritten.",
+        "",
+        *module_section(head, 1),
+    ]
+    for name in rest:
+        out += module_section(name, 2)
     return "\n".join(out)
+
+
+def api_index_markdown() -> str:
+    """The toctree of ``api.md``: the generated pages in :func:`package_order`."""
+    return "\n".join(["", "```{toctree}", ":maxdepth: 2", "", *[f"api/{p}" for p in api_pages()],
+                      "```", ""])  # fmt: skip
+
+
+def write_api_pages(app) -> None:
+    """Write ``api/<package>.md`` before Sphinx looks for documents (a new module or package
+    appears without editing a page). Files are rewritten only when their text changes, and
+    stale pages (a package that no longer exists) are removed; ``docs/api/`` is git-ignored."""
+    outdir = Path(app.srcdir) / API_DIR
+    outdir.mkdir(exist_ok=True)
+    pages = api_pages()
+    for page, modules in pages.items():
+        path = outdir / f"{page}.md"
+        text = api_page_markdown(page, modules)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+    for stale in outdir.glob("*.md"):
+        if stale.stem not in pages:
+            stale.unlink(missing_ok=True)
 
 
 #: Section names that numpydoc understands; any other underlined heading becomes a rubric.
@@ -246,6 +477,66 @@ def escape_bars(app, what, name, obj, options, lines) -> None:
             lines[k] = "".join(
                 p if i % 2 else re.sub(r"(?<!\\)\|", r"\\|", p) for i, p in enumerate(parts)
             )
+
+
+#: A citation of these pages in a docstring: ``docs/<page>.md`` or ``docs/<page>.md#<section>``.
+DOCS_CITATION = re.compile(r"docs/([A-Za-z0-9_.-]+?)\.md(?:#([A-Za-z0-9_-]+))?")
+#: Where an inline role may start and end (reStructuredText's inline-markup recognition rules).
+_BEFORE, _AFTER = r"(?<![\w`:/.-])", r"(?![\w`/])"
+_BARE_CITATION = re.compile(_BEFORE + DOCS_CITATION.pattern + _AFTER)
+
+
+def link_citations(app, what, name, obj, options, lines) -> None:
+    """Make every ``docs/<page>.md#<section>`` of a docstring a link to that section of the site.
+
+    A citation is replaced by the role ``:attnscale-doc:`` (:func:`docs_citation_role`), bare or
+    when it is a whole literal (````docs/paper-a.md#the-model````); a citation inside a longer
+    literal stays text (a role cannot sit inside a literal)."""
+    for k, line in enumerate(lines):
+        if "docs/" not in line:
+            continue
+        parts = _LITERAL.split(line)
+        for i, part in enumerate(parts):
+            if i % 2:  # a literal: only a literal that is exactly one citation
+                if DOCS_CITATION.fullmatch(part.strip("`")):
+                    parts[i] = f":attnscale-doc:`{part.strip('`')}`"
+            else:
+                parts[i] = _BARE_CITATION.sub(lambda m: f":attnscale-doc:`{m.group(0)}`", part)
+        lines[k] = "".join(parts)
+
+
+def docs_citation_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``:attnscale-doc:`docs/<page>.md#<section>``` -> a link to that page and section, resolved
+    like a MyST Markdown link (an unknown page or section is a build warning, so ``-W`` fails)."""
+    m = DOCS_CITATION.fullmatch(text)
+    if m is None:
+        msg = inliner.reporter.error(f"not a docs/<page>.md#<section> citation: {text!r}",
+                                     line=lineno)  # fmt: skip
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    env = inliner.document.settings.env
+    node = addnodes.pending_xref(rawtext, refdomain="doc", reftarget=m.group(1),
+                                 reftargetid=m.group(2), refdoc=env.docname, reftype="myst",
+                                 refexplicit=True, classes=["xref", "myst"])  # fmt: skip
+    node += nodes.inline(text, "", nodes.literal(text, text))
+    return [node], []
+
+
+_PRE_TEXT = re.compile(r'(<span class="pre">)([^<]*)')
+
+
+def _break_at_dots(html: str) -> str:
+    """Allow a line break after every dot of a code name (``attnscale.<wbr>layer.<wbr>...``)."""
+    return _PRE_TEXT.sub(lambda m: m.group(1) + m.group(2).replace(".", ".<wbr>"), html)
+
+
+def sidebar_breaks(app, pagename, templatename, context, doctree) -> None:
+    """Long module names in the sidebar wrap at their dots (docs/_static/attnscale.css keeps
+    them from being cut): the local table of contents and the navigation toctree."""
+    if isinstance(context.get("toc"), str):
+        context["toc"] = _break_at_dots(context["toc"])
+    toctree = context.get("toctree")
+    if callable(toctree):
+        context["toctree"] = lambda *args, **kw: _break_at_dots(toctree(*args, **kw))
 
 
 # --------------------------------------------------------------------------- MathJax
@@ -327,7 +618,7 @@ def source_read(app, docname, source) -> None:
     if docname == "gallery":
         source[0] += gallery_markdown(REPO / "README.md", figures_dir())
     elif docname == "api":
-        source[0] += api_markdown()
+        source[0] += api_index_markdown()
 
 
 def check_mathjax(app) -> None:
@@ -336,15 +627,20 @@ def check_mathjax(app) -> None:
 
 def always_outdated(app, env, added, changed, removed):
     """The generated pages depend on README.md, figures/ and the package: rebuild them always."""
-    return [name for name in ("gallery", "api") if name in env.found_docs]
+    names = ["gallery", "api", *(d for d in env.found_docs if d.startswith(f"{API_DIR}/"))]
+    return [name for name in names if name in env.found_docs]
 
 
 def setup(app):
     cache_numpydoc_template()
     app.connect("builder-inited", check_mathjax)
+    app.connect("builder-inited", write_api_pages)
     app.connect("source-read", source_read)
     app.connect("autodoc-process-docstring", headings_to_rubrics, priority=400)
     app.connect("autodoc-process-docstring", escape_bars, priority=401)
+    app.connect("autodoc-process-docstring", link_citations, priority=402)
+    app.add_role("attnscale-doc", docs_citation_role)
     app.connect("env-get-outdated", always_outdated)
+    app.connect("html-page-context", sidebar_breaks)
     app.connect("build-finished", copy_mathjax)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

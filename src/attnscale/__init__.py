@@ -19,6 +19,10 @@ figures
 bench
     benchmarks against the GEMM peak measured in the same run
 
+The command line ``attnscale`` (:mod:`attnscale.cli`, docs/ask-the-theory.md) is a top-level
+module outside this list: it uses ``layer``, and no module imports it. Every public module lists
+its public names in ``__all__`` (docs/pipeline.md#the-package-layout).
+
 Old flat paths (``attnscale.attention``, ``attnscale.sphere_theory``, ...) still import, with a
 DeprecationWarning naming the new home (:mod:`attnscale._moved`).
 """
@@ -26,6 +30,8 @@ DeprecationWarning naming the new home (:mod:`attnscale._moved`).
 import importlib as _importlib
 
 from attnscale import _moved
+
+__all__: list[str] = []
 
 __version__ = "0.1.0"
 

@@ -17,6 +17,8 @@ from attnscale.bench.timing import best_time
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import attention, causal, tokens
 
+__all__ = ["bench_causal"]
+
 
 def dense_masked_forward(X: np.ndarray, beta) -> np.ndarray:
     """Baseline: ``n x n`` scores, ``-inf`` above the diagonal, row softmax, ``A Y``."""

@@ -37,6 +37,19 @@ from attnscale.bench.timing import best_time
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import attention, tokens
 
+__all__ = [
+    "machine_info",
+    "gemm_peak",
+    "bench_lambda",
+    "bench_eta",
+    "bench_paper_b",
+    "bench_scaling",
+    "run_suite",
+    "suite",
+    "markdown_table",
+    "main",
+]
+
 ROOT_SEED = 0  # benchmark inputs are not results; any fixed seed will do
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["counted_work", "job_seconds", "efficiency", "markdown", "main"]
+
 #: Paper A rules whose work is counted.
 COUNTED = ("paper_a_lambda", "paper_a_eta", "paper_a_theorem_rows", "paper_a_finite_size_rows")
 

@@ -7,6 +7,8 @@ import time
 
 import numpy as np
 
+__all__ = ["best_time"]
+
 
 def best_time(fn, repeat: int = 3) -> float:
     """Best wall time of ``repeat`` calls after one warm-up call."""

@@ -15,6 +15,8 @@ import numpy as np
 
 from attnscale.core.validation import check_int
 
+__all__ = ["stable_id", "value_id", "spawn_key", "job_rng"]
+
 MAX_SEED = 2**128 - 1
 
 

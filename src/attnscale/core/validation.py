@@ -7,6 +7,16 @@ from numbers import Integral, Real
 
 import numpy as np
 
+__all__ = [
+    "check_int",
+    "check_real",
+    "check_matrix",
+    "check_nonzero_rows",
+    "check_vector",
+    "check_layer_inputs",
+    "check_rhos",
+]
+
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as ``int`` or raise naming ``name`` and the allowed range."""

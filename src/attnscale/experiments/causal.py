@@ -17,6 +17,8 @@ from attnscale.experiments.summaries import mean_se
 from attnscale.layer import attention, causal, causal_theory, theory, tokens
 from attnscale.pipeline.io import provenance
 
+__all__ = ["causal_lambda", "causal_self_weight", "causal_summary"]
+
 #: Random stream of the causal experiments' Gaussian draws (one per (n, d, trial); every rho
 #: shares it: common random numbers, as for Figure 1).
 STREAM = "realistic/causal_tokens"

@@ -31,6 +31,8 @@ from attnscale.layer import tokens, weight_stats
 from attnscale.layer.theory import gamma_c
 from attnscale.pipeline.io import provenance
 
+__all__ = ["simulated_critical_beta", "transition_points", "intermediate_phase"]
+
 TRANSITION_STREAM = "finite_d/transition"
 
 #: The simulated critical point is the beta where the mean self-weight equals this level (the

@@ -13,6 +13,8 @@ import pandas as pd
 from attnscale.core.validation import check_real, check_rhos, check_vector
 from attnscale.layer.theory import gamma_c
 
+__all__ = ["LINE_NODES", "gamma_star_line", "figure_line", "transition_theory", "theory_given_draw"]
+
 #: Nodes in rho at which :func:`gamma_star_line` evaluates the theory (the rest is interpolated).
 LINE_NODES = 6
 

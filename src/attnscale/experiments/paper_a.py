@@ -12,6 +12,16 @@ from attnscale.pipeline.runtime import LOG, Progress
 
 from .paper_a_tokens import tokens_at
 
+__all__ = [
+    "CELL_KEYS",
+    "lambda_table",
+    "lambda_rows",
+    "figure1_data",
+    "cell_provenance",
+    "critical_data",
+    "lambda_summary",
+]
+
 #: The keys of one heat-map cell of Figures 1 and 2.
 CELL_KEYS = ["d", "n", "alpha", "rho", "gamma"]
 

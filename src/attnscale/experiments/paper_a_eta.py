@@ -29,6 +29,20 @@ from .paper_a import CELL_KEYS, cell_provenance
 from .paper_a_tokens import tokens_at
 from .summaries import mean_se
 
+__all__ = [
+    "choose_method",
+    "eta_plateau",
+    "eta_table",
+    "eta_rows",
+    "figure2_data",
+    "eta_critical_data",
+    "eta_summary",
+    "theory_rows",
+    "theory_rows_all",
+    "theorem_table",
+    "theorem_table_data",
+]
+
 LOG = logging.getLogger("attnscale")
 
 PROBES_STREAM = "paper_a/eta_probes"

@@ -7,6 +7,8 @@ import pandas as pd
 from attnscale.layer.scaling_rules import rules_table
 from attnscale.pipeline.io import provenance
 
+__all__ = ["scaling_rules_data"]
+
 
 def scaling_rules_data(*, ns, overlay_n: float) -> pd.DataFrame:
     """Entry of rule ``paper_a_scaling_rules_data``: ``m(n)`` and

@@ -14,6 +14,8 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import tokens
 from attnscale.pipeline.io import git_commit
 
+__all__ = ["draw_tokens", "tokens_at"]
+
 TOKENS_STREAM = "paper_a/tokens"
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from attnscale.pipeline.io import provenance_columns
 from attnscale.sphere import keys
 
+__all__ = ["prov_columns", "d2q_blocks"]
+
 #: Keys per block of trials when drawing D2Q matrices (float64 entries, 32 MiB).
 TRIAL_BLOCK_ENTRIES = 4 * 2**20
 

@@ -19,6 +19,8 @@ from attnscale.sphere.quadrature import heat_drift_limit_x1x2
 
 from .paper_b_common import prov_columns
 
+__all__ = ["contexts_needed", "heat_drift", "heat_drift_summary"]
+
 HEAT_STREAM = "paper_b/heat_drift"
 
 

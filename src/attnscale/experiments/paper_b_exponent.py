@@ -21,6 +21,15 @@ from attnscale.sphere import critical_exponent as ce
 from attnscale.sphere import keys
 from attnscale.sphere import structured_keys as sk
 
+__all__ = [
+    "uniform_points",
+    "subsphere_points",
+    "sphere_points",
+    "rope_points",
+    "exponent_tables",
+    "exponent_fits",
+]
+
 UNIFORM_STREAM = "paper_b/exponent/uniform"
 SUBSPHERE_STREAM = "paper_b/exponent/subsphere"
 ROPE_STREAM = "paper_b/exponent/rope"

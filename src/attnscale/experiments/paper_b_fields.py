@@ -15,6 +15,8 @@ from attnscale.sphere.quadrature import mean_field_x1x2
 
 from .paper_b_common import prov_columns
 
+__all__ = ["vector_fields"]
+
 VF_STREAM = "paper_b/vector_fields"
 
 

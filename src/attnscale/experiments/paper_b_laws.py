@@ -17,6 +17,8 @@ from attnscale.sphere.poisson_limit import poisson_limit_top_weight
 
 from .paper_b_common import d2q_blocks, prov_columns
 
+__all__ = ["weight_profile", "critical_laws"]
+
 PROFILE_STREAM = "paper_b/profile"
 CRIT_STREAM = "paper_b/critical_laws"
 CRIT_LIMIT_STREAM = "paper_b/critical_laws/limit"

@@ -23,6 +23,8 @@ from attnscale.sphere.poisson_limit import POISSON_MAX_POINTS
 
 from .paper_b_common import prov_columns
 
+__all__ = ["critical_output_law"]
+
 OUT_STREAM = "paper_b/output_law"
 OUT_LIMIT_STREAM = "paper_b/output_law/limit"
 OUT_NULL_STREAM = "paper_b/output_law/null"

@@ -16,6 +16,8 @@ from attnscale.sphere.poisson_limit import inv_top_weight_limit_d3, poisson_limi
 
 from .paper_b_common import d2q_blocks, prov_columns
 
+__all__ = ["phase_column", "poisson_limit_table", "phase_summary"]
+
 PHASE_STREAM = "paper_b/phase"
 LIMIT_STREAM = "paper_b/poisson_limit"
 

@@ -17,6 +17,8 @@ from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.layer import depth, learned_scores, score_attention, sink, theory, tokens
 from attnscale.pipeline.io import provenance_columns
 
+__all__ = ["learned_variants", "learned_qk", "attention_sink", "depth_iteration"]
+
 LEARNED_TOKENS = "realistic/learned/tokens"
 LEARNED_W = "realistic/learned/W"
 SINK_TOKENS = "realistic/sink/tokens"

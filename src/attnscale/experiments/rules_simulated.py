@@ -20,6 +20,8 @@ from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import causal, causal_theory, finite_d, scaling_rules, theory, tokens
 from attnscale.pipeline.io import provenance
 
+__all__ = ["rules_simulated"]
+
 STREAM = "realistic/rules_tokens"
 
 

@@ -3,6 +3,8 @@ over draws (docs/pipeline.md#statistics)."""
 
 from __future__ import annotations
 
+__all__ = ["mean_se"]
+
 
 def mean_se(group, cols):
     """Mean and standard error (pandas ``sem``: sample std / sqrt(trials); nan for one trial) of

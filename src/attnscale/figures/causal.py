@@ -11,6 +11,8 @@ import seaborn as sns
 from attnscale.figures.style import add_caption, apply_style, cell_edges
 from attnscale.layer.theory import gamma_c
 
+__all__ = ["plot_causal"]
+
 SCALING_LABEL = {"global": r"global $\beta = \gamma \ln n$",
                  "position": r"per-position $\beta_i = \gamma \ln i$"}  # fmt: skip
 SCALING_COLOUR = {"global": "C0", "position": "C3"}

@@ -12,6 +12,8 @@ from matplotlib.ticker import NullFormatter
 from attnscale.figures.style import add_caption, apply_style, cell_edges
 from attnscale.layer.theory import gamma_c
 
+__all__ = ["plot_transition", "plot_intermediate"]
+
 #: The head read off in the transition figure (a typical large model's head dimension and a
 #: 128k context) [choice].
 READ_OFF = {"d": 128, "n": 131072}

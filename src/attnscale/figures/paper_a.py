@@ -10,6 +10,8 @@ from matplotlib.ticker import NullFormatter
 from attnscale.layer import theory
 from attnscale.figures.style import add_caption, apply_style, cell_edges
 
+__all__ = ["heatmap_panels", "plot_figure1", "plot_critical_check"]
+
 
 def heatmap_panels(
     data: pd.DataFrame,

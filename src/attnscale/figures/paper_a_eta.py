@@ -11,6 +11,8 @@ from matplotlib.colors import Normalize
 from attnscale.figures.style import apply_style
 from .paper_a import heatmap_panels
 
+__all__ = ["plot_figure2", "plot_theorem_table", "plot_finite_size"]
+
 #: Upper end of Figure 2's colour scale for eta / plateau (larger values get the "over" colour).
 FIG2_VMAX = 1.25
 

@@ -9,6 +9,8 @@ import pandas as pd
 from attnscale.layer import theory
 from attnscale.figures.style import add_caption, apply_style, cell_edges
 
+__all__ = ["plot_scaling_rules"]
+
 
 def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: str):
     """Left: ``gamma_eff(n) / gamma_c`` under calibration A against n. Right: Figure 1's

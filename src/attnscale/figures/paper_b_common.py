@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["sci_label", "nice_number"]
+
 
 def sci_label(x: float) -> str:
     """``1e5`` -> ``10^5`` as mathtext when x is a power of ten, else ``%g``."""

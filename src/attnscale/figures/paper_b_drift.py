@@ -10,6 +10,8 @@ import pandas as pd
 from attnscale.figures.style import add_caption, apply_style
 from .paper_b_common import sci_label
 
+__all__ = ["plot_heat_drift"]
+
 
 def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str):
     """Entry of rule ``paper_b_plot_heat_drift``: ``beta P_q ATT_n(q)`` against

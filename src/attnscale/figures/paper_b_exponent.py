@@ -12,6 +12,8 @@ import pandas as pd
 
 from attnscale.figures.style import add_caption, apply_style
 
+__all__ = ["plot_exponent", "exponent_figure", "plot_rope"]
+
 _MODEL_LABEL = {
     "correction": r"all $n$, with $B/\beta^*$ term",
     "plain": r"all $n$, pure power law",

@@ -13,6 +13,8 @@ from attnscale.sphere import theory as st
 from attnscale.figures.style import add_caption, apply_style
 from .paper_b_common import nice_number, sci_label
 
+__all__ = ["plot_vector_fields"]
+
 _EXP_LABEL = {1.25: "5/4", 1.0: "1", 0.75: "3/4", 0.5: "1/2", 0.25: "1/4"}
 
 

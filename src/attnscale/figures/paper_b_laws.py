@@ -11,6 +11,8 @@ import pandas as pd
 from attnscale.sphere import theory as st
 from attnscale.figures.style import add_caption, apply_style
 
+__all__ = ["plot_profile", "plot_critical_laws"]
+
 
 def plot_profile(*, csvs: list, caption: str, x_max: float = 4.0):
     """Subcritical weight profile (docs/paper-b.md): ratio and cumulative mass against ``x = k/m_n``."""

@@ -12,6 +12,8 @@ from matplotlib.ticker import NullFormatter
 
 from attnscale.figures.style import add_caption, apply_style
 
+__all__ = ["plot_output_law"]
+
 
 def _n_label(n: int) -> str:
     return rf"$10^{{{int(round(np.log10(n)))}}}$" if np.log10(n) % 1 == 0 else f"{n:,}"

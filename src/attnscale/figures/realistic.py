@@ -14,6 +14,8 @@ from attnscale.layer import sink
 from attnscale.layer.theory import gamma_c
 from attnscale.figures.style import add_caption, apply_style
 
+__all__ = ["plot_learned_qk", "plot_sink", "plot_depth"]
+
 
 def _colours(keys, cmap: str = "viridis", lo: float = 0.0, hi: float = 0.9) -> dict:
     """One colour per key from a matplotlib colour map (seaborn is imported only where its

@@ -10,6 +10,8 @@ import pandas as pd
 
 from attnscale.figures.style import add_caption, apply_style
 
+__all__ = ["plot_rules_simulated"]
+
 
 def _frame(x) -> pd.DataFrame:
     return pd.concat(x, ignore_index=True) if isinstance(x, list) else x

@@ -14,6 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+__all__ = ["STYLE", "apply_style", "add_caption", "cell_edges"]
+
 STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 150,

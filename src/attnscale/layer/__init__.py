@@ -4,3 +4,5 @@
 Tokens, the attention map and its angle ratio lambda, the Jacobian norm eta, Paper A's closed
 forms, the finite-d theory, causal masks, learned scores, sinks, depth and the scaling rules of
 real models. Imports only :mod:`attnscale.core` (docs/pipeline.md#the-package-layout)."""
+
+__all__: list[str] = []

@@ -29,6 +29,15 @@ from attnscale.core.validation import (
     check_vector,
 )
 
+__all__ = [
+    "normalise",
+    "softmax_rows",
+    "attention_weights",
+    "forward",
+    "angle_ratio",
+    "angle_ratio_grid",
+]
+
 #: Pairs with ``1 - <y_i, y_j>`` below this (as read from the Gram matrix) are treated exactly.
 NEAR_PAIR_TOL = 1e-6
 

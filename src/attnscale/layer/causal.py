@@ -32,6 +32,17 @@ import numpy as np
 
 from attnscale.core.validation import check_int, check_layer_inputs, check_matrix
 
+__all__ = [
+    "row_betas",
+    "beta_grid",
+    "causal_softmax",
+    "forward_rows",
+    "self_weights",
+    "query_block",
+    "pair_ratio_mean",
+    "angle_ratio_grid_rows",
+]
+
 #: Pairs with ``1 - <y_i, y_j>`` below this are recomputed exactly (as in ``attention``).
 NEAR_PAIR_TOL = 1e-6
 

@@ -21,6 +21,13 @@ import numpy as np
 from attnscale.core.validation import check_real
 from attnscale.layer.causal import row_betas
 
+__all__ = [
+    "causal_simplex_weights",
+    "causal_simplex_self_weight",
+    "causal_simplex_pair_gap",
+    "causal_simplex_lambda",
+]
+
 
 def _rho(rho):
     return check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)

@@ -20,6 +20,8 @@ from attnscale.core.validation import check_int, check_matrix, check_real
 from attnscale.layer.attention import normalise
 from attnscale.layer.score_attention import angle_ratio_outputs, layer_outputs, mean_pair_distance
 
+__all__ = ["simplex_step", "simplex_depth", "COLLAPSE_DELTA", "iterate_layers"]
+
 
 def _layers(L):
     return check_int("L", L, minimum=1)

@@ -13,6 +13,8 @@ import numpy as np
 
 from attnscale.core.validation import check_int, check_layer_inputs, check_real, check_vector
 
+__all__ = ["eta_exact", "exact_cost", "hutchinson_cost", "eta_exact_grid"]
+
 #: Default size of one stacked ``(betas x rows, n)`` work block, in float64 entries (1 MiB:
 #: small enough to stay in cache, large enough for efficient GEMMs).
 DEFAULT_BLOCK_ENTRIES = 2**17

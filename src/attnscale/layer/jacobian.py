@@ -29,7 +29,17 @@ from attnscale.core.validation import check_int, check_layer_inputs, check_vecto
 from attnscale.layer.attention import softmax_rows
 
 # the exact eta stays importable from here, where it was documented (docs/paper-a.md#the-jacobian-norm-eta)
-from attnscale.layer.eta_exact import eta_exact, eta_exact_grid  # noqa: F401
+from attnscale.layer.eta_exact import eta_exact, eta_exact_grid
+
+__all__ = [
+    "jvp",
+    "jacobian",
+    "draw_probes",
+    "eta_hutchinson",
+    "eta_hutchinson_grid",
+    "eta_exact",
+    "eta_exact_grid",
+]
 
 #: Default budget for the probe stack ``(probes, n, n)`` of :func:`eta_hutchinson_grid` (256 MiB).
 DEFAULT_PROBE_ENTRIES = 32 * 2**20

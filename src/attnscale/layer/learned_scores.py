@@ -15,6 +15,16 @@ import numpy as np
 from attnscale.core.validation import check_int, check_matrix, check_real
 from attnscale.layer.attention import normalise
 
+__all__ = [
+    "goe_matrix",
+    "perturbed_identity",
+    "random_projection",
+    "query_key_rows",
+    "effective_scores",
+    "gamma_c_eff",
+    "gamma_c_fluct",
+]
+
 
 def goe_matrix(d: int, rng: np.random.Generator) -> np.ndarray:
     """A GOE matrix ``G = (H + H^T) / sqrt(2 d)``, ``H_ij`` i.i.d. ``N(0, 1)``.

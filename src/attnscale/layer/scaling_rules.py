@@ -17,6 +17,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = [
+    "yarn_dynamic",
+    "qwen_logn",
+    "llama4",
+    "ministral3",
+    "grok2",
+    "su_entropy",
+    "longrope_dynamic",
+    "infoscale",
+    "yarn_static",
+    "SSMAX_S",
+    "ssmax",
+    "Rule",
+    "RULES",
+    "ABSOLUTE_RULES",
+    "RULE_KEYS",
+    "rule_by_key",
+    "rule_betas",
+    "gamma_ratio",
+    "rules_table",
+]
+
 
 def _n(n) -> np.ndarray:
     n = np.asarray(n, dtype=float)

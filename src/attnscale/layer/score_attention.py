@@ -29,6 +29,16 @@ from attnscale._moved import renamed
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.layer.attention import normalise
 
+__all__ = [
+    "self_weight_grid",
+    "layer_outputs",
+    "mean_pair_distance",
+    "angle_ratio_outputs",
+    "layer_grid",
+    "self_weight_critical_beta",
+    "score_spread",
+]
+
 #: Relative threshold below which a pair counts as coincident (excluded from lambda): about
 #: 100 float64 rounding units of the centred squared norms the distance is computed from.
 COINCIDENT_TOL = 100 * np.finfo(float).eps

@@ -16,6 +16,16 @@ import numpy as np
 from attnscale.core.validation import check_int, check_matrix, check_real
 from attnscale.layer.attention import normalise
 
+__all__ = [
+    "max_sink_cosine",
+    "add_sink",
+    "sink_keys",
+    "simplex_sink_weights",
+    "simplex_sink_map",
+    "simplex_sink_critical_beta",
+    "simplex_with_sink_tokens",
+]
+
 
 def _c_s(c_s):
     return check_real("c_s", c_s, low=-1.0, high=1.0)

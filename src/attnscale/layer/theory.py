@@ -10,6 +10,22 @@ import numpy as np
 
 from attnscale.core.validation import check_int, check_real, check_vector
 
+__all__ = [
+    "gamma_c",
+    "self_weight_limit",
+    "cosine_limit",
+    "lambda_limit",
+    "critical_cosine",
+    "critical_lambda",
+    "eta_limit",
+    "simplex_terms",
+    "simplex_map",
+    "simplex_lambda",
+    "beta_of_gamma",
+    "simplex_eta",
+    "simplex_self_weight",
+]
+
 
 def _rho(rho):
     return check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)

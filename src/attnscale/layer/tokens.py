@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from attnscale.core.validation import check_int, check_real
+from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows, check_real
+
+__all__ = [
+    "near_simplex",
+    "gaussian_draw",
+    "from_draw",
+    "simplex_exact",
+    "mean_cosine",
+    "mean_sq_norm",
+    "TokenEstimate",
+    "estimate_rho_q",
+]
 
 
 def near_simplex(n: int, d: int, rho: float, rng: np.random.Generator) -> np.ndarray:
@@ -113,3 +126,51 @@ def mean_sq_norm(X: np.ndarray) -> float:
     """Realised mean squared norm ``q_hat`` = mean of ``||x_i||^2``."""
     X = np.asarray(X, dtype=np.float64)
     return float(np.mean(np.einsum("ij,ij->i", X, X)))
+
+
+class TokenEstimate(NamedTuple):
+    """``(rho_hat, q_hat, n, d)`` of a token matrix (:func:`estimate_rho_q`)."""
+
+    #: mean pairwise cosine of the normalised rows (:func:`mean_cosine`)
+    rho_hat: float
+    #: mean squared row norm (:func:`mean_sq_norm`)
+    q_hat: float
+    #: number of rows (tokens)
+    n: int
+    #: row dimension
+    d: int
+
+
+def estimate_rho_q(X) -> TokenEstimate:
+    """Estimate Paper A's ``rho`` and ``q`` from token vectors (docs/ask-the-theory.md#estimate-rho-from-tokens).
+
+    The estimator the pipeline applies to every drawn configuration
+    (docs/paper-a.md#gaussian-near-simplex-tokens): ``rho_hat`` is the mean of
+    ``<y_i, y_j>`` over ``i != j`` with ``y_i = x_i / ||x_i||`` (:func:`mean_cosine`) and
+    ``q_hat`` the mean of ``||x_i||^2`` (:func:`mean_sq_norm`); both in O(n d).
+
+    Parameters
+    ----------
+    X : array_like
+        ``(n, d)`` real array, one token per row (a head's keys, or the tokens before its
+        pre-layer norm), ``n >= 2``, ``d >= 1``, finite, no zero row.
+
+    Returns
+    -------
+    TokenEstimate
+        ``(rho_hat, q_hat, n, d)``; ``rho_hat`` lies in ``[-1/(n-1), 1]``. The theory's
+        ``rho`` must lie in ``[0, 1)``: a negative ``rho_hat`` means the rows are spread at
+        least as evenly as uniform directions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = near_simplex(4096, 128, 0.5, np.random.default_rng(0))
+    >>> est = estimate_rho_q(X)
+    >>> round(est.rho_hat, 1), round(est.q_hat, 1), est.n, est.d
+    (0.5, 1.0, 4096, 128)
+    """
+    X = check_matrix("tokens", X, min_rows=2)
+    check_nonzero_rows("tokens", X)
+    n, d = X.shape
+    return TokenEstimate(mean_cosine(X), mean_sq_norm(X), int(n), int(d))

@@ -41,6 +41,8 @@ from attnscale.core.validation import (
     check_vector,
 )
 
+__all__ = ["row_weight_stats", "self_weight_scores", "self_weight_curve"]
+
 #: Default budget for one ``rows x n`` block, in float64 entries (16 MiB).
 DEFAULT_BLOCK_ENTRIES = 2**21
 

@@ -3,3 +3,5 @@ files a rule depends on, atomic I/O and provenance, job logging, the lineage of 
 scheduler fix (docs/pipeline.md). Imports only :mod:`attnscale.core` statically; the adapter
 loads the experiment or figure function a rule names at run time
 (docs/pipeline.md#the-package-layout)."""
+
+__all__: list[str] = []

@@ -25,6 +25,8 @@ import importlib
 import inspect
 from pathlib import Path
 
+__all__ = ["resolve", "load", "load_input", "write_outputs", "call", "run_rule"]
+
 FIGURE_EXTS = (".png", ".pdf")
 
 

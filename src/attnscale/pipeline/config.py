@@ -28,6 +28,21 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = [
+    "ConfigError",
+    "expand_grid",
+    "label",
+    "Config",
+    "SchemaError",
+    "read_schema",
+    "validate_schema",
+    "GRIDS",
+    "VALUES",
+    "Range",
+    "check",
+    "load",
+]
+
 #: Decimals of a grid value in a file name.
 LABEL_DIGITS = 4
 

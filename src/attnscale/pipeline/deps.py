@@ -14,6 +14,8 @@ import ast
 import functools
 from pathlib import Path
 
+__all__ = ["module_file", "direct_imports", "closure", "lib_files"]
+
 PACKAGE = "attnscale"
 SRC = Path(__file__).resolve().parents[2]
 

@@ -19,6 +19,19 @@ import numpy as np
 
 from attnscale import __version__
 
+__all__ = [
+    "atomic_path",
+    "params_hash",
+    "git_commit",
+    "provenance",
+    "provenance_columns",
+    "save_npz",
+    "save_csv",
+    "save_figure",
+    "save_json",
+    "read_csvs",
+]
+
 
 @contextlib.contextmanager
 def atomic_path(path, suffix: str | None = None):

@@ -18,6 +18,8 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
+__all__ = ["explain", "main"]
+
 
 def _record(path: str, root: Path) -> dict | None:
     meta = root / ".snakemake" / "metadata"

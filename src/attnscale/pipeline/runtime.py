@@ -11,6 +11,8 @@ import traceback
 
 from threadpoolctl import threadpool_limits
 
+__all__ = ["LOG", "job", "Progress"]
+
 LOG = logging.getLogger("attnscale")
 
 

@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+__all__ = ["PATCHED_VERSION", "install", "install_or_say_why"]
+
 #: Snakemake version whose scheduler this patch was written against (pyproject.toml pins it).
 PATCHED_VERSION = "9.27.1"
 

@@ -4,3 +4,5 @@ docs/paper-b-beyond.md).
 Key samplers, the closed forms and quadratures of Paper B, its Poisson and marked-Poisson limits
 and the critical exponent. Imports only :mod:`attnscale.core`
 (docs/pipeline.md#the-package-layout)."""
+
+__all__: list[str] = []

@@ -22,6 +22,19 @@ from scipy import optimize, special
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.sphere.structured_keys import sample_d2q_cap
 
+__all__ = [
+    "TAIL_EPS",
+    "dense_to_flat",
+    "top_weight",
+    "prune_flat",
+    "cap_radius",
+    "tail_bound",
+    "solve_critical_beta",
+    "bracket_dense",
+    "critical_beta_cap",
+    "fit_exponent",
+]
+
 #: [choice] level of E A_(1) that defines beta*(n).
 LEVEL = 0.5
 

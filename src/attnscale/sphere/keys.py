@@ -26,6 +26,23 @@ from attnscale.core.validation import check_int, check_matrix, check_real, check
 from attnscale.sphere import theory as st
 from attnscale.sphere.quadrature import cap_probability_x1x2
 
+__all__ = [
+    "sample_uniform_sphere",
+    "sample_rejection",
+    "log_density_x1x2",
+    "sample_x1x2",
+    "sample_x1x2_cap",
+    "fibonacci_sphere",
+    "d2q",
+    "sample_d2q_uniform",
+    "weights_from_d2q",
+    "ordered_weights",
+    "ordered_weights_from_d2q",
+    "top_weight_from_d2q",
+    "attention_output",
+    "tangential_displacement",
+]
+
 #: Default budget for one block of the queries x keys score matrix, in float64 entries (64 MiB).
 DEFAULT_BLOCK_ENTRIES = 8 * 2**20
 

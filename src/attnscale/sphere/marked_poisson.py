@@ -23,6 +23,15 @@ from attnscale.core.validation import check_int, check_real
 from attnscale.sphere.poisson_limit import POISSON_MAX_POINTS, POISSON_Y_MAX
 from attnscale.sphere.theory import alpha_exponent, c_uniform, d2q_cdf_uniform, d2q_ppf_uniform
 
+__all__ = [
+    "tangent_intensity",
+    "limit_cloud",
+    "critical_output_limit",
+    "critical_output_finite_n",
+    "palm_weight_moment",
+    "critical_output_second_moment",
+]
+
 #: Samplers work in blocks of samples holding about this many cloud points: arrays of ~8 MB at
 #: d = 5, which the allocator reuses instead of page-faulting fresh ones (2^21 points per block
 #: cost 7.8 s of system time in the default output-law job, 2^18 cost 2.1 s).

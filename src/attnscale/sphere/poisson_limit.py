@@ -14,6 +14,13 @@ from scipy import special
 from attnscale.core.validation import check_int, check_real
 from attnscale.sphere.theory import alpha_exponent
 
+__all__ = [
+    "POISSON_Y_MAX",
+    "POISSON_MAX_POINTS",
+    "poisson_limit_top_weight",
+    "inv_top_weight_limit_d3",
+]
+
 #: Poisson-limit simulation: points further than this above Y_(1) are replaced by their mean.
 POISSON_Y_MAX = 40.0
 

@@ -14,6 +14,8 @@ import numpy as np
 from attnscale.core.validation import check_real
 from attnscale.sphere.theory import normaliser_x1x2, score_x1x2, tangent_frame, unit_query
 
+__all__ = ["cap_probability_x1x2", "heat_drift_limit_x1x2", "mean_field_x1x2"]
+
 
 def _cap_nodes(q, beta: float, t_max: float, n_theta: int, n_phi: int):
     """Nodes and weights of ``int_{T <= t_max} f(x) e^{-beta T} dsigma`` on S^2 around ``q``.

@@ -13,6 +13,23 @@ from scipy import special
 
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 
+__all__ = [
+    "check_subsphere",
+    "subsphere_frame",
+    "sample_subsphere",
+    "d2q_cdf",
+    "sample_d2q_cap",
+    "check_rope",
+    "rope_frequencies",
+    "rope_rotate",
+    "rope_query",
+    "rope_repeated_d2q",
+    "check_kappa",
+    "sample_vmf_cosine",
+    "rope_vmf_d2q",
+    "rope_orbit_dimension",
+]
+
 #: Rotary base of most models (RoPE, "base 10000") [choice: the common default].
 ROPE_BASE = 10000.0
 
@@ -168,7 +185,7 @@ def check_rope(d, base) -> tuple[int, float]:
 
 
 def rope_frequencies(d: int, base: float = ROPE_BASE) -> np.ndarray:
-    """RoPE angular frequencies ``theta_l = base^{-2l/d}``, ``l = 0 .. d/2 - 1`` [paper-b convention].
+    """RoPE angular frequencies ``theta_l = base^{-2l/d}``, ``l = 0, 1, ..., d/2 - 1`` [paper-b convention].
 
     Plane ``l`` holds coordinates ``(2l, 2l+1)`` and is rotated by ``m theta_l`` at relative
     position ``m`` (docs/paper-b-beyond.md#rope-like-keys).
@@ -220,7 +237,7 @@ def rope_query(d: int) -> np.ndarray:
 
 
 def rope_repeated_d2q(content, n: int, base: float = ROPE_BASE, block: int = 8192) -> np.ndarray:
-    """D2Q ``T_m = 1 - <q, R_m x>`` of one content key ``x`` repeated at positions ``m = 0 .. n-1``.
+    """D2Q ``T_m = 1 - <q, R_m x>`` of one content key ``x`` repeated at positions ``m = 0, 1, ..., n - 1``.
 
     One row per content key (context). With ``q`` from :func:`rope_query`,
     ``<q, R_m x> = sqrt(2/d) sum_l [cos(m theta_l) x_{2l} - sin(m theta_l) x_{2l+1}]``: a GEMM of the

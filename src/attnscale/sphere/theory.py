@@ -22,6 +22,34 @@ from scipy import special
 from attnscale._moved import renamed
 from attnscale.core.validation import check_int, check_real, check_vector
 
+__all__ = [
+    "alpha_exponent",
+    "sphere_area",
+    "c_density",
+    "c_uniform",
+    "m_eff",
+    "critical_scale",
+    "drift_transition_beta",
+    "d2q_cdf_uniform",
+    "d2q_ppf_uniform",
+    "normaliser_x1x2",
+    "density_x1x2",
+    "c_x1x2",
+    "score_x1x2",
+    "unit_query",
+    "tangent_frame",
+    "subcritical_top_weight_limit",
+    "profile_limit",
+    "cumulative_mass_limit",
+    "profile_finite_beta",
+    "cumulative_mass_finite_beta",
+    "nearest_key_sf_limit",
+    "nearest_key_sf_exact_uniform",
+    "drift",
+    "noise_trace_d3",
+    "nearest_key_tangent_ms",
+]
+
 
 # --------------------------------------------------------------------------- scales and constants
 def _d(d, minimum: int = 2) -> int:

@@ -8,7 +8,8 @@ Gaussian near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i``, ``z ~ 
 * :func:`critical_beta`, :func:`critical_gamma` — where ``E[A_ii] = 1/2``
   (docs/finite-d.md#finite-d-critical-point).
 * :func:`annealed_critical_beta` (docs/finite-d.md#annealed-approximation),
-  :func:`first_order_critical_beta` (docs/finite-d.md#first-order-approximation).
+  :func:`first_order_critical_beta` (docs/finite-d.md#first-order-approximation) and where it
+  loses its root, :func:`first_order_crossover_log_n` (docs/finite-d.md#asymptotic-regimes).
 * :func:`mean_field`, :func:`mean_field_given` — ``a_ii``, output cosine, lambda
   (docs/finite-d.md#mean-field-for-cosine-and-lambda).
 * :func:`paper_a_asymptote_beta`, :func:`power_law_beta` — the two regimes
@@ -37,6 +38,7 @@ __all__ = [
     "annealed_critical_beta",
     "first_order_critical_beta",
     "first_order_variance",
+    "first_order_crossover_log_n",
     "mean_field",
     "mean_field_given",
     "paper_a_asymptote_beta",
@@ -206,6 +208,18 @@ def first_order_critical_beta(n, d, rho) -> float:
     docs/finite-d.md#first-order-approximation."""
     n, d, rho = check_args(n, d, rho)
     return approx.first_order_beta(n, d, rho)
+
+
+def first_order_crossover_log_n(d, rho) -> float:
+    """``ln(n - 1)`` beyond which :func:`first_order_critical_beta` has no root.
+
+    The root exists while ``2 s^2 ln(n - 1) <= (1 - rho)^2``, i.e. up to
+    ``ln(n - 1) = d / (2 (1 + rho - rho^2/2))`` (``d / 2`` at ``rho = 0``); beyond it the bulk's
+    maximum reaches the self-score and extreme values take over
+    (docs/finite-d.md#asymptotic-regimes). Same ``d`` and ``rho`` ranges as :func:`check_args`.
+    """
+    _, d, rho = check_args(2, d, rho)
+    return approx.first_order_crossover_log_n(d, rho)
 
 
 def mean_field(n, d, rho, beta, *, alpha: float = 0.0) -> dict:

@@ -14,6 +14,22 @@ from scipy.special import gammaln, ive
 
 from .laws import LEVELS, gauss_legendre_01, normal_score_rule, r0_nodes, tau_law
 
+__all__ = [
+    "log_vmf",
+    "vmf_mean",
+    "log_annealed_mgf",
+    "anneal_nodes",
+    "annealed_beta",
+    "within_row_variance",
+    "total_variance",
+    "first_order_crossover_log_n",
+    "first_order_beta",
+    "uniform_cap_constant",
+    "log_poisson_critical_intensity",
+    "poisson_critical_intensity",
+    "power_law_beta",
+]
+
 
 def log_vmf(nu: float, k: np.ndarray) -> np.ndarray:
     """``log[Gamma(nu+1) (2/k)^nu I_nu(k)]``, the log moment generating function
@@ -128,6 +144,12 @@ def within_row_variance(d: int, rho: float) -> float:
 def total_variance(d: int, rho: float) -> float:
     """First-order variance of ``c_ij`` over everything: ``(1 - rho^2)^2 / d``."""
     return (1.0 - rho**2) ** 2 / d
+
+
+def first_order_crossover_log_n(d: int, rho: float) -> float:
+    """``ln(n - 1)`` beyond which the first-order equation has no root:
+    ``(1 - rho)^2 / (2 s^2) = d / (2 (1 + rho - rho^2/2))`` (docs/finite-d.md#asymptotic-regimes)."""
+    return (1.0 - rho) ** 2 / (2.0 * within_row_variance(d, rho))
 
 
 def first_order_beta(n: int, d: int, rho: float) -> float:

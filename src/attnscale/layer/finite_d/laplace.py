@@ -8,6 +8,8 @@ import numpy as np
 
 from .laws import LEVELS, Table
 
+__all__ = ["conditional_self_weight", "mean_self_weight"]
+
 _K_SERIES = 14  # terms of the small-s series of psi; e^{-3 k}/k! < 1e-28 beyond
 _T_SWITCH = -3.0  # below: series in e^t, above: direct sums
 

@@ -23,6 +23,23 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import betaincinv, ndtr, roots_jacobi, roots_legendre
 from scipy.stats import chi2
 
+__all__ = [
+    "LEVELS",
+    "gauss_legendre_01",
+    "log_j",
+    "normal_score_rule",
+    "r0_nodes",
+    "TauLaw",
+    "tau_law",
+    "v_nodes",
+    "score_quantiles",
+    "omega_rule",
+    "uniform_score_quantiles",
+    "Table",
+    "table",
+    "table_given_r0",
+]
+
 # Quadrature resolution levels. "standard" is what the public functions use; "fine" doubles
 # every resolution and is used by the tests to state the quadrature error.
 LEVELS = {

@@ -7,6 +7,8 @@ import numpy as np
 from .approx import anneal_nodes, log_vmf, vmf_mean
 from .laws import LEVELS, normal_score_rule, omega_rule, tau_law
 
+__all__ = ["row_moments", "mean_field_values"]
+
 
 def row_moments(d: int, beta: float, n: int, ti, tj, wj):
     """Per query ``tau_i``: a_i, tilted mean components (mu, nu) at beta and 2 beta, ``Phi2``."""
