@@ -792,8 +792,8 @@ def group_weight_grid(group, others, betas, *, work=None) -> tuple[np.ndarray, n
     (numpy.ndarray, numpy.ndarray)
         ``W`` and ``dW/dbeta`` at each beta.
     """
-    g = np.asarray(group, dtype=np.float64)
-    o = np.ascontiguousarray(others, dtype=np.float64)
+    g = np.atleast_1d(np.asarray(group, dtype=np.float64))
+    o = np.atleast_1d(np.ascontiguousarray(others, dtype=np.float64))
     b = np.asarray(betas, dtype=np.float64)
     if b.ndim != 1 or np.any(~np.isfinite(b)) or np.any(b < 0):
         raise ValueError(f"betas must be a 1-D array of finite values >= 0, got {betas!r}")
@@ -802,7 +802,7 @@ def group_weight_grid(group, others, betas, *, work=None) -> tuple[np.ndarray, n
     dW = np.empty(b.size)
     for j, beta in enumerate(b):
         eg = np.exp(beta * g)
-        sg, sg1 = float(eg.sum()), float(g @ eg)
+        sg, sg1 = float(eg.sum()), float(np.einsum("i,i->", g, eg))
         np.multiply(o, beta, out=buf)
         np.exp(buf, out=buf)
         so, so1 = float(buf.sum()), float(np.einsum("i,i->", o, buf))
