@@ -201,6 +201,11 @@ GRIDS: dict[str, Range] = {
     "paper_b_exponent.rope.n": Range(low=2, low_open=False),
     "paper_b_exponent.rope_long.d": Range(low=4, low_open=False, integer=True),
     "paper_b_exponent.rope_long.n": Range(low=2, low_open=False),
+    # critical-scale regimes (ours, issue 20; docs/regimes.md)
+    "regimes.n": Range(low=3, low_open=False, high=1e7, high_open=False),
+    "regimes.theory_n": Range(low=3, low_open=False, high=1e7, high_open=False),
+    "regimes.finite_d.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "regimes.read_off.copy_cosine": Range(low=-1.0, high=1.0, high_open=False, increasing=False),
 }
 
 #: Scalars and their ranges, by dotted key.
@@ -288,6 +293,23 @@ VALUES: dict[str, Range] = {
     "benchmark.scaling.d": Range(low=1, low_open=False, integer=True),
     # the root of every SeedSequence (numpy takes any non-negative integer; 128 bits are plenty)
     "seed": Range(low=0, high=2**128 - 1, low_open=False, high_open=False, integer=True),
+    # critical-scale regimes (issue 20; docs/regimes.md)
+    "regimes.level": Range(low=0.0, high=1.0),
+    "regimes.grid_points": Range(low=3, low_open=False, integer=True),
+    "regimes.batches": Range(low=2, low_open=False, integer=True),
+    "regimes.gap.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "regimes.gap.rho": Range(low=0.0, low_open=False, high=1.0),
+    "regimes.gap.contexts": Range(low=4, low_open=False, integer=True),
+    "regimes.rem.s": Range(low=0.0),
+    "regimes.rem.contexts": Range(low=4, low_open=False, integer=True),
+    "regimes.rem.truncation_eps": Range(low=0.0, high=1.0),
+    "regimes.finite_d.rho": Range(low=0.0, low_open=False, high=1.0),
+    "regimes.finite_d.contexts": Range(low=4, low_open=False, integer=True),
+    "regimes.read_off.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
+    "regimes.read_off.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "regimes.read_off.rho": Range(low=0.0, low_open=False, high=1.0),
+    "regimes.read_off.shift": Range(low=0.0, high=1.0),
+    "regimes.read_off.contexts": Range(low=4, low_open=False, integer=True),
 }
 
 
@@ -369,9 +391,24 @@ def _check_paper_b_exponent(cfg: Config) -> None:
                  "integers (the exponent fits need them)", n)  # fmt: skip
 
 
+def _check_regimes(cfg: Config) -> None:
+    try:
+        batches = cfg.get("regimes.batches")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    for sec in ("gap", "rem", "finite_d", "read_off"):
+        if batches > cfg.get(f"regimes.{sec}.contexts"):
+            fail("regimes.batches", f"<= regimes.{sec}.contexts "
+                 f"({cfg.get(f'regimes.{sec}.contexts')})", batches)  # fmt: skip
+    n = [int(round(v)) for v in cfg.grid("regimes.n")]
+    if len(set(n)) != len(n):
+        fail("regimes.n", "distinct after rounding to integers", n)
+
+
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
 CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
-                _check_realistic_rank, _check_paper_b, _check_paper_b_exponent]  # fmt: skip
+                _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
+                _check_regimes]  # fmt: skip
 
 
 class Config:
