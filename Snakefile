@@ -29,6 +29,7 @@ include: "workflow/rules/finite_d.smk"
 include: "workflow/rules/realistic_causal.smk"
 include: "workflow/rules/realistic_variants.smk"
 include: "workflow/rules/paper_b_exponent.smk"
+include: "workflow/rules/findings.smk"
 
 
 rule all:
@@ -55,3 +56,4 @@ rule all:
         rules.paper_b_plot_output_law.output,
         rules.paper_b_exponent_figure.output,
         rules.paper_b_rope_figure.output,
+        rules.findings.output,
