@@ -30,6 +30,7 @@ include: "workflow/rules/realistic_causal.smk"
 include: "workflow/rules/realistic_variants.smk"
 include: "workflow/rules/paper_b_exponent.smk"
 include: "workflow/rules/regimes.smk"
+include: "workflow/rules/findings.smk"
 
 
 rule all:
@@ -57,3 +58,4 @@ rule all:
         rules.paper_b_exponent_figure.output,
         rules.paper_b_rope_figure.output,
         rules.regimes_figure.output,
+        rules.findings.output,

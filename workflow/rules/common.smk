@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 from attnscale.pipeline.config import load as _load_config
+from attnscale.pipeline.config import source_label as _source_label
 from attnscale.pipeline.deps import lib_files as _lib_files
 from attnscale.pipeline.scheduler_fix import (
     install_or_say_why as _install_scheduler_fix,
@@ -16,6 +17,8 @@ CFG = _load_config(
     config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
 )
 ROOT_SEED = int(config["seed"])
+# the config files this run merged: the findings page's header
+CONFIG_SOURCE = _source_label(workflow.configfiles, Path.cwd())
 # Paper A's rho grid in pieces of paper_a.rho_per_job values: one lambda/eta job each
 RHO_PARTS = CFG.chunks("paper_a.rho", CFG.value("paper_a.rho_per_job"))
 # every rule runs this script, which calls the library function named in params.entry

@@ -566,3 +566,19 @@ def load(raw: dict, schema: str | Path | None = None) -> Config:
     if schema is not None:
         validate_schema(raw, schema)
     return check(Config(raw))
+
+
+def source_label(configfiles, workdir) -> str:
+    """The configuration a run was made with, for the findings page's header: the config files in
+    the order they were merged (the workflow's ``config.yaml`` first, then ``--configfile`` files,
+    each relative to ``workdir`` where it lies below it; docs/pipeline.md#numbers-in-the-prose).
+    Values set with ``--config`` are not visible here."""
+    root = Path(workdir).resolve()
+    names = []
+    for f in configfiles:
+        p = Path(f)
+        p = (root / p).resolve() if not p.is_absolute() else p.resolve()
+        names.append(str(p.relative_to(root)) if p.is_relative_to(root) else str(p))
+    names = list(dict.fromkeys(names))
+    names.sort(key=lambda n: n != "config.yaml")  # stable: config.yaml first, others in order
+    return " + ".join(names) or "unknown"

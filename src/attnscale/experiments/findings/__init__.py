@@ -1,0 +1,154 @@
+"""Findings computed from the results tables (rule ``findings``; docs/pipeline.md#numbers-in-the-prose).
+
+:func:`findings` is the entry function of the rule: it takes the summary tables of every figure
+family, runs one small function per family (``paper_a``, ``paper_b``, ``exponent``,
+``finite_d``, ``causal``, ``realistic``) and returns the JSON document (``results/findings.json``:
+key -> value, standard error, unit, source tables, what "+-" means) and its Markdown rendering
+(``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
+tables; a family whose tables lack a grid point reports that finding as "not computed at this
+configuration", so the same keys exist at every configuration (the smoke run included).
+
+``python -m attnscale.experiments.findings publish`` copies a run's findings into ``docs/``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnscale.experiments.findings import causal, exponent, finite_d, paper_a, paper_b, realistic
+from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
+
+#: The page's sections: id, title, figure, theory page, and the function with its inputs.
+SECTIONS = [
+    ("paper-a-critical", "Paper A: lambda at the critical line", "figures/paper_a/lambda_critical_check.png",
+     "paper-a.md#gaussian-near-simplex-tokens", paper_a.critical_lambda_findings, {"critical": "lambda_critical"}),
+    ("paper-a-theorems", "Paper A: theorem table (simplex and finite-d theory)",
+     "figures/paper_a/theorem_table.png", "finite-d.md#mean-field-for-cosine-and-lambda",
+     paper_a.theorem_findings, {"theorem": "theorem"}),
+    ("paper-a-finite-size", "Paper A: critical values against n", "figures/paper_a/finite_size.png",
+     "paper-a.md#gaussian-near-simplex-tokens", paper_a.finite_size_findings,
+     {"finite_size": "finite_size"}),
+    ("scaling-rules", "Scaling rules of real models (calibration A)",
+     "figures/paper_a/scaling_rules.png", "scaling-rules.md#calibration-a",
+     paper_a.scaling_rules_findings, {"rules": "scaling_rules"}),
+    ("paper-b-phase", "Paper B: phase diagram of the top weight", "figures/paper_b/phase_diagram.png",
+     "paper-b.md#poisson-limit", paper_b.phase_findings, {"phase": "phase", "limit": "poisson_limit"}),
+    ("paper-b-profile", "Paper B: subcritical profile", "figures/paper_b/weight_profile.png",
+     "paper-b.md#subcritical-profile", paper_b.profile_findings, {"profiles": "profiles"}),
+    ("paper-b-laws", "Paper B: critical laws", "figures/paper_b/critical_laws.png",
+     "paper-b.md#poisson-limit", paper_b.critical_laws_findings, {"laws": "critical_laws"}),
+    ("paper-b-drift", "Paper B: heat-equation drift", "figures/paper_b/heat_drift.png",
+     "paper-b.md#heat-equation-drift", paper_b.heat_drift_findings,
+     {"summary": "heat_drift", "curve": "heat_drift_curve"}),
+    ("paper-b-output-law", "Paper B: critical output law", "figures/paper_b/output_law.png",
+     "paper-b-beyond.md#critical-output-law", paper_b.output_law_findings,
+     {"summaries": "output_law"}),
+    ("critical-exponent", "Critical exponent of beta*(n): uniform keys, sub-spheres, RoPE",
+     "figures/paper_b_exponent/exponent.png", "paper-b-beyond.md#critical-exponent-across-dimensions",
+     exponent.exponent_findings, {"fits": "exponent_fits", "points": "exponent_points"}),
+    ("finite-d-transition", "Finite d: where the transition is", "figures/finite_d/transition.png",
+     "finite-d.md#where-each-approximation-fails", finite_d.transition_findings,
+     {"data": "transition", "theory": "transition_theory"}),
+    ("finite-d-intermediate", "Finite d: the intermediate phase", "figures/finite_d/intermediate.png",
+     "finite-d.md#finite-d-critical-point", finite_d.intermediate_findings,
+     {"data": "intermediate"}),
+    ("causal", "Causal mask: global against per-position scaling", "figures/realistic/causal.png",
+     "realistic-attention.md#causal-mask", causal.causal_findings,
+     {"data": "causal_lambda", "self_weight": "causal_self_weight"}),
+    ("rules-simulated", "Real models' scaling rules, simulated under a causal mask",
+     "figures/realistic/rules_simulated.png", "realistic-attention.md#real-models-scaling-rules-simulated",
+     causal.rules_simulated_findings, {"data": "rules_simulated"}),
+    ("learned-qk", "Learned query-key matrix", "figures/realistic/learned_qk.png",
+     "realistic-attention.md#learned-query-key-matrix", realistic.learned_qk_findings,
+     {"curves": "learned_curves", "critical": "learned_critical"}),
+    ("sink", "Attention sink", "figures/realistic/sink.png", "realistic-attention.md#attention-sink",
+     realistic.sink_findings, {"curves": "sink_curves", "critical": "sink_critical"}),
+    ("depth", "Depth", "figures/realistic/depth.png", "realistic-attention.md#depth",
+     realistic.depth_findings, {"data": "depth"}),
+]  # fmt: skip
+
+
+def _provenance(tables: dict, configuration: str) -> dict:
+    """Commit, version and root seed recorded in the input tables (sorted, distinct)."""
+    seen = {"git_commit": set(), "attnscale_version": set(), "root_seed": set()}
+    for t in tables.values():
+        for df in t if isinstance(t, list) else [t]:
+            for col, vals in seen.items():
+                if col in df.columns:
+                    vals.update(str(v) for v in df[col].dropna().unique())
+    return {
+        "configuration": configuration,
+        "git_commit": sorted(seen["git_commit"]),
+        "attnscale_version": ", ".join(sorted(seen["attnscale_version"])) or "unknown",
+        "root_seed": ", ".join(sorted(seen["root_seed"])) or "unknown",
+    }
+
+
+def document(tables: dict, configuration: str) -> dict:
+    """The findings document (JSON-ready) from the loaded tables, keyed like :data:`SECTIONS`'
+    input names."""
+    sections, entries = [], {}
+    for sid, title, figure, doc, fn, inputs in SECTIONS:
+        found = fn(**{arg: tables[name] for arg, name in inputs.items()})
+        for f in found:
+            if f.key in entries:
+                raise ValueError(f"duplicate finding key {f.key!r}")
+            entries[f.key] = f.to_json(sid)
+        sections.append({"id": sid, "title": title, "figure": figure, "doc": doc,
+                         "keys": [f.key for f in found]})  # fmt: skip
+    return {
+        "schema": SCHEMA,
+        "source": _provenance(tables, configuration),
+        "sections": sections,
+        "findings": entries,
+    }
+
+
+def findings(
+    *,
+    lambda_critical: pd.DataFrame,
+    theorem: pd.DataFrame,
+    finite_size: pd.DataFrame,
+    scaling_rules: pd.DataFrame,
+    phase: pd.DataFrame,
+    poisson_limit: pd.DataFrame,
+    profiles: list,
+    critical_laws: list,
+    heat_drift: pd.DataFrame,
+    heat_drift_curve: pd.DataFrame,
+    output_law: list,
+    exponent_fits: pd.DataFrame,
+    exponent_points: pd.DataFrame,
+    transition: list,
+    transition_theory: pd.DataFrame,
+    intermediate: list,
+    causal_lambda: list,
+    causal_self_weight: list,
+    rules_simulated: list,
+    learned_curves: list,
+    learned_critical: list,
+    sink_curves: list,
+    sink_critical: list,
+    depth: list,
+    configuration: str,
+) -> dict:
+    """Entry of rule ``findings``: every finding of the run, computed from its tables.
+
+    Parameters
+    ----------
+    lambda_critical, theorem, finite_size, scaling_rules, ... : DataFrame or list of DataFrame
+        The summary tables of the figure families (the rule's inputs; see
+        ``workflow/rules/findings.smk`` for the files).
+    configuration : str
+        The configuration files of the run (shown in the page's header).
+
+    Returns
+    -------
+    dict
+        ``{"json": document, "md": page}``: the JSON document of :func:`document` and its
+        rendering by :func:`attnscale.experiments.findings.record.render_markdown`.
+    """
+    tables = {k: v for k, v in locals().items() if k != "configuration"}
+    tables = {k: (v if isinstance(v, list) else frame(v)) for k, v in tables.items()}
+    doc = document(tables, configuration)
+    return {"json": doc, "md": render_markdown(doc)}

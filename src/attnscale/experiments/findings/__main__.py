@@ -1,0 +1,42 @@
+"""``python -m attnscale.experiments.findings publish [--results DIR] [--docs DIR]``
+
+Copies a run's ``findings.json`` and ``findings.md`` (rule ``findings``) into ``docs/`` after
+checking that the page is the rendering of the JSON document, so the published page
+(``docs/findings.md``) is never edited by hand (docs/pipeline.md#numbers-in-the-prose).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from attnscale.experiments.findings.record import render_markdown
+
+
+def publish(results: Path, docs: Path) -> None:
+    """Check ``results/findings.md`` against its JSON and copy both into ``docs``."""
+    src_json, src_md = results / "findings.json", results / "findings.md"
+    doc = json.loads(src_json.read_text(encoding="utf-8"))
+    if render_markdown(doc) != src_md.read_text(encoding="utf-8"):
+        raise SystemExit(f"{src_md} is not the rendering of {src_json}: rerun the findings rule")
+    for src in (src_json, src_md):
+        shutil.copyfile(src, docs / src.name)
+        print(f"{src} -> {docs / src.name}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m attnscale.experiments.findings")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("publish", help="copy results/findings.{json,md} into docs/")
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument("--docs", type=Path, default=Path("docs"))
+    args = ap.parse_args(argv)
+    publish(args.results, args.docs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Findings of the critical-exponent figures (docs/paper-b-beyond.md#critical-exponent-across-dimensions,
+docs/paper-b-beyond.md#keys-on-a-submanifold, docs/paper-b-beyond.md#rope-like-keys): fitted
+exponents of beta*(n) for uniform keys, on great sub-spheres and for RoPE-like keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnscale.experiments.findings.record import (
+    PM_FIT_SCALED,
+    Finding,
+    NotAvailable,
+    compute,
+    pick,
+    sci,
+)
+
+FITS = "paper_b_exponent/fits.csv"
+POINTS = "paper_b_exponent/points.csv"
+PM_POINT = "one standard error of beta* by the delta method over the contexts of the point"
+
+
+def _fit(fits, family, model, **conds) -> pd.DataFrame:
+    return pick(fits, family=family, model=model, **conds).sort_values(["d", "k"])
+
+
+def exponent_findings(*, fits: pd.DataFrame, points: pd.DataFrame) -> list[Finding]:
+    """Uniform keys (d = 3 .. 10), great sub-spheres S^{k-1} of S^{d-1} and RoPE-like keys."""
+
+    def uniform_count():
+        f = _fit(fits, "uniform", "correction", method="d2q")
+        return {
+            "label": "uniform keys: fits (with the finite-n term) within 2 chi^2-scaled SE of "
+            "2/(d-1)",
+            "value": [int(f["within_2se"].sum()), len(f)],
+        }
+
+    def uniform_table():
+        rows = []
+        for d in sorted(pick(fits, family="uniform", method="d2q")["d"].unique()):
+            row = [int(d), 2.0 / (d - 1)]
+            for model in ("correction", "plain", "upper"):
+                try:
+                    f = pick(fits, family="uniform", method="d2q", d=d, model=model).iloc[0]
+                    row += [f"{f['alpha']:.4f} ± {f['se_alpha_scaled']:.4f}", f["z"]]
+                except NotAvailable:
+                    row += ["n/a", None]
+            rows.append(row)
+        return {"label": "uniform keys: fitted exponent against 2/(d-1)", "value": rows}
+
+    def worst():
+        f = _fit(fits, "uniform", "correction", method="d2q")
+        r = f.loc[f["z"].abs().idxmax()]
+        return {
+            "label": f"uniform keys: largest |z| of the correction fit, at d = {int(r['d'])}: "
+            f"z, chi^2, dof",
+            "value": [r["z"], r["chi2"], r["dof"]],
+            "fmt": ".3g",
+        }
+
+    def plain_bias():
+        f = _fit(fits, "uniform", "plain", method="d2q")
+        f = f.assign(bias=f["alpha"] - f["alpha_theory"])
+        r = f.loc[f["bias"].idxmax()]
+        return {
+            "label": f"uniform keys: largest bias of a pure power law over all n, at d = "
+            f"{int(r['d'])}: alpha - 2/(d-1) and its z",
+            "value": [r["bias"], r["z"]],
+        }
+
+    def rise():
+        p = pick(points, family="uniform", method="d2q")
+        d = p["d"].max()
+        p = p[p["d"] == d].sort_values("n")
+        y = p["beta_star"] / p["n"] ** (2.0 / (d - 1))
+        return {
+            "label": f"uniform keys, d = {int(d)}: beta*/n^(2/(d-1)) at n = {sci(p['n'].iloc[-1])} "
+            f"over its value at n = {sci(p['n'].iloc[0])}, minus 1",
+            "value": 100.0 * (y.iloc[-1] / y.iloc[0] - 1.0),
+        }
+
+    def subsphere():
+        rows = []
+        f = pick(fits, family="subsphere", model="correction")
+        for k in sorted(f["k"].unique()):
+            row = [int(k), 2.0 / (k - 1)]
+            for method in ("d2q", "full"):
+                sub = f[(f["k"] == k) & (f["method"] == method)]
+                if sub.empty:
+                    row += ["n/a", None]
+                else:
+                    r = sub.iloc[0]
+                    row += [f"{r['alpha']:.4f} ± {r['se_alpha_scaled']:.4f} (n <= {int(r['n_max'])})",
+                            r["z"]]  # fmt: skip
+            rows.append(row)
+        d = int(f["d"].iloc[0])
+        return {
+            "label": f"great sub-spheres S^(k-1) of S^{d - 1}: fitted exponent (correction model) "
+            "against 2/(k-1): exact law of the projection, and keys drawn in the ambient space",
+            "value": rows,
+        }
+
+    def rope_table():
+        f = pick(fits, family="rope", model="plain")
+        rows = []
+        for d in sorted(f["d"].unique()):
+            sub = f[f["d"] == d].sort_values("kappa")
+            cells = [f"{r['alpha']:.3f} ± {r['se_alpha_scaled']:.3f}" for _, r in sub.iterrows()]
+            kap = [
+                "0" if k == 0 else ("inf" if np.isinf(k) else f"{k / d:g}d") for k in sub["kappa"]
+            ]
+            rows.append(
+                [
+                    int(d),
+                    2.0 / (d - 1),
+                    *[f"kappa = {k}: {c}" for k, c in zip(kap, cells, strict=True)],
+                ]
+            )  # noqa: E501
+        n = pick(points, family="rope")["n"]
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        return {
+            "label": f"RoPE-like keys: pure power-law exponent over n = {n.min():.0f} .. "
+            f"{n.max():.0f} by content concentration kappa",
+            "value": rows,
+            "columns": ["d", "2/(d-1)", *[f"content {i + 1}" for i in range(width - 2)]],
+            "columns_fmt": ["d", ".3f", *[""] * (width - 2)],
+        }
+
+    def rope_long():
+        r = pick(fits, family="rope_long", model="top3").iloc[0]
+        return {
+            "label": f"repeated content key, d = {int(r['d'])}: exponent of beta*(n) over the "
+            f"three largest n ({sci(r['n_min'])} .. {sci(r['n_max'])})",
+            "value": r["alpha"],
+            "se": r["se_alpha_scaled"],
+        }
+
+    def rope_long_beta():
+        p = pick(points, family="rope_long").sort_values("n").iloc[-1]
+        u = pick(points, family="uniform", method="d2q", d=p["d"], n=p["n"]).iloc[0]
+        return {
+            "label": f"d = {int(p['d'])}, n = {sci(p['n'])}: beta* of the repeated key / of "
+            "uniform keys",
+            "value": [p["beta_star"], u["beta_star"]],
+            "se": [p["se"], u["se"]],
+        }
+
+    def rope_ratio(kind):
+        p = pick(points, family="rope")
+        out = {}
+        for end in ("min", "max"):
+            n = getattr(p["n"], end)()
+            ratios = []
+            for d in sorted(p["d"].unique()):
+                q = p[(p["d"] == d) & near_n(p["n"], n)]
+                base = q[q["kappa"] == 0]["beta_star"]
+                other = (
+                    q[np.isinf(q["kappa"])]
+                    if kind == "repeated"
+                    else q[(q["kappa"] > 0) & np.isfinite(q["kappa"])]
+                )
+                if base.empty or other.empty:
+                    raise NotAvailable(f"no kappa = 0 / {kind} point at d = {d}")
+                ratios.append(float(other["beta_star"].iloc[0] / base.iloc[0]))
+            out[end] = (n, min(ratios), max(ratios))
+        return out
+
+    def rope_vmf(end):
+        r = rope_ratio("vmf")[end]
+        return {
+            "label": f"concentrated content (kappa = 4d): beta* over the uniform-content beta*, "
+            f"minus 1, range over d, at n = {r[0]:.0f}",
+            "value": [100.0 * (r[1] - 1.0), 100.0 * (r[2] - 1.0)],
+        }
+
+    def rope_repeated():
+        r = rope_ratio("repeated")
+        return {
+            "label": f"repeated content key: beta* over the uniform-content beta* at n = "
+            f"{r['min'][0]:.0f}, range over d",
+            "value": [r["min"][1], r["min"][2]],
+            "kind": "range",
+        }
+
+    return [
+        compute("exponent.uniform_within_2se", "uniform keys within 2 SE", uniform_count,
+                kind="count", source=[FITS]),
+        compute("exponent.uniform_table", "uniform keys, fitted exponents", uniform_table,
+                kind="table", source=[FITS], pm=PM_FIT_SCALED,
+                columns=["d", "2/(d-1)", "correction fit", "z", "plain (all n)", "z",
+                         "upper (large n)", "z"],
+                columns_fmt=["d", ".4f", "", ".2f", "", ".2f", "", ".2f"]),
+        compute("exponent.uniform_worst", "largest |z|", worst, source=[FITS],
+                note="z uses the chi^2-scaled SE"),
+        compute("exponent.plain_bias", "pure power-law bias", plain_bias, fmt=".3g",
+                source=[FITS]),
+        compute("exponent.uniform_rise", "finite-n rise", rise, fmt=".0f", unit="%",
+                source=[POINTS]),
+        compute("exponent.subsphere_table", "sub-spheres", subsphere, kind="table",
+                source=[FITS], pm=PM_FIT_SCALED,
+                columns=["k", "2/(k-1)", "exact law", "z", "keys in R^d", "z"],
+                columns_fmt=["d", ".3f", "", ".2f", "", ".2f"]),
+        compute("exponent.rope_table", "RoPE exponents", rope_table, kind="table",
+                source=[FITS, POINTS], pm=PM_FIT_SCALED),
+        compute("exponent.rope_long_top3", "repeated key exponent", rope_long, fmt=".2f",
+                pm=PM_FIT_SCALED, source=[FITS]),
+        compute("exponent.rope_long_beta", "repeated key beta*", rope_long_beta, fmt=".3g",
+                pm=PM_POINT, source=[POINTS]),
+        compute("exponent.rope_vmf_excess_nmin", "vMF content at the smallest n",
+                lambda: rope_vmf("min"), kind="range", fmt="+.0f", unit="%", source=[POINTS]),
+        compute("exponent.rope_vmf_excess_nmax", "vMF content at the largest n",
+                lambda: rope_vmf("max"), kind="range", fmt="+.0f", unit="%", source=[POINTS]),
+        compute("exponent.rope_repeated_ratio", "repeated-key ratio", rope_repeated, fmt=".2f",
+                source=[POINTS]),
+    ]  # fmt: skip
+
+
+def near_n(series: pd.Series, n: float) -> pd.Series:
+    return np.isclose(series.astype(float), float(n))

@@ -1,0 +1,257 @@
+"""Findings of the finite-d figures (docs/finite-d.md): where the transition sits at finite
+(n, d), how the approximations of the theory fail, and the intermediate phase."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnscale.experiments.findings.record import (
+    Finding,
+    NotAvailable,
+    compute,
+    frame,
+    pick,
+    sci,
+)
+
+POINTS = "finite_d/transition/d*.csv"
+THEORY = "finite_d/transition_theory.csv"
+INTERMEDIATE = "finite_d/intermediate/n*/d*.csv"
+
+#: Relative agreement for "the power law is the asymptote" [choice].
+POWER_TOL = 1e-3
+#: Smallest n of the theory grid shown in the gamma*/gamma_c table [choice].
+TABLE_N_MIN = 1000
+#: Dimensions of the gamma*/gamma_c table ("typical heads") [choice].
+TABLE_D = (64, 128)
+#: gamma / gamma_c multiples at which the intermediate-phase table is read [choice].
+INTERMEDIATE_FACTORS = (0.5, 1.0, 1.5, 2.0, 4.0, 8.0)
+#: rho at which the intermediate-phase table is read (the nearest grid value) [choice].
+INTERMEDIATE_RHO = 0.2
+
+
+def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
+    """Simulated critical points against the exact finite-d theory, and the theory's read-offs
+    and approximations (docs/finite-d.md#finite-d-critical-point,
+    docs/finite-d.md#where-each-approximation-fails)."""
+
+    def z_scores():
+        P = frame(data)
+        if "a_at_theory" not in P.columns:
+            raise NotAvailable(
+                "the simulation was not evaluated at the theory's beta* "
+                "(finite_d.transition.theory_check is off)"
+            )
+        z = (P["a_at_theory"] - 0.5) / P["a_at_theory_se"]
+        return z[np.isfinite(z)]
+
+    def within(k):
+        z = z_scores()
+        return {
+            "label": f"simulated mean A_ii at the theory's beta* within {k} SE of 1/2",
+            "value": [int((z.abs() <= k).sum()), len(z)],
+        }
+
+    def chi2():
+        z = z_scores()
+        return {
+            "label": f"chi^2 of those {len(z)} deviations, and the largest |z|",
+            "value": [float((z**2).sum()), float(z.abs().max())],
+        }
+
+    def read_off(ratio):
+        r = pick(theory, kind="read_off").sort_values("rho")
+        n, d = int(r["n"].iloc[0]), int(r["d"].iloc[0])
+        vals = r["gamma_star"] / (r["gamma_c"] if ratio else 1.0)
+        return {
+            "label": f"d = {d}, n = {n}: "
+            + ("gamma*/gamma_c" if ratio else "gamma* = beta*/ln n")
+            + " at rho = "
+            + " / ".join(f"{x:g}" for x in r["rho"]),
+            "value": vals.tolist(),
+        }
+
+    def ratio_table():
+        g = pick(theory, kind="grid")
+        g = g[g["n"] >= TABLE_N_MIN]
+        ns = sorted(g["n"].unique())
+        rows = []
+        for d in TABLE_D:
+            for rho in sorted(g["rho"].unique()):
+                sub = g[(g["d"] == d) & np.isclose(g["rho"], rho)].set_index("n")
+                if sub.empty:
+                    continue
+                rows.append([d, rho, *[float(sub.loc[n, "gamma_star"] / sub.loc[n, "gamma_c"])
+                                       for n in ns]])  # fmt: skip
+        if not rows:
+            raise NotAvailable(f"no theory at d = {TABLE_D}")
+        return {
+            "label": "exact gamma*/gamma_c of typical heads on the theory grid",
+            "value": rows,
+            "columns": ["d", "rho", *[f"n = {sci(n)}" for n in ns]],
+            "columns_fmt": ["d", "g", *[".3f"] * len(ns)],
+        }
+
+    def approx_table():
+        g = pick(theory, kind="grid")
+        rows = []
+        for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
+            ann = 100.0 * (sub["beta_annealed"] / sub["beta_star"] - 1.0)
+            fo = 100.0 * (sub["beta_first_order"] / sub["beta_star"] - 1.0)
+            nan_n = sub.loc[sub["beta_first_order"].isna(), "n"]
+            rows.append([
+                int(d), rho, _span(ann), _span(fo),
+                "none" if nan_n.empty else f"{int(nan_n.min())} ({len(nan_n)} of {len(sub)})",
+            ])  # fmt: skip
+        ns = g["n"]
+        return {
+            "label": f"relative error of the approximations to the exact beta* over n = "
+            f"{ns.min():.0f} .. {sci(ns.max())} (%)",
+            "value": rows,
+        }
+
+    def first_order_roots():
+        from attnscale.layer import finite_d
+
+        g = pick(theory, kind="grid")
+        rows = []
+        for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
+            nan_n = sub.loc[sub["beta_first_order"].isna(), "n"]
+            if nan_n.empty or len(nan_n) == len(sub):
+                continue  # a root everywhere, or nowhere: no crossover inside the grid
+            s2 = finite_d.first_order_variance(int(d), float(rho))
+            n_x = int(np.ceil(1.0 + np.exp((1.0 - rho) ** 2 / (2.0 * s2))))  # first integer n
+            rows.append([int(d), rho, n_x, int(nan_n.min())])
+        if not rows:
+            raise NotAvailable("the first-order root is lost nowhere inside the grid")
+        return {
+            "label": "first-order equation beta (1 - rho) - beta^2 s^2 / 2 = ln(n - 1): first n "
+            "without a root, against the first grid n where the table has nan",
+            "value": rows,
+            "note": "the crossover n is computed from the library "
+            "(attnscale.layer.finite_d.first_order_variance: 2 s^2 ln(n - 1) = (1 - rho)^2), "
+            "not read from the table; d where the root exists everywhere or nowhere on the "
+            "grid are left out",
+        }
+
+    def power_table():
+        g = pick(theory, kind="grid", rho=0.0)
+        rows = []
+        for d, sub in g.groupby("d", sort=True):
+            sub = sub.sort_values("n")
+            rel = sub["beta_power"] / sub["beta_star"]
+            err = (rel - 1.0).abs().to_numpy()
+            ok = np.nonzero(err > POWER_TOL)[0]
+            if ok.size == 0:
+                first = int(sub["n"].iloc[0])
+            elif ok[-1] == len(err) - 1:
+                first = None
+            else:
+                first = int(sub["n"].iloc[ok[-1] + 1])
+            rows.append([int(d), float(rel.min()), float(rel.max()), float(rel.iloc[-1]),
+                         "never" if first is None else first])  # fmt: skip
+        return {
+            "label": f"rho = 0: power law n^(2/(d-1)) over the exact beta* (range over n, at the "
+            f"largest n), and the first grid n from which it stays within {POWER_TOL:g}",
+            "value": rows,
+        }
+
+    src_p, src_t = [POINTS], [THEORY]
+    return [
+        compute("finite_d.points_within_2se", "points within 2 SE", lambda: within(2),
+                kind="count", source=src_p),
+        compute("finite_d.points_within_3se", "points within 3 SE", lambda: within(3),
+                kind="count", source=src_p),
+        compute("finite_d.points_chi2", "chi^2 and largest |z|", chi2, fmt=".3g", source=src_p,
+                note="z = (mean A_ii at the theory's beta* - 1/2) / its SE over draws"),
+        compute("finite_d.read_off_gamma_star", "read-off gamma*", lambda: read_off(False),
+                fmt=".3f", source=src_t),
+        compute("finite_d.read_off_over_gamma_c", "read-off gamma*/gamma_c",
+                lambda: read_off(True), fmt=".3f", source=src_t),
+        compute("finite_d.gamma_ratio_table", "gamma*/gamma_c of typical heads", ratio_table,
+                kind="table", source=src_t),
+        compute("finite_d.approximation_table", "approximations", approx_table, kind="table",
+                columns=["d", "rho", "annealed", "first order", "first grid n without a "
+                         "first-order root"],
+                columns_fmt=["d", "g", "", "", ""], source=src_t),
+        compute("finite_d.first_order_crossover", "first-order crossover", first_order_roots,
+                kind="table", columns=["d", "rho", "first n without a root", "first nan on the grid"],
+                columns_fmt=["d", "g", "d", "d"], source=src_t),
+        compute("finite_d.power_law_table", "power law", power_table, kind="table",
+                columns=["d", "min ratio", "max ratio", "ratio at the largest n",
+                         "within tolerance from n"],
+                columns_fmt=["d", ".4g", ".4g", ".4g", ""], source=src_t),
+    ]  # fmt: skip
+
+
+def _span(v: pd.Series) -> str:
+    """``lo .. hi`` of the finite values (``n/a`` if none), signed, two significant digits."""
+    v = v[np.isfinite(v)]
+    if v.empty:
+        return "n/a"
+    lo, hi = float(v.min()), float(v.max())
+    return f"{lo:+.2g} .. {hi:+.2g}" if not np.isclose(lo, hi) else f"{lo:+.2g}"
+
+
+def intermediate_findings(*, data) -> list[Finding]:
+    """How many keys a query attends to around and above the transition
+    (docs/finite-d.md, the intermediate phase of Paper A's Theorem C.2)."""
+    D = frame(data)
+    src = [INTERMEDIATE]
+
+    def star_offset():
+        rows = []
+        for d, sub in D.groupby("d", sort=False):
+            per_rho = sub.groupby("rho")[["gamma_star", "gamma_c"]].first()
+            v = 100.0 * (per_rho["gamma_star"] / per_rho["gamma_c"] - 1.0)
+            rows.append([int(d), _span(v)])
+        return {
+            "label": "finite-d critical gamma* above gamma_c, range over the rho grid (%)",
+            "value": rows,
+        }
+
+    def table():
+        rhos = np.sort(D["rho"].unique())
+        rho = float(rhos[np.argmin(np.abs(rhos - INTERMEDIATE_RHO))])
+        rows = []
+        for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
+            gc = float(sub["gamma_c"].iloc[0])
+            gammas = np.sort(sub["gamma"].unique())
+            chosen = sorted({float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))])
+                             for f in INTERMEDIATE_FACTORS})  # fmt: skip
+            for g in chosen:
+                r = sub[np.isclose(sub["gamma"], g)].iloc[0]
+                rows.append([int(d), g, g / gc, r["self_weight_mean"], r["n_eff_mean"],
+                             r["n_eff_others_mean"], r["k_mass_mean"]])  # fmt: skip
+        mass = float(D["mass"].iloc[0])
+        return {
+            "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
+            f"1/sum_j A_ij^2, N_eff of the other keys and the number of keys holding "
+            f"{100 * mass:g} % of the mass (means over draws and query rows)",
+            "value": rows,
+        }
+
+    def low_d():
+        d = D["d"].min()
+        sub = D[D["d"] == d]
+        return {
+            "label": f"d = {int(d)}: N_eff range over the whole grid, and the largest mean "
+            "self-weight",
+            "value": [
+                float(sub["n_eff_mean"].min()),
+                float(sub["n_eff_mean"].max()),
+                float(sub["self_weight_mean"].max()),
+            ],  # fmt: skip
+        }
+
+    return [
+        compute("intermediate.gamma_star_offset", "gamma* above gamma_c", star_offset,
+                kind="table", columns=["d", "gamma*/gamma_c - 1 (%)"], columns_fmt=["d", ""],
+                source=src),
+        compute("intermediate.table", "intermediate phase", table, kind="table",
+                columns=["d", "gamma", "gamma/gamma_c", "A_ii", "N_eff", "N_eff others",
+                         "keys for the mass"],
+                columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"], source=src),
+        compute("intermediate.low_d", "lowest d", low_d, fmt=".3g", source=src),
+    ]  # fmt: skip

@@ -1,0 +1,52 @@
+# Findings (issue 21; docs/pipeline.md#numbers-in-the-prose): every number the documentation
+# states about a result, computed from the summary tables of the figure families by one library
+# function. Rule files hold rules only: inputs are the other rules' outputs, values come via params.
+
+
+rule findings:
+    """Findings of the run computed from its tables: results/findings.json (key -> value,
+    SE, unit, source, what +- means) and its rendering results/findings.md."""
+    input:
+        lambda_critical=rules.paper_a_lambda_summary.output.critical,
+        theorem=rules.paper_a_theorem_table_data.output.csv,
+        finite_size=rules.paper_a_finite_size_data.output.csv,
+        scaling_rules=rules.paper_a_scaling_rules_data.output.csv,
+        phase=rules.paper_b_plot_phase_diagram.input.phase,
+        poisson_limit=rules.paper_b_plot_phase_diagram.input.limit,
+        profiles=rules.paper_b_plot_profile.input.csvs,
+        critical_laws=rules.paper_b_plot_critical_laws.input.summary,
+        heat_drift=rules.paper_b_heat_drift_summary.output.summary,
+        heat_drift_curve=rules.paper_b_heat_drift_summary.output.curve,
+        output_law=rules.paper_b_plot_output_law.input.summary,
+        exponent_fits=rules.paper_b_exponent_figure.output.fits,
+        exponent_points=rules.paper_b_exponent_figure.output.points,
+        transition=rules.finite_d_transition.input.data,
+        transition_theory=rules.finite_d_transition.input.theory,
+        intermediate=rules.finite_d_intermediate.input.data,
+        causal_lambda=rules.causal_figure.input.data,
+        causal_self_weight=rules.causal_figure.input.self_weight,
+        rules_simulated=rules.causal_rules_simulated_figure.input.data,
+        learned_curves=rules.realistic_learned_qk_figure.input.curves,
+        learned_critical=rules.realistic_learned_qk_figure.input.critical,
+        sink_curves=rules.realistic_sink_figure.input.curves,
+        sink_critical=rules.realistic_sink_figure.input.critical,
+        depth=rules.realistic_depth_figure.input.data,
+        lib=lib("experiments.findings"),
+    output:
+        json="results/findings.json",
+        md="results/findings.md",
+    log:
+        "logs/findings.log",
+    benchmark:
+        "benchmarks/findings.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        entry="experiments.findings:findings",
+        configuration=CONFIG_SOURCE,
+    script:
+        ENTRY
