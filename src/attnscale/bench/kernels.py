@@ -1,6 +1,7 @@
 """Benchmark suite: the workload's kernels against the machine's own limits, side by side.
 
     python -m attnscale.bench.kernels --out results/benchmarks      # the documented command
+    python -m attnscale.bench.kernels --backend jax [--tiny]        # the JAX suite (docs/gpu.md)
     snakemake --cores all benchmark_suite                       # the same through the workflow
 
 Everything runs in one process (the memory scaling runs one subprocess per n, to read its peak
@@ -323,7 +324,15 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling-n", type=int, nargs="+", default=[2**k for k in range(10, 16)])
     ap.add_argument("--scaling-d", type=int, default=512)
     ap.add_argument("--scaling-one", nargs=3, metavar=("WHAT", "N", "D"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    ap.add_argument("--backend", choices=["numpy", "jax"], default="numpy",
+                    help="jax: the JAX suite, attnscale.backend.bench (docs/gpu.md#benchmark)")  # fmt: skip
+    args, rest = ap.parse_known_args(argv)
+    if args.backend == "jax":
+        from attnscale.backend.bench import main as jax_main
+
+        return jax_main(sys.argv[1:] if argv is None else argv)
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.scaling_one:
         what, n, d = args.scaling_one
         print(json.dumps(scaling_one(int(n), int(d), what)))

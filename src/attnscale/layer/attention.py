@@ -80,7 +80,8 @@ def attention_weights(X: np.ndarray, beta: float) -> np.ndarray:
     return softmax_rows(beta * (Y @ Y.T))
 
 
-def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False) -> np.ndarray:
+def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False,
+            backend=None) -> np.ndarray:  # fmt: skip
     """One attention layer (``docs/paper-a.md#the-model``): ``x_i' = sum_j A_ij y_j + alpha x_i``.
 
     Parameters
@@ -95,12 +96,19 @@ def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False) ->
     causal : bool, optional
         Query ``i`` attends to keys ``j <= i`` only (row blocks, :mod:`attnscale.layer.causal`). With
         ``causal=False`` and a scalar ``beta`` the original dense path below runs unchanged.
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray
         ``(n, d)`` outputs ``X'`` (before the next normalisation).
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "forward")) is not None:
+        return kernel(X, beta, alpha, causal=causal)
     if causal or np.ndim(beta) != 0:
         from attnscale.layer.causal import forward_rows
 
@@ -159,6 +167,7 @@ def angle_ratio_grid(
     output_entries: int | None = None,
     return_diagnostics: bool = False,
     causal: bool = False,
+    backend=None,
 ):
     """lambda (``docs/paper-a.md#the-angle-ratio-lambda``) for many ``beta`` at once, sharing all beta-free work.
 
@@ -199,12 +208,27 @@ def angle_ratio_grid(
         :func:`attnscale.layer.causal.angle_ratio_grid_rows` runs
         (``docs/realistic-attention.md#causal-mask``). lambda keeps its definition: the mean over
         all pairs of output tokens.
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "angle_ratio_grid")) is not None:
+        return kernel(
+            X,
+            betas,
+            alpha,
+            block_rows=block_rows,
+            output_entries=output_entries,
+            return_diagnostics=return_diagnostics,
+            causal=causal,
+        )
     if causal or np.ndim(betas) == 2:
         from attnscale.layer.causal import angle_ratio_grid_rows
 

@@ -204,7 +204,7 @@ def _blocks(n, block_rows):
 
 
 def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows=None,
-                 return_self_weight: bool = False):  # fmt: skip
+                 return_self_weight: bool = False, backend=None):  # fmt: skip
     """One attention layer with per-row ``beta_i`` and an optional causal mask
     (``docs/realistic-attention.md#causal-mask``), in row blocks (memory ``O(block x n)``).
 
@@ -222,12 +222,26 @@ def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows
         Rows per block (default :func:`causal_block_rows`).
     return_self_weight : bool, optional
         Also return the diagonal ``A_ii`` (length ``n``).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, numpy.ndarray)
         ``X'`` of shape ``(n, d)`` (and ``A_ii``).
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "forward")) is not None:
+        return kernel(
+            X,
+            beta,
+            alpha,
+            causal=causal,
+            block_rows=block_rows,
+            return_self_weight=return_self_weight,
+        )
     X, Y, alpha = _prepare(X, alpha)
     n = X.shape[0]
     b = row_betas(beta, n)
@@ -264,7 +278,7 @@ def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows
     return (out, aii) if return_self_weight else out
 
 
-def self_weights(X, betas, *, causal: bool = True, block_rows=None) -> np.ndarray:
+def self_weights(X, betas, *, causal: bool = True, block_rows=None, backend=None) -> np.ndarray:
     """Self-weights ``A_ii`` for a grid of scalings, sharing the score GEMM across them.
 
     Parameters
@@ -274,12 +288,19 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None) -> np.ndarra
         Global betas or per-row beta vectors (see :func:`beta_grid`).
     causal : bool, optional
     block_rows : int, optional
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray
         ``(m, n)``: ``A_ii`` for every scaling and row.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "self_weights")) is not None:
+        return kernel(X, betas, causal=causal, block_rows=block_rows)
     X, Y, _ = _prepare(X, 0.0)
     n = X.shape[0]
     B = beta_grid(betas, n)
@@ -295,7 +316,7 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None) -> np.ndarra
     return out
 
 
-def query_block(X, betas, start: int, stop: int, *, causal: bool = True) -> dict:
+def query_block(X, betas, start: int, stop: int, *, causal: bool = True, backend=None) -> dict:
     """Outputs and self-weights of the queries ``start <= i < stop`` only (e.g. the last block of a
     long context), for a grid of scalings sharing one score GEMM; memory ``O((stop-start) x n)``.
 
@@ -307,6 +328,9 @@ def query_block(X, betas, start: int, stop: int, *, causal: bool = True) -> dict
     start, stop : int
         Query rows, ``0 <= start < stop <= n``.
     causal : bool, optional
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -314,6 +338,10 @@ def query_block(X, betas, start: int, stop: int, *, causal: bool = True) -> dict
         ``self_weight`` ``(m, b)`` and ``outputs`` ``(m, b, d)`` (``alpha = 0``, before the next
         normalisation), ``b = stop - start``.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "query_block")) is not None:
+        return kernel(X, betas, start, stop, causal=causal)
     X, Y, _ = _prepare(X, 0.0)
     n, d = X.shape
     B = beta_grid(betas, n)
@@ -351,7 +379,7 @@ def pair_ratio_mean(Y: np.ndarray, Yp: np.ndarray) -> float:
 
 
 def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, block_rows=None,
-                          output_entries=None, return_diagnostics: bool = False):  # fmt: skip
+                          output_entries=None, return_diagnostics: bool = False, backend=None):  # fmt: skip
     """lambda (``docs/paper-a.md``; definition unchanged: mean over all pairs ``i < j``) for a grid
     of global or per-row scalings, with an optional causal mask
     (``docs/realistic-attention.md#causal-mask``).
@@ -376,12 +404,27 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
         Float64 entries for the outputs of one group of betas (default 512 MiB).
     return_diagnostics : bool, optional
         Also return ``n_pairs``, ``n_near_pairs``, ``n_excluded_pairs``.
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` lambda values.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "angle_ratio_grid")) is not None:
+        return kernel(
+            X,
+            betas,
+            alpha,
+            causal=causal,
+            block_rows=block_rows,
+            output_entries=output_entries,
+            return_diagnostics=return_diagnostics,
+        )
     X, Y, alpha = _prepare(X, alpha)
     n, d = X.shape
     B = beta_grid(betas, n)

@@ -20,13 +20,16 @@ __all__ = ["eta_exact", "exact_cost", "hutchinson_cost", "eta_exact_grid"]
 DEFAULT_BLOCK_ENTRIES = 2**17
 
 
-def eta_exact(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:
+def eta_exact(X: np.ndarray, beta: float, alpha: float = 0.0, *, backend=None) -> float:
     """Exact ``eta = ||J||_F^2 / (n d)`` for one ``beta`` from the block formula (docs/paper-a.md#exact-block-formula-for-eta).
 
     See :func:`eta_exact_grid` for the formula and its cost.
+
+    ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
+    ``docs/gpu.md#choosing-the-backend``).
     """
     check_layer_inputs(X, beta, alpha)
-    return float(eta_exact_grid(X, [beta], alpha)[0])
+    return float(eta_exact_grid(X, [beta], alpha, backend=backend)[0])
 
 
 #: Cost of one pass over an ``n x n`` float64 array, in flops of GEMM time (measured on the
@@ -57,6 +60,7 @@ def eta_exact_grid(
     *,
     block_entries: int = DEFAULT_BLOCK_ENTRIES,
     route: str = "auto",
+    backend=None,
 ) -> np.ndarray:
     """Exact eta (docs/paper-a.md#exact-block-formula-for-eta) for many ``beta`` from the block structure of ``J`` [derived].
 
@@ -101,12 +105,19 @@ def eta_exact_grid(
         Budget for one stacked ``(betas x rows, n)`` block, in float64 entries.
     route : {"auto", "gram", "outer"}, optional
         How ``||S_i||^2`` is computed (see above).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray
         ``(m,)`` eta for a scalar ``alpha``, ``(k, m)`` for a sequence of alphas.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "eta_exact_grid")) is not None:
+        return kernel(X, betas, alpha, block_entries=block_entries, route=route)
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     betas = check_vector("betas", betas, low=0.0)
     scalar_alpha = np.ndim(alpha) == 0

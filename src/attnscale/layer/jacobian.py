@@ -217,10 +217,11 @@ def eta_hutchinson(
     probes: int,
     rng: np.random.Generator,
     kind: str = "rademacher",
+    backend=None,
 ) -> tuple[float, float]:
     """Hutchinson estimate of ``eta = ||J||_F^2 / (n d)`` for one ``beta`` (docs/paper-a.md#the-jacobian-norm-eta).
 
-    See :func:`eta_hutchinson_grid` (this is the one-``beta`` case).
+    See :func:`eta_hutchinson_grid` (this is the one-``beta`` case; ``backend`` is passed on).
 
     Returns
     -------
@@ -228,7 +229,8 @@ def eta_hutchinson(
         The estimate and its standard error (``nan`` for one probe).
     """
     check_layer_inputs(X, beta, alpha)
-    est, se = eta_hutchinson_grid(X, [beta], alpha, probes=probes, rng=rng, kind=kind)
+    est, se = eta_hutchinson_grid(X, [beta], alpha, probes=probes, rng=rng, kind=kind,
+                                  backend=backend)  # fmt: skip
     return float(est[0]), float(se[0])
 
 
@@ -241,6 +243,7 @@ def eta_hutchinson_grid(
     rng: np.random.Generator,
     kind: str = "rademacher",
     block_entries: int = DEFAULT_PROBE_ENTRIES,
+    backend=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Hutchinson estimates of eta (docs/paper-a.md#the-jacobian-norm-eta) for many ``beta``, sharing beta-free work.
 
@@ -272,12 +275,21 @@ def eta_hutchinson_grid(
         processed in groups of probes (each group redraws nothing: probes are drawn up front).
         When even one ``n x n`` matrix exceeds it, the computation runs in row blocks with
         memory ``O(block_entries + n d)`` (:func:`_hutchinson_sq_blocked`), e.g. n = 32768.
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     (numpy.ndarray, numpy.ndarray)
         ``(m,)`` estimates and ``(m,)`` standard errors (``nan`` if ``probes == 1``).
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "eta_hutchinson_grid")) is not None:
+        return kernel(
+            X, betas, alpha, probes=probes, rng=rng, kind=kind, block_entries=block_entries
+        )
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     probes = check_int("probes", probes, minimum=1)

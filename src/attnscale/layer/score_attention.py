@@ -75,17 +75,28 @@ def _rows_mask(n: int, keep) -> np.ndarray:
     return keep
 
 
-def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int | None = None):
+def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int | None = None,
+                     backend=None):  # fmt: skip
     """Self-weights ``A_ii`` (and the mass ``A_{i,col}`` on one column) for many ``beta``.
 
     ``A = row-softmax(beta Qm Km^T)``, computed per row block (memory ``O(block x n)``); the
     scores of a block are formed once and shared by all betas (one ``exp`` per beta).
+
+    Parameters
+    ----------
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     (numpy.ndarray, numpy.ndarray or None)
         ``(m, n)`` self-weights and, with ``col``, the ``(m, n)`` masses on column ``col``.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "self_weight_grid")) is not None:
+        return kernel(Qm, Km, betas, col=col, block_rows=block_rows)
     Qm, Km = _check_qk(Qm, Km)
     betas = check_vector("betas", betas, low=0.0)
     n = Qm.shape[0]
@@ -110,11 +121,20 @@ def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int |
     return selfw, colm
 
 
-def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | None = None):
+def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | None = None,
+                  backend=None):  # fmt: skip
     """Outputs ``x_i' = sum_j A_ij y_j + alpha x_i`` of the layer with scores
     ``beta <q_i, k_j>`` for every ``beta``: array ``(m, n, d)``
     (``docs/paper-a.md#the-model`` for the layer,
-    ``docs/realistic-attention.md#learned-query-key-matrix`` for the scores)."""
+    ``docs/realistic-attention.md#learned-query-key-matrix`` for the scores).
+
+    ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
+    ``docs/gpu.md#choosing-the-backend``).
+    """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "layer_outputs")) is not None:
+        return kernel(X, Qm, Km, betas, alpha, block_rows=block_rows)
     X = check_matrix("X", X, min_rows=2)
     Y, _ = normalise(X)
     n = X.shape[0]
@@ -161,7 +181,7 @@ def mean_pair_distance(Y, keep=None) -> float:
     return float(np.einsum("id,id->", Z, Z) / (m - 1))
 
 
-def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None):
+def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None, backend=None):
     """lambda = mean over pairs ``i < j`` (both in ``keep``) of
     ``||y_i' - y_j'||^2 / ||y_i - y_j||^2`` for a stack of outputs
     (``docs/paper-a.md#the-angle-ratio-lambda``).
@@ -172,11 +192,21 @@ def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None):
     formed per row block and applied to all outputs at once,
     ``sum_ij W_ij ||z_i' - z_j'||^2 = 2 sum_i c_i' (W 1)_i - 2 sum_i <z_i', (W Z')_i>``.
 
+    Parameters
+    ----------
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
+
     Returns
     -------
     (numpy.ndarray, int, int)
         ``(m,)`` lambda, the number of pairs used and the number of coincident pairs left out.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "angle_ratio_outputs")) is not None:
+        return kernel(Y, Yout, keep, block_rows=block_rows)
     Y = check_matrix("Y", Y, min_rows=2)
     n, d = Y.shape
     Yout = np.asarray(Yout, dtype=np.float64)
@@ -227,6 +257,7 @@ def layer_grid(
     col: int | None = None,
     block_rows: int | None = None,
     output_entries: int | None = None,
+    backend=None,
 ) -> dict:
     """One layer with scores ``beta <q_i, k_j>`` for many ``beta``: lambda over the pairs of
     ``keep``, the self-weights and (with ``col``) the mass on column ``col``
@@ -235,12 +266,32 @@ def layer_grid(
     Cost per beta: one ``exp`` of the score rows and two ``n^2 d`` GEMMs (``A Y`` and
     ``W Z'``); betas are processed in groups of ``output_entries // (n d)``.
 
+    Parameters
+    ----------
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
+
     Returns
     -------
     dict
         ``lambda`` (m,), ``self_weight`` (m, n), ``col_mass`` (m, n) or None, ``n_pairs``,
         ``n_excluded_pairs``.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "layer_grid")) is not None:
+        return kernel(
+            X,
+            Qm,
+            Km,
+            betas,
+            alpha,
+            keep=keep,
+            col=col,
+            block_rows=block_rows,
+            output_entries=output_entries,
+        )
     X = check_matrix("X", X, min_rows=2)
     Y, _ = normalise(X)
     n, d = X.shape

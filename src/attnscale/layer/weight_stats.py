@@ -66,6 +66,7 @@ def row_weight_stats(
     rows=None,
     mass: float = 0.9,
     block_entries: int = DEFAULT_BLOCK_ENTRIES,
+    backend=None,
 ) -> dict[str, np.ndarray]:
     """Self-weight, ``N_eff`` and the number of keys holding ``mass`` per query row and beta.
 
@@ -81,6 +82,9 @@ def row_weight_stats(
         Fraction of the row's mass, ``0 < mass <= 1`` (default 0.9).
     block_entries : int, optional
         Size budget of one Gram block, in float64 entries (``b = max(1, block_entries // n)``).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -90,6 +94,10 @@ def row_weight_stats(
         sharing the mass the query leaves to them, in ``[1, n - 1]``) and ``k_mass`` (integers in
         ``[1, n]``).
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "row_weight_stats")) is not None:
+        return kernel(X, betas, rows=rows, mass=mass, block_entries=block_entries)
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
     betas = check_vector("betas", betas, low=0.0)
@@ -138,13 +146,21 @@ def row_weight_stats(
     return {"self_weight": self_w, "n_eff": n_eff, "n_eff_others": n_eff_oth, "k_mass": k_mass}
 
 
-def self_weight_scores(X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> np.ndarray:
+def self_weight_scores(X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRIES,
+                       backend=None) -> np.ndarray:  # fmt: skip
     """Off-diagonal score gaps ``c_ij - 1 = <y_i, y_j> - 1`` of the query rows, shape (m, n - 1).
 
     ``A_ii = 1 / (1 + sum_{j != i} exp(beta (c_ij - 1)))`` since ``c_ii = 1``: these gaps are all a
     beta sweep of the self-weight needs. Memory ``O(m n)`` for ``m`` query rows (sub-sample the
     rows at large ``n``); computed in row blocks of at most ``block_entries`` Gram entries.
+
+    ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
+    ``docs/gpu.md#choosing-the-backend``).
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "self_weight_scores")) is not None:
+        return kernel(X, rows=rows, block_entries=block_entries)
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
     block_entries = check_int("block_entries", block_entries, minimum=1)
@@ -164,7 +180,9 @@ def self_weight_scores(X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRI
     return out
 
 
-def self_weight_curve(gaps: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+def self_weight_curve(
+    gaps: np.ndarray, beta: float, *, backend=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-row self-weight and its beta-derivative from :func:`self_weight_scores` gaps.
 
     ``A_ii(beta) = 1 / (1 + S_i)``, ``S_i = sum_j exp(beta g_ij)`` (``g_ij = c_ij - 1 <= 0``), and
@@ -172,11 +190,21 @@ def self_weight_curve(gaps: np.ndarray, beta: float) -> tuple[np.ndarray, np.nda
     self-weight increases with beta in every row, so the mean over rows and draws (common random
     numbers) is increasing too and has at most one crossing of any level.
 
+    Parameters
+    ----------
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
+
     Returns
     -------
     (numpy.ndarray, numpy.ndarray)
         ``A_ii`` and ``dA_ii / dbeta``, each of shape ``(m,)``.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_layer", "self_weight_curve")) is not None:
+        return kernel(gaps, beta)
     beta = check_real("beta", beta, low=0.0)
     e = np.exp(beta * gaps)
     S = e.sum(axis=1)

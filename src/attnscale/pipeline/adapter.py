@@ -4,7 +4,9 @@ Every rule runs ``workflow/scripts/entry.py``, which calls :func:`run_rule`. The
 library *entry function* in ``params: entry="module:function"`` (module relative to
 ``attnscale``). :func:`run_rule`
 
-1. opens the job's log and limits BLAS threads to the rule's ``threads`` (:func:`attnscale.pipeline.runtime.job`);
+1. opens the job's log and limits BLAS threads to the rule's ``threads`` (:func:`attnscale.pipeline.runtime.job`),
+   and makes the configuration key ``backend`` the job's default kernel backend
+   (:func:`attnscale.backend.use`, ``docs/gpu.md#choosing-the-backend``);
 2. loads every named input except ``lib`` (:func:`load`): ``.csv`` -> :class:`pandas.DataFrame`,
    ``.npz`` -> ``dict`` of arrays, ``.json`` -> object, any other file -> its path; a list of
    files -> a list of those;
@@ -196,6 +198,14 @@ def run_rule(sm) -> None:
     entry = params.pop("entry", None)
     if entry is None:
         raise ValueError(f"rule {sm.rule}: params has no 'entry'")
-    with job(sm.log[0] if sm.log else None, sm.threads, sm.rule):
+    from attnscale.backend import require_jax, use
+
+    cfg = getattr(sm, "config", None) or {}
+    with (
+        job(sm.log[0] if sm.log else None, sm.threads, sm.rule) as log,
+        use(cfg.get("backend", "numpy"), cfg.get("backend_memory_gb")),  # docs/gpu.md
+    ):
+        if cfg.get("backend") == "jax":
+            log.info("backend: jax on %s", require_jax().devices()[0])
         result = call(entry, dict(sm.input.items()), params)
         write_outputs(result, dict(sm.output.items()))

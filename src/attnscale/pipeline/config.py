@@ -405,10 +405,17 @@ def _check_regimes(cfg: Config) -> None:
         fail("regimes.n", "distinct after rounding to integers", n)
 
 
+def _check_backend(cfg: Config) -> None:
+    # backend: jax needs JAX and enough memory (docs/gpu.md#choosing-the-backend)
+    from attnscale.backend import check_workflow
+
+    check_workflow(cfg)
+
+
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
 CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
                 _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
-                _check_regimes]  # fmt: skip
+                _check_regimes, _check_backend]  # fmt: skip
 
 
 class Config:

@@ -288,7 +288,7 @@ def weights_from_d2q(T, beta: float) -> np.ndarray:
     return E / E.sum(axis=-1, keepdims=True)
 
 
-def ordered_weights(q, K, beta: float, k: int | None = None) -> np.ndarray:
+def ordered_weights(q, K, beta: float, k: int | None = None, *, backend=None) -> np.ndarray:
     """The softmax weights of query ``q`` over keys ``K`` in descending order (docs/paper-b.md).
 
     ``A_i = exp(-beta (T_i - min T)) / sum_j exp(-beta (T_j - min T))`` with ``T = 1 - K q``:
@@ -304,6 +304,9 @@ def ordered_weights(q, K, beta: float, k: int | None = None) -> np.ndarray:
         Inverse temperature (>= 0).
     k : int, optional
         Return only the ``k`` largest weights (``np.partition`` then a sort of ``k`` values).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -311,11 +314,19 @@ def ordered_weights(q, K, beta: float, k: int | None = None) -> np.ndarray:
         ``A_(1) >= A_(2) >= ...`` (length ``n`` or ``k``); the full vector sums to 1.
     """
     T = d2q(q, K)
-    return ordered_weights_from_d2q(T, beta, k)
+    return ordered_weights_from_d2q(T, beta, k, backend=backend)
 
 
-def ordered_weights_from_d2q(T, beta: float, k: int | None = None) -> np.ndarray:
-    """Descending softmax weights from D2Q values along the last axis (see :func:`ordered_weights`)."""
+def ordered_weights_from_d2q(T, beta: float, k: int | None = None, *, backend=None) -> np.ndarray:
+    """Descending softmax weights from D2Q values along the last axis (see :func:`ordered_weights`).
+
+    ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
+    ``docs/gpu.md#choosing-the-backend``).
+    """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_sphere", "ordered_weights_from_d2q")) is not None:
+        return kernel(T, beta, k)
     W = weights_from_d2q(T, beta)
     n = W.shape[-1]
     if k is None or k >= n:
@@ -325,7 +336,8 @@ def ordered_weights_from_d2q(T, beta: float, k: int | None = None) -> np.ndarray
     return -np.sort(-top, axis=-1)
 
 
-def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES) -> np.ndarray:
+def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
+                        backend=None) -> np.ndarray:  # fmt: skip
     """``A_(1) = 1 / sum_j exp(-beta (T_j - min T))`` for each row of ``T`` and each beta.
 
     Parameters
@@ -336,12 +348,19 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES) -> n
         Inverse temperatures (>= 0).
     max_entries : int
         Rows are processed in blocks of at most this many entries.
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray
         ``(trials, b)`` top weights.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_sphere", "top_weight_from_d2q")) is not None:
+        return kernel(T, betas, max_entries)
     T = np.atleast_2d(np.asarray(T, dtype=float))
     betas = check_vector("betas", betas, low=0.0)
     D = T - T.min(axis=1, keepdims=True)
@@ -355,7 +374,8 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES) -> n
 
 
 # --------------------------------------------------------------------------- attention output
-def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> np.ndarray:
+def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES, *,
+                     backend=None) -> np.ndarray:  # fmt: skip
     """``ATT_n(q) = sum_i A_i(q) x_i`` (``V = I``) for every row ``q`` of ``Q`` (docs/paper-b.md).
 
     Queries are processed in blocks so that at most ``block_entries`` entries of the
@@ -372,12 +392,19 @@ def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRI
         Inverse temperature (>= 0).
     block_entries : int
         Memory budget of one score block (>= n).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
     numpy.ndarray
         ``(m, d)`` outputs.
     """
+    from attnscale.backend.dispatch import jax_kernel
+
+    if (kernel := jax_kernel(backend, "jax_sphere", "attention_output")) is not None:
+        return kernel(Q, K, beta, block_entries)
     Q = check_matrix("Q", Q)
     K = check_matrix("K", K)
     if Q.shape[1] != K.shape[1]:
