@@ -22,7 +22,7 @@ from attnscale import (
     tokens,
     weight_stats,
 )
-from attnscale.config import ConfigError, load
+from attnscale.pipeline.config import ConfigError, load
 
 TOL = 1e-10
 SCHEMA = "workflow/schemas/config.schema.yaml"
@@ -129,7 +129,7 @@ def test_float32_centred_lambda_error():
     """docs/gpu.md#float32: at lambda ~ 3e-7 the centred float32 kernel stays within 2e-5
     relative of the float64 value (measured 3e-7 .. 9e-6 over five draws; this draw 9e-6) while the
     plain float32 formula ``1 - <y_i', y_j'>`` is off by more than 1 % (measured 1 % .. 18 %)."""
-    from attnscale.backend import jax_layer
+    from attnscale.layer import jax_kernels as jax_layer
 
     X = tokens.near_simplex(256, 32, 0.5, np.random.default_rng(2))
     beta = 0.02
@@ -296,7 +296,7 @@ def test_paper_b_top_and_ordered_weights_match_numpy():
 def test_default_backend_follows_use(X, monkeypatch):
     """``backend=None`` means the default, which :func:`attnscale.backend.use` sets (the workflow
     sets it per job from the configuration key ``backend``)."""
-    from attnscale.backend import jax_layer
+    from attnscale.layer import jax_kernels as jax_layer
 
     calls = []
     monkeypatch.setattr(jax_layer, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
@@ -372,7 +372,7 @@ def test_lambda_bytes_formula_and_paper_scale():
 
 
 def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
-    from attnscale.backend import jax_layer
+    from attnscale.layer import jax_kernels as jax_layer
 
     def boom(*a, **k):
         raise AssertionError("work started")

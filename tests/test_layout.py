@@ -32,7 +32,7 @@ LEVEL = {
     "core": 0,
     "layer": 1,
     "sphere": 1,
-    "backend": 1,
+    "backend": 0,
     "pipeline": 2,
     "experiments": 3,
     "figures": 4,

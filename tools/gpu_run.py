@@ -7,7 +7,7 @@
 Steps, each under its share of the time budget (``--budget``, default 540 s):
 
 1. ``machine.json``: device, driver (``nvidia-smi``), JAX version; then the benchmark
-   (``python -m attnscale.benchmark --backend jax``: float64 GEMM peak of the run, each kernel's
+   (``python -m attnscale.bench.kernels --backend jax``: float64 GEMM peak of the run, each kernel's
    fraction of it at n = 8192, d = 512, time against n up to 2^20) into ``benchmark/``; the
    measured GEMM peak is copied into ``machine.json``.
 2. As much of ``config/paper-scale.yaml`` as fits (in a copy of the repository): first one job of
@@ -82,7 +82,7 @@ def merged_config(files: list[str]) -> dict:
 def targets(cfg: dict) -> tuple[list[str], list[str]]:
     """``(one job of every heavy kernel, the figures)`` for a configuration."""
     sys.path.insert(0, str(REPO / "src"))
-    from attnscale.config import load
+    from attnscale.pipeline.config import load
 
     c = load(cfg, schema=REPO / "workflow/schemas/config.schema.yaml")
     n = c.value("paper_a.n")
@@ -171,11 +171,11 @@ def main(argv=None) -> int:
     summary = {"tiny": args.tiny, "budget_s": args.budget, "steps": {}}
     py = sys.executable
     # ---- 1. machine and benchmark
-    info = subprocess.run([py, "-c", "import json; from attnscale.backend.bench import machine_info;"
+    info = subprocess.run([py, "-c", "import json; from attnscale.bench.jax import machine_info;"
                            " print(json.dumps(machine_info()))"], capture_output=True, text=True,
                           env=env(), cwd=REPO)  # fmt: skip
     machine = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr[-2000:]}
-    bench = [py, "-m", "attnscale.benchmark", "--backend", "jax", "--out", str(out / "benchmark")]
+    bench = [py, "-m", "attnscale.bench.kernels", "--backend", "jax", "--out", str(out / "benchmark")]
     if args.tiny:
         bench.append("--tiny")
     rc = run(bench, min(240.0, 0.4 * left()), out / "benchmark.log")

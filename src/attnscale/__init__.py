@@ -5,6 +5,8 @@ the ones above it in this list:
 
 core
     argument checks and random streams from a job's identity
+backend
+    the kernel backend (numpy or JAX) of a job and its memory sizing
 layer
     one attention layer over n tokens: Paper A, the finite-d theory, causal masks, learned
     scores, sinks, depth, the scaling rules of real models

@@ -4,12 +4,12 @@
 Every public kernel that has a JAX implementation takes a keyword ``backend``: ``"numpy"``,
 ``"jax"`` or ``None`` (the default), which means the process-wide default set by :func:`use`
 (``numpy`` unless changed). The workflow sets that default for each job from the configuration
-key ``backend`` (:func:`attnscale.adapter.run_rule`), so experiment code needs no change.
+key ``backend`` (:func:`attnscale.pipeline.adapter.run_rule`), so experiment code needs no change.
 
 This module never imports JAX itself: :func:`require_jax` does, with a clear error
 (:class:`BackendError`) naming the configuration key, what is missing and how to install it.
-The kernels are in :mod:`attnscale.backend.jax_layer` (Paper A: lambda, eta, weight
-statistics, learned scores) and :mod:`attnscale.backend.jax_sphere` (Paper B: top and ordered
+The kernels are in :mod:`attnscale.layer.jax_kernels` (Paper A: lambda, eta, weight
+statistics, learned scores) and :mod:`attnscale.sphere.jax_kernels` (Paper B: top and ordered
 weights); importing either switches JAX to float64 (``jax_enable_x64``) before any array is made.
 
 Memory (``docs/gpu.md#memory-sizing``)
@@ -28,6 +28,27 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+
+__all__ = [
+    "BACKENDS",
+    "JAX_VERSION",
+    "INSTALL_HINT",
+    "MEMORY_ENV",
+    "MEMORY_FRACTION",
+    "BackendError",
+    "default",
+    "check_name",
+    "resolve",
+    "require_jax",
+    "use",
+    "device_free_bytes",
+    "memory_budget",
+    "lambda_bytes",
+    "plan_lambda",
+    "check_memory",
+    "workflow_jobs",
+    "check_workflow",
+]
 
 #: The backends (``docs/gpu.md#choosing-the-backend``); ``numpy`` is the reference.
 BACKENDS = ("numpy", "jax")
@@ -270,7 +291,7 @@ def workflow_jobs(cfg) -> list[tuple[str, int, int]]:
 def check_workflow(cfg) -> None:
     """Parse-time check of ``backend: jax`` (``docs/gpu.md#choosing-the-backend``): JAX must be
     importable and the largest lambda-type job must fit the memory budget with one beta and the
-    smallest tile. ``cfg`` is a :class:`attnscale.config.Config`; a no-op for ``numpy``."""
+    smallest tile. ``cfg`` is a :class:`attnscale.pipeline.config.Config`; a no-op for ``numpy``."""
     try:
         name = cfg.get("backend")
     except KeyError:

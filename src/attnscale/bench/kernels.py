@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -34,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnscale.bench.timing import best_time
+from attnscale.bench.timing import best_time, machine_info
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import attention, tokens
 
@@ -52,32 +50,6 @@ __all__ = [
 ]
 
 ROOT_SEED = 0  # benchmark inputs are not results; any fixed seed will do
-
-
-def machine_info() -> dict:
-    """CPU model, core count, BLAS and library versions (for the README table)."""
-    from threadpoolctl import threadpool_info
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    blas = [
-        {k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
-        for p in threadpool_info()
-        if p.get("user_api") == "blas"
-    ]
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "blas": blas,
-    }
 
 
 def _tokens(n: int, d: int, rho: float = 0.5) -> np.ndarray:
@@ -325,10 +297,10 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling-d", type=int, default=512)
     ap.add_argument("--scaling-one", nargs=3, metavar=("WHAT", "N", "D"), help=argparse.SUPPRESS)
     ap.add_argument("--backend", choices=["numpy", "jax"], default="numpy",
-                    help="jax: the JAX suite, attnscale.backend.bench (docs/gpu.md#benchmark)")  # fmt: skip
+                    help="jax: the JAX suite, attnscale.bench.jax (docs/gpu.md#benchmark)")  # fmt: skip
     args, rest = ap.parse_known_args(argv)
     if args.backend == "jax":
-        from attnscale.backend.bench import main as jax_main
+        from attnscale.bench.jax import main as jax_main
 
         return jax_main(sys.argv[1:] if argv is None else argv)
     if rest:

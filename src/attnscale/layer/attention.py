@@ -24,10 +24,9 @@ import numpy as np
 
 from attnscale.core.validation import (
     check_layer_inputs,
-    check_matrix,
-    check_nonzero_rows,
     check_vector,
 )
+from attnscale.layer.kernel_args import normalise
 
 __all__ = [
     "normalise",
@@ -57,13 +56,6 @@ DEFAULT_BLOCK_ENTRIES = 16 * 2**20
 def default_block_rows(n: int, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> int:
     """Rows per block so that a ``rows x n`` float64 matrix fits ``block_entries``."""
     return int(max(1, min(n, block_entries // n)))
-
-
-def normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pre-LN normalisation ``y_i = x_i / ||x_i||`` (docs/paper-a.md#the-model). Returns ``(Y, r)``, ``r_i = ||x_i||``."""
-    X = check_matrix("X", X)
-    r = check_nonzero_rows("X", X)
-    return X / r[:, None], r
 
 
 def softmax_rows(S: np.ndarray) -> np.ndarray:
@@ -105,9 +97,9 @@ def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False,
     numpy.ndarray
         ``(n, d)`` outputs ``X'`` (before the next normalisation).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "forward")) is not None:
+    if (kernel := jax_kernel(backend, "forward")) is not None:
         return kernel(X, beta, alpha, causal=causal)
     if causal or np.ndim(beta) != 0:
         from attnscale.layer.causal import forward_rows
@@ -217,9 +209,9 @@ def angle_ratio_grid(
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "angle_ratio_grid")) is not None:
+    if (kernel := jax_kernel(backend, "angle_ratio_grid")) is not None:
         return kernel(
             X,
             betas,

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from attnscale.core.validation import check_int, check_layer_inputs, check_matrix
+from attnscale.layer.kernel_args import beta_grid, row_betas
 
 __all__ = [
     "row_betas",
@@ -93,46 +94,6 @@ def causal_block_rows(n: int, block_rows: int | None = None) -> int:
         return check_int("block_rows", block_rows, minimum=1)
     b = min(DEFAULT_CAUSAL_BLOCK, max(32, n // 8))
     return int(max(1, min(n, b, BLOCK_ENTRIES // n)))
-
-
-def row_betas(beta, n: int, name: str = "beta") -> np.ndarray:
-    """``beta`` as a length-``n`` vector of per-row inverse temperatures.
-
-    A scalar is broadcast (global scaling); a vector must have exactly ``n`` entries (one per query
-    row). Every entry must be finite and ``>= 0``. Raises a ``ValueError`` naming ``name``.
-    """
-    arr = np.asarray(beta)
-    if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
-        raise TypeError(f"{name} must be a real scalar or vector, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if arr.ndim == 0:
-        arr = np.full(n, float(arr))
-    elif arr.ndim != 1 or arr.size != n:
-        raise ValueError(
-            f"{name} must be a scalar or a vector of length n = {n} (one beta per query row), "
-            f"got shape {arr.shape}"
-        )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"every entry of {name} must be finite and >= 0")
-    return arr
-
-
-def beta_grid(betas, n: int, name: str = "betas") -> np.ndarray:
-    """A grid of scalings as an ``(m, n)`` matrix: ``(m,)`` scalars or ``(m, n)`` row vectors."""
-    arr = np.asarray(betas)
-    if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
-        raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
-    arr = np.atleast_1d(arr).astype(np.float64)
-    if arr.ndim == 1:
-        arr = np.repeat(arr[:, None], n, axis=1)
-    if arr.ndim != 2 or arr.shape[1] != n or arr.shape[0] == 0:
-        raise ValueError(
-            f"{name} must have shape (m,) (one global beta each) or (m, n) with n = {n} "
-            f"(one beta per query row), got shape {np.shape(betas)}"
-        )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"every entry of {name} must be finite and >= 0")
-    return arr
 
 
 def causal_softmax(S: np.ndarray, beta=1.0) -> np.ndarray:
@@ -231,9 +192,9 @@ def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows
     numpy.ndarray or (numpy.ndarray, numpy.ndarray)
         ``X'`` of shape ``(n, d)`` (and ``A_ii``).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "forward")) is not None:
+    if (kernel := jax_kernel(backend, "forward")) is not None:
         return kernel(
             X,
             beta,
@@ -297,9 +258,9 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None, backend=None
     numpy.ndarray
         ``(m, n)``: ``A_ii`` for every scaling and row.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "self_weights")) is not None:
+    if (kernel := jax_kernel(backend, "self_weights")) is not None:
         return kernel(X, betas, causal=causal, block_rows=block_rows)
     X, Y, _ = _prepare(X, 0.0)
     n = X.shape[0]
@@ -338,9 +299,9 @@ def query_block(X, betas, start: int, stop: int, *, causal: bool = True, backend
         ``self_weight`` ``(m, b)`` and ``outputs`` ``(m, b, d)`` (``alpha = 0``, before the next
         normalisation), ``b = stop - start``.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "query_block")) is not None:
+    if (kernel := jax_kernel(backend, "query_block")) is not None:
         return kernel(X, betas, start, stop, causal=causal)
     X, Y, _ = _prepare(X, 0.0)
     n, d = X.shape
@@ -413,9 +374,9 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` lambda values.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "angle_ratio_grid")) is not None:
+    if (kernel := jax_kernel(backend, "angle_ratio_grid")) is not None:
         return kernel(
             X,
             betas,

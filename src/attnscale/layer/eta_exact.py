@@ -114,9 +114,9 @@ def eta_exact_grid(
     numpy.ndarray
         ``(m,)`` eta for a scalar ``alpha``, ``(k, m)`` for a sequence of alphas.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "eta_exact_grid")) is not None:
+    if (kernel := jax_kernel(backend, "eta_exact_grid")) is not None:
         return kernel(X, betas, alpha, block_entries=block_entries, route=route)
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     betas = check_vector("betas", betas, low=0.0)

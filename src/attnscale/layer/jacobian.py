@@ -30,6 +30,7 @@ from attnscale.layer.attention import softmax_rows
 
 # the exact eta stays importable from here, where it was documented (docs/paper-a.md#the-jacobian-norm-eta)
 from attnscale.layer.eta_exact import eta_exact, eta_exact_grid
+from attnscale.layer.kernel_args import PROBE_KINDS, draw_probes, hutchinson_summary
 
 __all__ = [
     "jvp",
@@ -46,8 +47,6 @@ DEFAULT_PROBE_ENTRIES = 32 * 2**20
 
 #: Largest ``n d`` for which :func:`jacobian` builds the dense ``nd x nd`` matrix.
 MAX_DENSE = 4096
-
-PROBE_KINDS = ("rademacher", "gaussian")
 
 
 def _check_probes(V, shape) -> tuple[np.ndarray, bool]:
@@ -187,28 +186,6 @@ def jacobian(X: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:
     return np.ascontiguousarray(cols.reshape(n * d, n * d).T)
 
 
-def draw_probes(rng: np.random.Generator, probes: int, n: int, d: int, kind: str) -> np.ndarray:
-    """``probes`` i.i.d. probe vectors of shape (n, d) with ``E[v v^T] = I`` (docs/paper-a.md#the-jacobian-norm-eta).
-
-    ``kind`` is ``"rademacher"`` (entries +-1, the lower-variance choice when ``J^T J`` is close
-    to block diagonal) or ``"gaussian"``. All probes are drawn in one call, in a fixed order.
-    """
-    probes = check_int("probes", probes, minimum=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    if kind == "rademacher":
-        # one random bit per sign: ~8x faster than integers(0, 2) and the same law
-        size = probes * n * d
-        bits = np.unpackbits(np.frombuffer(rng.bytes((size + 7) // 8), dtype=np.uint8))
-        V = np.empty((probes, n, d))
-        np.multiply(bits[:size].reshape(probes, n, d), 2.0, out=V)
-        V -= 1.0
-        return V
-    if kind == "gaussian":
-        return rng.standard_normal((probes, n, d))
-    raise ValueError(f"kind must be one of {PROBE_KINDS}, got {kind!r}")
-
-
 def eta_hutchinson(
     X: np.ndarray,
     beta: float,
@@ -284,9 +261,9 @@ def eta_hutchinson_grid(
     (numpy.ndarray, numpy.ndarray)
         ``(m,)`` estimates and ``(m,)`` standard errors (``nan`` if ``probes == 1``).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "eta_hutchinson_grid")) is not None:
+    if (kernel := jax_kernel(backend, "eta_hutchinson_grid")) is not None:
         return kernel(
             X, betas, alpha, probes=probes, rng=rng, kind=kind, block_entries=block_entries
         )
@@ -301,7 +278,7 @@ def eta_hutchinson_grid(
     Y = X / r[:, None]
     if n * n > block_entries:  # not even one probe's n x n stack fits: row blocks
         sq = _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, max(1, block_entries // (4 * n)))
-        return _hutchinson_summary(sq, n, d, probes, betas.size)
+        return hutchinson_summary(sq, n, d, probes, betas.size)
     M0 = Y @ Y.T
     M0 -= M0.max(axis=1, keepdims=True)
     group = int(max(1, min(probes, block_entries // (2 * n * n))))  # Gv and its work buffer
@@ -317,15 +294,7 @@ def eta_hutchinson_grid(
             A /= A.sum(axis=1, keepdims=True)
             JV = _apply(Y, A, beta, alpha, Vg, dYcat, Gv, work)
             sq[p0 : p0 + group, b] = np.einsum("knd,knd->k", JV, JV)
-    return _hutchinson_summary(sq, n, d, probes, betas.size)
-
-
-def _hutchinson_summary(sq, n, d, probes, m):
-    """Mean and standard error of ``||J v_p||^2 / (n d)`` over probes, per beta."""
-    scale = 1.0 / (n * d)
-    est = sq.mean(axis=0) * scale
-    se = sq.std(axis=0, ddof=1) / np.sqrt(probes) * scale if probes > 1 else np.full(m, np.nan)
-    return est, se
+    return hutchinson_summary(sq, n, d, probes, betas.size)
 
 
 def _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, block_rows):

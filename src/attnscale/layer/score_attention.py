@@ -28,6 +28,7 @@ import numpy as np
 from attnscale._moved import renamed
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.layer.attention import normalise
+from attnscale.layer.kernel_args import SCORE_OUTPUT_ENTRIES, check_qk, rows_mask
 
 __all__ = [
     "self_weight_grid",
@@ -44,7 +45,7 @@ __all__ = [
 COINCIDENT_TOL = 100 * np.finfo(float).eps
 
 #: Default budget, in float64 entries, for the outputs ``Y'`` of one group of betas (64 MiB).
-DEFAULT_OUTPUT_ENTRIES = 8 * 2**20
+DEFAULT_OUTPUT_ENTRIES = SCORE_OUTPUT_ENTRIES
 
 #: Default budget for one row block of an ``n x n`` matrix, in float64 entries (32 MiB).
 DEFAULT_BLOCK_ENTRIES = 4 * 2**20
@@ -54,25 +55,6 @@ def _block_rows(n: int, block_rows: int | None) -> int:
     if block_rows is None:
         return int(max(1, min(n, DEFAULT_BLOCK_ENTRIES // n)))
     return check_int("block_rows", block_rows, minimum=1)
-
-
-def _check_qk(Qm, Km, n_expected=None):
-    Qm = check_matrix("Qm", Qm, min_rows=2)
-    Km = check_matrix("Km", Km, min_rows=2)
-    if Qm.shape != Km.shape:
-        raise ValueError(f"Qm and Km must have the same shape, got {Qm.shape} and {Km.shape}")
-    if n_expected is not None and Qm.shape[0] != n_expected:
-        raise ValueError(f"Qm must have {n_expected} rows (one per token), got {Qm.shape[0]}")
-    return Qm, Km
-
-
-def _rows_mask(n: int, keep) -> np.ndarray:
-    if keep is None:
-        return np.ones(n, dtype=bool)
-    keep = np.asarray(keep, dtype=bool)
-    if keep.shape != (n,) or keep.sum() < 2:
-        raise ValueError(f"keep must be a boolean array of shape ({n},) with >= 2 True entries")
-    return keep
 
 
 def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int | None = None,
@@ -93,11 +75,11 @@ def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int |
     (numpy.ndarray, numpy.ndarray or None)
         ``(m, n)`` self-weights and, with ``col``, the ``(m, n)`` masses on column ``col``.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "self_weight_grid")) is not None:
+    if (kernel := jax_kernel(backend, "self_weight_grid")) is not None:
         return kernel(Qm, Km, betas, col=col, block_rows=block_rows)
-    Qm, Km = _check_qk(Qm, Km)
+    Qm, Km = check_qk(Qm, Km)
     betas = check_vector("betas", betas, low=0.0)
     n = Qm.shape[0]
     if col is not None:
@@ -131,14 +113,14 @@ def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | Non
     ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
     ``docs/gpu.md#choosing-the-backend``).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "layer_outputs")) is not None:
+    if (kernel := jax_kernel(backend, "layer_outputs")) is not None:
         return kernel(X, Qm, Km, betas, alpha, block_rows=block_rows)
     X = check_matrix("X", X, min_rows=2)
     Y, _ = normalise(X)
     n = X.shape[0]
-    Qm, Km = _check_qk(Qm, Km, n)
+    Qm, Km = check_qk(Qm, Km, n)
     betas = check_vector("betas", betas, low=0.0)
     alpha = check_real("alpha", alpha, low=0.0)
     out = np.empty((betas.size, n, X.shape[1]))
@@ -175,7 +157,7 @@ def mean_pair_distance(Y, keep=None) -> float:
     centred rows in ``O(n d)``: ``sum_{i,j} ||z_i - z_j||^2 = 2 m sum_i ||z_i||^2`` for
     ``z_i = y_i - ybar``. Accurate when the rows have nearly collapsed (no ``1 - cos``)."""
     Y = check_matrix("Y", Y, min_rows=2)
-    Y = Y[_rows_mask(Y.shape[0], keep)]
+    Y = Y[rows_mask(Y.shape[0], keep)]
     m = Y.shape[0]
     Z = Y - Y.mean(axis=0)
     return float(np.einsum("id,id->", Z, Z) / (m - 1))
@@ -203,16 +185,16 @@ def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None, ba
     (numpy.ndarray, int, int)
         ``(m,)`` lambda, the number of pairs used and the number of coincident pairs left out.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "angle_ratio_outputs")) is not None:
+    if (kernel := jax_kernel(backend, "angle_ratio_outputs")) is not None:
         return kernel(Y, Yout, keep, block_rows=block_rows)
     Y = check_matrix("Y", Y, min_rows=2)
     n, d = Y.shape
     Yout = np.asarray(Yout, dtype=np.float64)
     if Yout.ndim != 3 or Yout.shape[1:] != (n, d):
         raise ValueError(f"Yout must have shape (m, {n}, {d}), got {Yout.shape}")
-    keep = _rows_mask(n, keep)
+    keep = rows_mask(n, keep)
     idx = np.flatnonzero(keep)
     Yk = Y[idx] / np.linalg.norm(Y[idx], axis=1, keepdims=True)
     Zi = Yk - Yk.mean(axis=0)
@@ -278,9 +260,9 @@ def layer_grid(
         ``lambda`` (m,), ``self_weight`` (m, n), ``col_mass`` (m, n) or None, ``n_pairs``,
         ``n_excluded_pairs``.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "layer_grid")) is not None:
+    if (kernel := jax_kernel(backend, "layer_grid")) is not None:
         return kernel(
             X,
             Qm,
@@ -295,10 +277,10 @@ def layer_grid(
     X = check_matrix("X", X, min_rows=2)
     Y, _ = normalise(X)
     n, d = X.shape
-    Qm, Km = _check_qk(Qm, Km, n)
+    Qm, Km = check_qk(Qm, Km, n)
     betas = check_vector("betas", betas, low=0.0)
     alpha = check_real("alpha", alpha, low=0.0)
-    keep = _rows_mask(n, keep)
+    keep = rows_mask(n, keep)
     if col is not None:
         col = check_int("col", col, minimum=0, maximum=n - 1)
     br = _block_rows(n, block_rows)
@@ -363,13 +345,13 @@ def self_weight_critical_beta(
     """
     from scipy.optimize import brentq
 
-    Qm, Km = _check_qk(Qm, Km)
+    Qm, Km = check_qk(Qm, Km)
     beta_lo = check_real("beta_lo", beta_lo, low=0.0, low_open=True)
     beta_hi = check_real("beta_hi", beta_hi, low=beta_lo, low_open=True)
     points = check_int("points", points, minimum=3)
     target = check_real("target", target, low=0.0, high=1.0, low_open=True, high_open=True)
     n = Qm.shape[0]
-    rmask = _rows_mask(n, rows)
+    rmask = rows_mask(n, rows)
     if n <= 4096:
         S = Qm @ Km.T
         M = S - S.max(axis=1, keepdims=True)
@@ -401,9 +383,9 @@ def score_spread(Qm, Km, rows=None, *, block_rows: int | None = None) -> tuple[f
     ``<q_i, k_i>`` across ``i``, and the root mean (over rows ``i``) of the variance of the
     cross-scores ``<q_i, k_j>``, ``j != i``, within row ``i`` (the fluctuation that inflates
     the softmax denominator). Row blocks: memory ``O(block x n)``."""
-    Qm, Km = _check_qk(Qm, Km)
+    Qm, Km = check_qk(Qm, Km)
     n = Qm.shape[0]
-    rmask = _rows_mask(n, rows)
+    rmask = rows_mask(n, rows)
     Qr, Kr = Qm[rmask], Km[rmask]
     k = Qr.shape[0]
     diag = np.einsum("id,id->i", Qr, Kr)

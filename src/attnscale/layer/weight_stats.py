@@ -40,23 +40,12 @@ from attnscale.core.validation import (
     check_real,
     check_vector,
 )
+from attnscale.layer.kernel_args import check_rows
 
 __all__ = ["row_weight_stats", "self_weight_scores", "self_weight_curve"]
 
 #: Default budget for one ``rows x n`` block, in float64 entries (16 MiB).
 DEFAULT_BLOCK_ENTRIES = 2**21
-
-
-def _rows(n: int, rows) -> np.ndarray:
-    if rows is None:
-        return np.arange(n)
-    idx = np.asarray(rows)
-    if idx.dtype.kind not in "iu" or idx.ndim != 1 or idx.size == 0:
-        raise ValueError(f"rows must be a non-empty 1-D integer array of row indices, got {rows!r}")
-    if idx.min() < 0 or idx.max() >= n:
-        raise ValueError(f"rows must be row indices in [0, {n - 1}], got range "
-                         f"[{idx.min()}, {idx.max()}]")  # fmt: skip
-    return idx.astype(np.int64)
 
 
 def row_weight_stats(
@@ -94,9 +83,9 @@ def row_weight_stats(
         sharing the mass the query leaves to them, in ``[1, n - 1]``) and ``k_mass`` (integers in
         ``[1, n]``).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "row_weight_stats")) is not None:
+    if (kernel := jax_kernel(backend, "row_weight_stats")) is not None:
         return kernel(X, betas, rows=rows, mass=mass, block_entries=block_entries)
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
@@ -104,7 +93,7 @@ def row_weight_stats(
     mass = check_real("mass", mass, low=0.0, high=1.0, low_open=True)
     block_entries = check_int("block_entries", block_entries, minimum=1)
     n = X.shape[0]
-    idx = _rows(n, rows)
+    idx = check_rows(n, rows)
     Y = X / r[:, None]
     m, B = idx.size, betas.size
     self_w = np.empty((m, B))
@@ -157,15 +146,15 @@ def self_weight_scores(X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRI
     ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
     ``docs/gpu.md#choosing-the-backend``).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "self_weight_scores")) is not None:
+    if (kernel := jax_kernel(backend, "self_weight_scores")) is not None:
         return kernel(X, rows=rows, block_entries=block_entries)
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
     block_entries = check_int("block_entries", block_entries, minimum=1)
     n = X.shape[0]
-    idx = _rows(n, rows)
+    idx = check_rows(n, rows)
     Y = X / r[:, None]
     out = np.empty((idx.size, n - 1))
     b = int(max(1, min(idx.size, block_entries // n)))
@@ -201,9 +190,9 @@ def self_weight_curve(
     (numpy.ndarray, numpy.ndarray)
         ``A_ii`` and ``dA_ii / dbeta``, each of shape ``(m,)``.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.layer.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_layer", "self_weight_curve")) is not None:
+    if (kernel := jax_kernel(backend, "self_weight_curve")) is not None:
         return kernel(gaps, beta)
     beta = check_real("beta", beta, low=0.0)
     e = np.exp(beta * gaps)

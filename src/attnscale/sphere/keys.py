@@ -323,9 +323,9 @@ def ordered_weights_from_d2q(T, beta: float, k: int | None = None, *, backend=No
     ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
     ``docs/gpu.md#choosing-the-backend``).
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.sphere.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_sphere", "ordered_weights_from_d2q")) is not None:
+    if (kernel := jax_kernel(backend, "ordered_weights_from_d2q")) is not None:
         return kernel(T, beta, k)
     W = weights_from_d2q(T, beta)
     n = W.shape[-1]
@@ -357,9 +357,9 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
     numpy.ndarray
         ``(trials, b)`` top weights.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.sphere.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_sphere", "top_weight_from_d2q")) is not None:
+    if (kernel := jax_kernel(backend, "top_weight_from_d2q")) is not None:
         return kernel(T, betas, max_entries)
     T = np.atleast_2d(np.asarray(T, dtype=float))
     betas = check_vector("betas", betas, low=0.0)
@@ -401,9 +401,9 @@ def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRI
     numpy.ndarray
         ``(m, d)`` outputs.
     """
-    from attnscale.backend.dispatch import jax_kernel
+    from attnscale.sphere.dispatch import jax_kernel
 
-    if (kernel := jax_kernel(backend, "jax_sphere", "attention_output")) is not None:
+    if (kernel := jax_kernel(backend, "attention_output")) is not None:
         return kernel(Q, K, beta, block_entries)
     Q = check_matrix("Q", Q)
     K = check_matrix("K", K)

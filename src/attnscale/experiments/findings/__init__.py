@@ -18,6 +18,12 @@ import pandas as pd
 from attnscale.experiments.findings import causal, exponent, finite_d, paper_a, paper_b, realistic
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
 
+__all__ = [
+    "SECTIONS",
+    "document",
+    "findings",
+]
+
 #: The page's sections: id, title, figure, theory page, and the function with its inputs.
 SECTIONS = [
     ("paper-a-critical", "Paper A: lambda at the critical line", "figures/paper_a/lambda_critical_check.png",

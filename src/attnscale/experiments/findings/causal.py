@@ -17,6 +17,17 @@ from attnscale.experiments.findings.record import (
     pick,
 )
 
+__all__ = [
+    "LAMBDA",
+    "SELF",
+    "RULES",
+    "LATE_POSITION",
+    "SHARP_LEVELS",
+    "REPORT_RHO",
+    "causal_findings",
+    "rules_simulated_findings",
+]
+
 LAMBDA = "realistic/causal/lambda/trial*.csv"
 SELF = "realistic/causal/self_weight/trial*.csv"
 RULES = "realistic/rules_simulated/n*.csv"

@@ -16,6 +16,14 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 
+__all__ = [
+    "FITS",
+    "POINTS",
+    "PM_POINT",
+    "exponent_findings",
+    "near_n",
+]
+
 FITS = "paper_b_exponent/fits.csv"
 POINTS = "paper_b_exponent/points.csv"
 PM_POINT = "one standard error of beta* by the delta method over the contexts of the point"

@@ -15,6 +15,19 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 
+__all__ = [
+    "POINTS",
+    "THEORY",
+    "INTERMEDIATE",
+    "POWER_TOL",
+    "TABLE_N_MIN",
+    "TABLE_D",
+    "INTERMEDIATE_FACTORS",
+    "INTERMEDIATE_RHO",
+    "transition_findings",
+    "intermediate_findings",
+]
+
 POINTS = "finite_d/transition/d*.csv"
 THEORY = "finite_d/transition_theory.csv"
 INTERMEDIATE = "finite_d/intermediate/n*/d*.csv"

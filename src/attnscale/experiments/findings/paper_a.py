@@ -17,6 +17,18 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 
+__all__ = [
+    "CRITICAL",
+    "THEOREM",
+    "FINITE_SIZE",
+    "RULES",
+    "REPORT_RHO",
+    "critical_lambda_findings",
+    "theorem_findings",
+    "finite_size_findings",
+    "scaling_rules_findings",
+]
+
 CRITICAL = "paper_a/lambda_critical_data.csv"
 THEOREM = "paper_a/theorem_table.csv"
 FINITE_SIZE = "paper_a/finite_size_data.csv"

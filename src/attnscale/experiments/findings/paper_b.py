@@ -19,6 +19,21 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 
+__all__ = [
+    "PHASE",
+    "LIMIT",
+    "PROFILE",
+    "LAWS",
+    "DRIFT",
+    "DRIFT_CURVE",
+    "OUTPUT",
+    "phase_findings",
+    "profile_findings",
+    "critical_laws_findings",
+    "heat_drift_findings",
+    "output_law_findings",
+]
+
 PHASE = "paper_b/phase_diagram.csv"
 LIMIT = "paper_b/poisson_limit_d{d}.csv"
 PROFILE = "paper_b/profile_d{d}.csv"

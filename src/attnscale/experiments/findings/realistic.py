@@ -14,6 +14,16 @@ from attnscale.experiments.findings.record import (
     pick,
 )
 
+__all__ = [
+    "LEARNED",
+    "SINK",
+    "DEPTH",
+    "SINK_TOL_PCT",
+    "learned_qk_findings",
+    "sink_findings",
+    "depth_findings",
+]
+
 LEARNED = "realistic/learned_qk/trial*_{part}.csv"
 SINK = "realistic/sink/trial*_{part}.csv"
 DEPTH = "realistic/depth/trial*.csv"

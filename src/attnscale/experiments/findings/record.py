@@ -20,6 +20,27 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+__all__ = [
+    "SCHEMA",
+    "PM_DRAWS",
+    "PM_CONTEXTS",
+    "PM_SAMPLES",
+    "PM_FIT_SCALED",
+    "PM_DELTA",
+    "NotAvailable",
+    "Finding",
+    "sci",
+    "format_number",
+    "render_value",
+    "render_markdown",
+    "frame",
+    "near",
+    "pick",
+    "one",
+    "mean_se",
+    "compute",
+]
+
 #: Version of the JSON layout written by :func:`document`.
 SCHEMA = 1
 

@@ -33,7 +33,7 @@ the cancellation happens at the scale of ``||z||^2``, not at the scale 1 of
 ``1 - <y_i', y_j'>``: the float32 variant stays accurate where the plain formula is not
 (``tests/test_backend_jax.py::test_float32_centred_lambda_error``). Near pairs
 (``1 - <y_i, y_j> < NEAR_PAIR_TOL``) are found per tile, counted on the device, and recomputed
-exactly from differences on the host, as in :mod:`attnscale.attention`. No ``n x n`` matrix is
+exactly from differences on the host, as in :mod:`attnscale.layer.attention`. No ``n x n`` matrix is
 formed: memory is ``O(N B d + B t^2)`` (:func:`attnscale.backend.lambda_bytes`).
 """
 
@@ -51,7 +51,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
-from attnscale.validation import (  # noqa: E402
+from attnscale.core.validation import (  # noqa: E402
     check_int,
     check_layer_inputs,
     check_matrix,
@@ -60,11 +60,30 @@ from attnscale.validation import (  # noqa: E402
     check_vector,
 )
 
+__all__ = [
+    "NEAR_PAIR_TOL",
+    "COINCIDENT_TOL",
+    "DTYPES",
+    "angle_ratio_grid",
+    "forward",
+    "self_weights",
+    "query_block",
+    "eta_hutchinson_grid",
+    "eta_exact_grid",
+    "row_weight_stats",
+    "self_weight_scores",
+    "self_weight_curve",
+    "self_weight_grid",
+    "layer_outputs",
+    "angle_ratio_outputs",
+    "layer_grid",
+]
+
 #: Pairs with ``1 - <y_i, y_j>`` below this are recomputed exactly (as in ``attention``).
 NEAR_PAIR_TOL = 1e-6
 
 #: Relative threshold of a coincident pair in the centred formulation (as in
-#: :mod:`attnscale.score_attention`).
+#: :mod:`attnscale.layer.score_attention`).
 COINCIDENT_TOL = 100 * np.finfo(float).eps
 
 DTYPES = {"float64": jnp.float64, "float32": jnp.float32}
@@ -244,7 +263,7 @@ def _centre(Yp, *, n, centred):
 
 # =========================================================================== public: layer
 def _beta_matrix(betas, n: int, per_row: bool) -> np.ndarray:
-    from attnscale.causal import beta_grid
+    from attnscale.layer.kernel_args import beta_grid
 
     if per_row:
         return beta_grid(betas, n)
@@ -256,7 +275,7 @@ def angle_ratio_grid(X, betas, alpha: float = 0.0, *, block_rows=None, output_en
                      return_diagnostics: bool = False, causal: bool = False,
                      dtype: str = "float64", centred: bool = True):  # fmt: skip
     """lambda for many beta on JAX (``docs/paper-a.md#the-angle-ratio-lambda``,
-    ``docs/gpu.md#the-lambda-kernel``); see :func:`attnscale.attention.angle_ratio_grid`.
+    ``docs/gpu.md#the-lambda-kernel``); see :func:`attnscale.layer.attention.angle_ratio_grid`.
 
     Parameters
     ----------
@@ -339,14 +358,14 @@ def angle_ratio_grid(X, betas, alpha: float = 0.0, *, block_rows=None, output_en
 def forward(X, beta, alpha: float = 0.0, *, causal: bool = False, block_rows=None,
             return_self_weight: bool = False):  # fmt: skip
     """One attention layer on JAX (``docs/paper-a.md#the-model``); see
-    :func:`attnscale.attention.forward` and :func:`attnscale.causal.forward_rows`.
+    :func:`attnscale.layer.attention.forward` and :func:`attnscale.layer.causal.forward_rows`.
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, numpy.ndarray)
         ``X'`` of shape ``(n, d)`` (and ``A_ii`` with ``return_self_weight``).
     """
-    from attnscale.causal import row_betas
+    from attnscale.layer.kernel_args import row_betas
 
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     n, d = X.shape
@@ -364,14 +383,14 @@ def forward(X, beta, alpha: float = 0.0, *, causal: bool = False, block_rows=Non
 
 def self_weights(X, betas, *, causal: bool = True, block_rows=None) -> np.ndarray:
     """Self-weights ``A_ii`` for a grid of scalings on JAX
-    (``docs/realistic-attention.md#causal-mask``); see :func:`attnscale.causal.self_weights`.
+    (``docs/realistic-attention.md#causal-mask``); see :func:`attnscale.layer.causal.self_weights`.
 
     Returns
     -------
     numpy.ndarray
         ``(m, n)``.
     """
-    from attnscale.causal import beta_grid
+    from attnscale.layer.kernel_args import beta_grid
 
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     n, d = X.shape
@@ -390,14 +409,14 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None) -> np.ndarra
 
 def query_block(X, betas, start: int, stop: int, *, causal: bool = True) -> dict:
     """Outputs and self-weights of the queries ``start <= i < stop`` on JAX
-    (``docs/realistic-attention.md#causal-mask``); see :func:`attnscale.causal.query_block`.
+    (``docs/realistic-attention.md#causal-mask``); see :func:`attnscale.layer.causal.query_block`.
 
     Returns
     -------
     dict
         ``self_weight`` ``(m, b)`` and ``outputs`` ``(m, b, d)``.
     """
-    from attnscale.causal import beta_grid
+    from attnscale.layer.kernel_args import beta_grid
 
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     n, d = X.shape
@@ -453,7 +472,7 @@ def eta_hutchinson_grid(X, betas, alpha: float = 0.0, *, probes: int, rng, kind:
                         block_entries: int | None = None):  # fmt: skip
     """Hutchinson estimates of eta through ``jax.jvp`` (``docs/paper-a.md#the-jacobian-norm-eta``,
     ``docs/gpu.md#kernels``); the probes are drawn exactly as by
-    :func:`attnscale.jacobian.eta_hutchinson_grid`, so both give the same estimate.
+    :func:`attnscale.layer.jacobian.eta_hutchinson_grid`, so both give the same estimate.
 
     ``block_entries`` is accepted for signature compatibility; the tile size comes from the
     memory budget.
@@ -463,7 +482,7 @@ def eta_hutchinson_grid(X, betas, alpha: float = 0.0, *, probes: int, rng, kind:
     (numpy.ndarray, numpy.ndarray)
         ``(m,)`` estimates and standard errors (``nan`` for one probe).
     """
-    from attnscale.jacobian import PROBE_KINDS, _hutchinson_summary, draw_probes
+    from attnscale.layer.kernel_args import PROBE_KINDS, draw_probes, hutchinson_summary
 
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
@@ -484,7 +503,7 @@ def eta_hutchinson_grid(X, betas, alpha: float = 0.0, *, probes: int, rng, kind:
             bs = jnp.asarray(betas[b0 : b0 + B])
             res = _hutchinson_all(Xd, Vd, bs, jnp.asarray(alpha), t=t, n=n)
             sq[p0 : p0 + Vd.shape[0], b0 : b0 + bs.shape[0]] = np.asarray(res)
-    return _hutchinson_summary(sq, n, d, probes, m)
+    return hutchinson_summary(sq, n, d, probes, m)
 
 
 def _eta_plan(n: int, d: int, probes: int, m: int, per: int) -> tuple[int, int, int]:
@@ -512,7 +531,7 @@ def _eta_plan(n: int, d: int, probes: int, m: int, per: int) -> tuple[int, int, 
 @partial(jax.jit, static_argnames=("t", "n", "route", "tc"))
 def _exact_block(Y, w, rinv, Zf, bs, it, *, t, n, route, tc):
     """``sum_{i in tile} sum_k ||J_ik||^2`` at ``alpha = 0`` and ``sum_{i in tile} tr B_i`` per
-    beta (the block formula of :func:`attnscale.eta_exact.eta_exact_grid`)."""
+    beta (the block formula of :func:`attnscale.layer.eta_exact.eta_exact_grid`)."""
     N, d = Y.shape
     k = bs.shape[0]
     Yq = lax.dynamic_slice_in_dim(Y, it * t, t, 0)
@@ -571,7 +590,7 @@ def _exact_block(Y, w, rinv, Zf, bs, it, *, t, n, route, tc):
 
 def eta_exact_grid(X, betas, alpha=0.0, *, block_entries=None, route: str = "auto") -> np.ndarray:
     """Exact eta from the block formula on JAX (``docs/paper-a.md#exact-block-formula-for-eta``);
-    see :func:`attnscale.eta_exact.eta_exact_grid` (``block_entries`` is accepted for signature
+    see :func:`attnscale.layer.eta_exact.eta_exact_grid` (``block_entries`` is accepted for signature
     compatibility; tiles come from the memory budget).
 
     Returns
@@ -625,9 +644,9 @@ def eta_exact_grid(X, betas, alpha=0.0, *, block_entries=None, route: str = "aut
 
 # =========================================================================== weight statistics
 def _rows_arg(n: int, rows) -> np.ndarray:
-    from attnscale.weight_stats import _rows
+    from attnscale.layer.kernel_args import check_rows
 
-    return _rows(n, rows)
+    return check_rows(n, rows)
 
 
 @partial(jax.jit, static_argnames=("n",))
@@ -660,7 +679,7 @@ def _row_stats_block(Y, idx, betas, mass, *, n):
 
 def row_weight_stats(X, betas, *, rows=None, mass: float = 0.9, block_entries=None) -> dict:
     """Self-weight, ``N_eff`` and the number of keys holding ``mass`` per query row and beta on
-    JAX (``docs/finite-d.md``); see :func:`attnscale.weight_stats.row_weight_stats`.
+    JAX (``docs/finite-d.md``); see :func:`attnscale.layer.weight_stats.row_weight_stats`.
 
     Returns
     -------
@@ -707,7 +726,7 @@ def _gaps_block(Y, idx, *, n):
 
 def self_weight_scores(X, *, rows=None, block_entries=None) -> np.ndarray:
     """Off-diagonal score gaps ``<y_i, y_j> - 1`` of the query rows on JAX, shape ``(m, n - 1)``
-    (``docs/finite-d.md``); see :func:`attnscale.weight_stats.self_weight_scores`."""
+    (``docs/finite-d.md``); see :func:`attnscale.layer.weight_stats.self_weight_scores`."""
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
     n = X.shape[0]
@@ -734,7 +753,7 @@ def _curve(gaps, beta):
 
 def self_weight_curve(gaps, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-row self-weight and its beta-derivative from score gaps on JAX (``docs/finite-d.md``);
-    see :func:`attnscale.weight_stats.self_weight_curve`. ``gaps`` may be a JAX array already on
+    see :func:`attnscale.layer.weight_stats.self_weight_curve`. ``gaps`` may be a JAX array already on
     the device (no transfer per call)."""
     beta = check_real("beta", beta, low=0.0)
     a, da = _curve(jnp.asarray(gaps, jnp.float64), beta)
@@ -764,7 +783,7 @@ def _score_block(Qm, Km, Y, X, bs, alpha, it, col, *, t, n, outputs):
 
 
 def _score_pass1(X, Qm, Km, betas, alpha, block_rows, *, outputs=True, col=None):
-    from attnscale.attention import normalise
+    from attnscale.layer.kernel_args import normalise
 
     Y = normalise(X)[0] if outputs else np.zeros((X.shape[0], 0))
     n, d = Y.shape
@@ -793,10 +812,10 @@ def _score_pass1(X, Qm, Km, betas, alpha, block_rows, *, outputs=True, col=None)
 def self_weight_grid(Qm, Km, betas, *, col=None, block_rows=None):
     """Self-weights (and the mass on column ``col``) for scores ``beta <q_i, k_j>`` on JAX
     (``docs/realistic-attention.md#learned-query-key-matrix``); see
-    :func:`attnscale.score_attention.self_weight_grid`."""
-    from attnscale.score_attention import _check_qk
+    :func:`attnscale.layer.score_attention.self_weight_grid`."""
+    from attnscale.layer.kernel_args import check_qk
 
-    Qm, Km = _check_qk(Qm, Km)
+    Qm, Km = check_qk(Qm, Km)
     betas = check_vector("betas", betas, low=0.0)
     n = Qm.shape[0]
     if col is not None:
@@ -808,12 +827,12 @@ def self_weight_grid(Qm, Km, betas, *, col=None, block_rows=None):
 def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows=None):
     """Outputs of the layer with scores ``beta <q_i, k_j>`` for every beta on JAX, ``(m, n, d)``
     (``docs/realistic-attention.md#learned-query-key-matrix``); see
-    :func:`attnscale.score_attention.layer_outputs`."""
-    from attnscale.score_attention import _check_qk
+    :func:`attnscale.layer.score_attention.layer_outputs`."""
+    from attnscale.layer.kernel_args import check_qk
 
     X = check_matrix("X", X, min_rows=2)
     n = X.shape[0]
-    Qm, Km = _check_qk(Qm, Km, n)
+    Qm, Km = check_qk(Qm, Km, n)
     betas = check_vector("betas", betas, low=0.0)
     alpha = check_real("alpha", alpha, low=0.0)
     return _score_pass1(X, Qm, Km, betas, alpha, block_rows)[0]
@@ -845,21 +864,21 @@ def _centred_pairs(Zi, ci, Zflat, co, Zo, it, *, t, k):
 def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows=None):
     """lambda of a stack of outputs from centred Gram matrices on JAX
     (``docs/paper-a.md#the-angle-ratio-lambda``); see
-    :func:`attnscale.score_attention.angle_ratio_outputs`.
+    :func:`attnscale.layer.score_attention.angle_ratio_outputs`.
 
     Returns
     -------
     (numpy.ndarray, int, int)
         ``(m,)`` lambda, pairs used, coincident pairs left out.
     """
-    from attnscale.score_attention import _rows_mask
+    from attnscale.layer.kernel_args import rows_mask
 
     Y = check_matrix("Y", Y, min_rows=2)
     n, d = Y.shape
     Yout = np.asarray(Yout, dtype=np.float64)
     if Yout.ndim != 3 or Yout.shape[1:] != (n, d):
         raise ValueError(f"Yout must have shape (m, {n}, {d}), got {Yout.shape}")
-    keep = _rows_mask(n, keep)
+    keep = rows_mask(n, keep)
     idx = np.flatnonzero(keep)
     k = idx.size
     m = Yout.shape[0]
@@ -898,24 +917,24 @@ def layer_grid(X, Qm, Km, betas, alpha: float = 0.0, *, keep=None, col=None, blo
                output_entries=None) -> dict:  # fmt: skip
     """One layer with scores ``beta <q_i, k_j>`` for many beta on JAX: lambda, self-weights and
     the mass on column ``col`` (``docs/realistic-attention.md#learned-query-key-matrix``); see
-    :func:`attnscale.score_attention.layer_grid`.
+    :func:`attnscale.layer.score_attention.layer_grid`.
 
     Returns
     -------
     dict
         ``lambda``, ``self_weight``, ``col_mass``, ``n_pairs``, ``n_excluded_pairs``.
     """
-    from attnscale.score_attention import DEFAULT_OUTPUT_ENTRIES, _check_qk, _rows_mask
+    from attnscale.layer.kernel_args import SCORE_OUTPUT_ENTRIES, check_qk, rows_mask
 
     X = check_matrix("X", X, min_rows=2)
     n, d = X.shape
-    Qm, Km = _check_qk(Qm, Km, n)
+    Qm, Km = check_qk(Qm, Km, n)
     betas = check_vector("betas", betas, low=0.0)
     alpha = check_real("alpha", alpha, low=0.0)
-    keep = _rows_mask(n, keep)
+    keep = rows_mask(n, keep)
     if col is not None:
         col = check_int("col", col, minimum=0, maximum=n - 1)
-    budget = DEFAULT_OUTPUT_ENTRIES if output_entries is None else output_entries
+    budget = SCORE_OUTPUT_ENTRIES if output_entries is None else output_entries
     group = int(max(1, min(betas.size, budget // (n * d))))
     lam = np.empty(betas.size)
     selfw = np.empty((betas.size, n))

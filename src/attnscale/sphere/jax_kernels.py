@@ -1,6 +1,6 @@
 """JAX kernels of Paper B (keys on the sphere; ``docs/paper-b.md``, ``docs/gpu.md#kernels``):
 the top weight ``A_(1)`` over a grid of beta, the ordered softmax weights and the attention output
-of many queries. Same signatures and results (up to rounding) as :mod:`attnscale.keys`, reached
+of many queries. Same signatures and results (up to rounding) as :mod:`attnscale.sphere.keys`, reached
 through its ``backend`` keyword.
 
 Importing this module switches JAX to float64 (``jax_enable_x64``) before any array is made.
@@ -19,7 +19,13 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from attnscale.validation import check_int, check_matrix, check_real, check_vector  # noqa: E402
+from attnscale.core.validation import check_int, check_matrix, check_real, check_vector  # noqa: E402
+
+__all__ = [
+    "top_weight_from_d2q",
+    "ordered_weights_from_d2q",
+    "attention_output",
+]
 
 
 @jax.jit
@@ -29,7 +35,7 @@ def _top_block(D, betas):
 
 def top_weight_from_d2q(T, betas, max_entries: int | None = None) -> np.ndarray:
     """``A_(1) = 1 / sum_j exp(-beta (T_j - min T))`` per row of ``T`` and beta on JAX
-    (``docs/paper-b.md``); see :func:`attnscale.keys.top_weight_from_d2q`.
+    (``docs/paper-b.md``); see :func:`attnscale.sphere.keys.top_weight_from_d2q`.
 
     Rows go in blocks of at most ``max_entries`` entries (default: from the memory budget, one
     ``rows x n`` block per beta at once).
@@ -66,7 +72,7 @@ def _ordered(T, beta, *, k):
 
 def ordered_weights_from_d2q(T, beta: float, k: int | None = None) -> np.ndarray:
     """Descending softmax weights ``exp(-beta T_i) / sum`` along the last axis on JAX
-    (``docs/paper-b.md``); see :func:`attnscale.keys.ordered_weights_from_d2q`.
+    (``docs/paper-b.md``); see :func:`attnscale.sphere.keys.ordered_weights_from_d2q`.
 
     Returns
     -------
@@ -92,7 +98,7 @@ def _attention_block(Q, K, beta):
 
 def attention_output(Q, K, beta: float, block_entries: int | None = None) -> np.ndarray:
     """``ATT_n(q) = sum_i A_i(q) x_i`` for every row of ``Q`` on JAX (``docs/paper-b.md``); see
-    :func:`attnscale.keys.attention_output` (``block_entries`` caps the score block; default from
+    :func:`attnscale.sphere.keys.attention_output` (``block_entries`` caps the score block; default from
     the memory budget).
 
     Returns

@@ -1,5 +1,5 @@
 """Benchmark of the JAX backend (``docs/gpu.md#benchmark``):
-``python -m attnscale.benchmark --backend jax``.
+``python -m attnscale.bench.kernels --backend jax``.
 
 In one process, on JAX's default device (the GPU if the CUDA build is installed):
 
@@ -32,11 +32,23 @@ import numpy as np
 
 from attnscale import backend
 
+__all__ = [
+    "TINY",
+    "timed",
+    "gemm_peak",
+    "bench_kernels",
+    "bench_scaling",
+    "machine_info",
+    "markdown",
+    "run",
+    "main",
+]
+
 TINY = {"n": 256, "d": 32, "gammas": 4, "probes": 2, "scaling_n": [256, 512, 1024], "scaling_d": 32}
 
 
 def _jax():
-    from attnscale.backend import jax_layer  # noqa: F401  (float64 on)
+    from attnscale.layer import jax_kernels as jax_layer  # noqa: F401  (float64 on)
 
     return backend.require_jax()
 
@@ -78,8 +90,8 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
 
 def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat: int = 3) -> list:
     """lambda grid, Hutchinson eta and causal lambda grid on JAX, as fractions of ``peak``."""
-    from attnscale import attention, jacobian, tokens
-    from attnscale.seeding import job_rng, spawn_key
+    from attnscale.core.seeding import job_rng, spawn_key
+    from attnscale.layer import attention, jacobian, tokens
 
     X = tokens.near_simplex(n, d, 0.5, job_rng(0, spawn_key("benchmark/jax", n, d)))
     betas = np.geomspace(0.25, 12.0, gammas) * np.log(n)
@@ -107,8 +119,8 @@ def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat:
 
 def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
     """One gamma of lambda against ``n``: seconds, GFLOP/s, fraction of the peak, planned bytes."""
-    from attnscale import attention, tokens
-    from attnscale.seeding import job_rng, spawn_key
+    from attnscale.core.seeding import job_rng, spawn_key
+    from attnscale.layer import attention, tokens
 
     rows = []
     for n in ns:
@@ -130,7 +142,7 @@ def machine_info(peak: float | None = None) -> dict:
     jax = _jax()
     import jaxlib
 
-    from attnscale.benchmark import machine_info as cpu_info
+    from attnscale.bench.timing import machine_info as cpu_info
 
     dev = jax.devices()[0]
     info = {
@@ -202,7 +214,7 @@ def run(out_dir, *, n: int, d: int, gammas: int, probes: int, scaling_n, scaling
 
 
 def main(argv=None) -> int:
-    """``python -m attnscale.benchmark --backend jax [--tiny] [--out DIR] [sizes]``."""
+    """``python -m attnscale.bench.kernels --backend jax [--tiny] [--out DIR] [sizes]``."""
     ap = argparse.ArgumentParser(description="attnscale JAX benchmark (docs/gpu.md#benchmark)")
     ap.add_argument("--backend", choices=["jax"], default="jax")
     ap.add_argument("--out", default="results/benchmarks-jax", help="output directory")
