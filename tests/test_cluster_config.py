@@ -45,7 +45,7 @@ def test_every_grouped_rule_is_sized_as_a_bundle_and_names_a_real_rule():
     comment); every group has a ``group-components`` entry; every rule named is a rule of the
     workflow (a renamed rule would silently fall out of its group)."""
     prof = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
-    rules = set(re.findall(r"^rule (\w+):", "".join(
+    rules = set(re.findall(r"^(?:rule|use rule \w+ as) (\w+)", "".join(
         p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")), re.M))  # fmt: skip
     groups = prof["groups"]
     assert set(groups) <= rules, sorted(set(groups) - rules)
@@ -76,7 +76,7 @@ def test_gpu_profile_is_the_cpu_profile_plus_one_gpu_per_heavy_rule():
             asked[rule] = res["gpu"]
     assert set(cpu["set-resources"]) <= set(gpu["set-resources"])
     assert set(asked) == GPU_RULES and set(asked.values()) == {1}
-    rules = set(re.findall(r"^rule (\w+):", "".join(
+    rules = set(re.findall(r"^(?:rule|use rule \w+ as) (\w+)", "".join(
         p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")), re.M))  # fmt: skip
     assert GPU_RULES <= rules
     cpu_text = yaml.safe_dump(cpu)

@@ -140,6 +140,8 @@ def test_every_number_of_the_config_has_exactly_one_range():
     numeric: set[str] = set()
     _numeric_keys(schema, "", numeric)
     # the heat-drift query q (three numbers, not all zero) is checked in CHECKS (_check_paper_b)
+    # paper_b.heat_drift.q (three numbers, not all zero) and backend_memory_gb (null or > 0) are
+    # checked in CHECKS
     ranged = set(cfgmod.GRIDS) | set(cfgmod.VALUES) | {"paper_b.heat_drift.q"}
     assert not set(cfgmod.GRIDS) & set(cfgmod.VALUES)
     assert numeric - ranged == set(), "numbers without a range in attnscale.pipeline.config"

@@ -17,7 +17,7 @@ Memory (``docs/gpu.md#memory-sizing``)
 :func:`memory_budget` is the number of bytes a job may use on the device: a configured budget
 (:func:`use` with ``memory_gb``, the configuration key ``backend_memory_gb``, or the environment
 variable ``ATTNSCALE_MEMORY_GB``), else on a GPU ``bytes_limit - bytes_in_use`` from
-``device.memory_stats()``, else the host's available memory (``psutil``, then
+``device.memory_stats()``, else the host's available memory (``/proc/meminfo``, then
 ``os.sysconf``). :func:`lambda_bytes` is the memory of the lambda kernel for given sizes and
 :func:`plan_lambda` picks the tile size and the number of betas per group that fit the budget, or
 raises :class:`BackendError` before any work starts.
@@ -144,19 +144,22 @@ def use(backend: str, memory_gb: float | None = None):
 
 # --------------------------------------------------------------------------- memory
 def _host_available_bytes() -> int:
+    """The host's available memory: ``MemAvailable`` of ``/proc/meminfo`` (Linux: free memory
+    plus what the page cache can give back), else the free pages of ``os.sysconf``."""
     try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:  # pragma: no cover - psutil is present wherever snakemake is
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        for line in open("/proc/meminfo").read().splitlines():  # noqa: SIM115, PTH123
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
 def device_free_bytes(device=None) -> tuple[int, str]:
     """Free memory of a JAX device and where the number comes from.
 
     On a GPU: ``bytes_limit - bytes_in_use`` of ``device.memory_stats()``; on a CPU (or a
-    device without memory statistics): the host's available memory (``psutil``, else
+    device without memory statistics): the host's available memory (``/proc/meminfo``, else
     ``os.sysconf``).
 
     Returns

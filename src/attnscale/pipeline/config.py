@@ -406,9 +406,17 @@ def _check_regimes(cfg: Config) -> None:
 
 
 def _check_backend(cfg: Config) -> None:
-    # backend: jax needs JAX and enough memory (docs/gpu.md#choosing-the-backend)
+    # backend_memory_gb: null (detect per job) or a number > 0; backend: jax needs JAX and enough
+    # memory (docs/gpu.md#choosing-the-backend)
     from attnscale.backend import check_workflow
 
+    try:
+        gb = cfg.get("backend_memory_gb")
+    except KeyError:
+        gb = None
+    if gb is not None and (isinstance(gb, bool) or not isinstance(gb, (int, float))
+                           or not Range(low=0.0).ok(gb)):  # fmt: skip
+        fail("backend_memory_gb", "null or a finite number in (0, inf)", gb)
     check_workflow(cfg)
 
 
