@@ -23,6 +23,7 @@ rule findings:
         transition=rules.finite_d_transition.input.data,
         transition_theory=rules.finite_d_transition.input.theory,
         intermediate=rules.finite_d_intermediate.input.data,
+        # the per-draw tables (the figure reads their summary, which the findings do not use)
         causal_lambda=rules.causal_summary.input.data,
         causal_self_weight=rules.causal_summary.input.self_weight,
         rules_simulated=rules.causal_rules_simulated_figure.input.data,
@@ -31,6 +32,9 @@ rule findings:
         sink_curves=rules.realistic_sink_figure.input.curves,
         sink_critical=rules.realistic_sink_figure.input.critical,
         depth=rules.realistic_depth_figure.input.data,
+        regimes_table=rules.regimes_table.output.table,
+        regimes_read_off=rules.regimes_table.output.read_off,
+        regimes_simulations=rules.regimes_table.input.simulations,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

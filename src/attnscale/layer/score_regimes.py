@@ -773,8 +773,8 @@ def gaussian_token_row(
     copy_noise: float = 0.0,
 ) -> np.ndarray:
     """The query's cosines with all ``n`` tokens, ``[1, copies..., others...]``: token 0 is the
-    query itself, tokens 1 to ``copies`` its copies ``(y + copy_noise xi) / ||.||`` (cosine 1 for
-    exact copies), the rest Gaussian near-simplex tokens (:func:`gaussian_token_draw`;
+    query itself, tokens ``1`` to ``copies`` its copies ``(y + copy_noise xi) / ||.||`` (cosine 1
+    for exact copies), the rest Gaussian near-simplex tokens (:func:`gaussian_token_draw`;
     docs/regimes.md#samplers)."""
     draw = gaussian_token_draw(n, d, rho, rng, copies=copies)
     cc = copy_cosines(copy_noise, draw["copy_a"], draw["copy_w"], d)

@@ -2,9 +2,9 @@
 
 :func:`findings` is the entry function of the rule: it takes the summary tables of every figure
 family, runs one small function per family (``paper_a``, ``paper_b``, ``exponent``,
-``finite_d``, ``causal``, ``realistic``) and returns the JSON document (``results/findings.json``:
-key -> value, standard error, unit, source tables, what "+-" means) and its Markdown rendering
-(``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
+``finite_d``, ``causal``, ``realistic``, ``regimes``) and returns the JSON document
+(``results/findings.json``: key -> value, standard error, unit, source tables, what "+-" means)
+and its Markdown rendering (``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
 tables; a family whose tables lack a grid point reports that finding as "not computed at this
 configuration", so the same keys exist at every configuration (the smoke run included).
 
@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnscale.experiments.findings import causal, exponent, finite_d, paper_a, paper_b, realistic
+from attnscale.experiments.findings import (
+    causal,
+    exponent,
+    finite_d,
+    paper_a,
+    paper_b,
+    realistic,
+    regimes,
+)
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
 
 __all__ = [
@@ -71,6 +79,10 @@ SECTIONS = [
      realistic.sink_findings, {"curves": "sink_curves", "critical": "sink_critical"}),
     ("depth", "Depth", "figures/realistic/depth.png", "realistic-attention.md#depth",
      realistic.depth_findings, {"data": "depth"}),
+    ("regimes", "Regimes of the critical scale: gap, REM, finite d, near-ties",
+     "figures/regimes/critical_scale.png", "regimes.md#results", regimes.regimes_findings,
+     {"table": "regimes_table", "read_off": "regimes_read_off",
+      "simulations": "regimes_simulations"}),
 ]  # fmt: skip
 
 
@@ -136,6 +148,9 @@ def findings(
     sink_curves: list,
     sink_critical: list,
     depth: list,
+    regimes_table: pd.DataFrame,
+    regimes_read_off: pd.DataFrame,
+    regimes_simulations: list,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.
