@@ -444,6 +444,22 @@ def test_paper_scale_configuration_dry_runs(tmp_path):
 
 
 @pytest.mark.workflow
+def test_finite_d_large_n_check_dry_runs(tmp_path):
+    """``config/finite-d-large-n.yaml`` (docs/gpu.md#the-finite-d-check-at-large-n) schedules
+    exactly the one transition job it is for, at n = 2^20, on the default numpy backend."""
+    import yaml
+
+    from conftest import REPO, copy_repo, jobs_to_run, snakemake
+
+    work = copy_repo(tmp_path / "repo")
+    proc = snakemake(work, "results/finite_d/transition/d128.csv", "-n", "--configfile",
+                     "config/finite-d-large-n.yaml")  # fmt: skip
+    assert jobs_to_run(proc.stdout) == {"finite_d_transition_points": 1}
+    over = yaml.safe_load((REPO / "config/finite-d-large-n.yaml").read_text())
+    assert max(over["finite_d"]["transition"]["n"]) == 2**20 and "backend" not in over
+
+
+@pytest.mark.workflow
 def test_gpu_run_script_at_tiny_size(tmp_path):
     """tools/gpu_run.py --tiny (docs/gpu.md#gpu-run-script) on the CPU: the benchmark, one job of
     every heavy kernel and the figures they feed, machine.json and the summary."""
