@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from attnscale.pipeline.deps import jobs_to_run  # noqa: F401  (re-exported to the tests)
+
 REPO = Path(__file__).resolve().parents[1]
 # top-level entries that are outputs or local state, never copied
 EXCLUDE = {".venv", "results", "figures", ".snakemake", "logs", "benchmarks", ".git", "build", "mutants",
@@ -80,20 +82,6 @@ def finished_copy(smoke_run: dict, dest: Path) -> Path:
     test can change, interrupt or rerun part of the workflow without running all of it again."""
     shutil.copytree(smoke_run["dir"], dest, symlinks=True)
     return dest
-
-
-def jobs_to_run(stdout: str) -> dict[str, int]:
-    """Rule -> job count from the "Job stats" table of ``snakemake -n`` (``{}``: nothing to do)."""
-    counts, table = {}, False
-    for line in stdout.splitlines():
-        parts = line.split()
-        if line.startswith("Job stats"):
-            table = True
-        elif table and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
-        elif table and parts[:1] == ["total"]:
-            break
-    return counts
 
 
 def _needs_smoke(item) -> bool:
@@ -254,3 +242,23 @@ def forced_rerun(request, smoke_run):
     if proc.returncode != 0:
         raise AssertionError(f"forced rerun failed ({proc.returncode}):\n{text[-8000:]}")
     return {"dir": work, "output": text}
+
+
+def resolve_dotted(dotted: str):
+    """The object an ``attnscale.x.y`` name refers to (longest importable module prefix, then
+    attributes), or ``None``; old flat paths resolve through their aliases without warnings."""
+    import importlib
+    import warnings
+
+    parts = dotted.split(".")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+            return obj
+    return None

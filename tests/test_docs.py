@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib
 import json
 import os
 import re
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SITE_PROC, start_docs_build
+from conftest import SITE_PROC, resolve_dotted, start_docs_build
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -164,17 +163,7 @@ def test_cited_tests_and_library_objects_exist():
             if not src.is_file() or not re.search(rf"^def {name}\(", src.read_text(), re.M):
                 bad.append(f"{page.name}: {file}::{name}")
         for dotted in re.findall(r"`(attnscale(?:\.\w+)+)`", text):
-            parts = dotted.split(".")
-            obj = None
-            for cut in range(len(parts), 0, -1):  # longest importable module prefix
-                try:
-                    obj = importlib.import_module(".".join(parts[:cut]))
-                except ImportError:
-                    continue
-                for attr in parts[cut:]:
-                    obj = getattr(obj, attr, None)
-                break
-            if obj is None:
+            if resolve_dotted(dotted) is None:
                 bad.append(f"{page.name}: {dotted}")
     assert not bad, "the docs cite names that do not exist:\n" + "\n".join(bad)
 

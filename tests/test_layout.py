@@ -19,7 +19,7 @@ import pytest
 
 from attnscale import _moved
 from attnscale.pipeline import deps
-from conftest import REPO
+from conftest import REPO, resolve_dotted
 
 SRC = REPO / "src"
 MODULES = sorted(
@@ -158,22 +158,12 @@ def test_every_dotted_name_in_the_library_and_rules_resolves():
     """A docstring, comment or rule file that names ``attnscale.x.y`` names something that
     exists (a moved or renamed function must not leave stale references behind)."""
     files = [*(SRC / "attnscale").rglob("*.py"), *(REPO / "workflow").rglob("*.smk")]
-    bad = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        for path in files:
-            for dotted in sorted(set(re.findall(r"\battnscale(?:\.\w+)+", path.read_text()))):
-                parts, obj = dotted.split("."), None
-                for cut in range(len(parts), 0, -1):  # longest importable module prefix
-                    try:
-                        obj = importlib.import_module(".".join(parts[:cut]))
-                    except ImportError:
-                        continue
-                    for attr in parts[cut:]:
-                        obj = getattr(obj, attr, None)
-                    break
-                if obj is None:
-                    bad.append(f"{path.relative_to(REPO)}: {dotted}")
+    bad = [
+        f"{path.relative_to(REPO)}: {dotted}"
+        for path in files
+        for dotted in sorted(set(re.findall(r"\battnscale(?:\.\w+)+", path.read_text())))
+        if resolve_dotted(dotted) is None
+    ]
     assert not bad, bad
 
 

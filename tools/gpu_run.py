@@ -140,19 +140,6 @@ def benchmark_patterns() -> dict:
     return pats
 
 
-def rule_counts(stdout: str) -> dict[str, int]:
-    counts, table = {}, False
-    for line in stdout.splitlines():
-        parts = line.split()
-        if line.startswith("Job stats"):
-            table = True
-        elif table and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
-        elif table and parts[:1] == ["total"]:
-            break
-    return counts
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "results-gpu"))
@@ -175,7 +162,15 @@ def main(argv=None) -> int:
                            " print(json.dumps(machine_info()))"], capture_output=True, text=True,
                           env=env(), cwd=REPO)  # fmt: skip
     machine = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr[-2000:]}
-    bench = [py, "-m", "attnscale.bench.kernels", "--backend", "jax", "--out", str(out / "benchmark")]
+    bench = [
+        py,
+        "-m",
+        "attnscale.bench.kernels",
+        "--backend",
+        "jax",
+        "--out",
+        str(out / "benchmark"),
+    ]
     if args.tiny:
         bench.append("--tiny")
     rc = run(bench, min(240.0, 0.4 * left()), out / "benchmark.log")
@@ -193,7 +188,10 @@ def main(argv=None) -> int:
     wenv["PYTHONPATH"] = os.pathsep.join([str(work / "src"), os.environ.get("PYTHONPATH", "")])
     dry = subprocess.run([*sm, "-n", "--quiet", "rules"], cwd=work, capture_output=True, text=True,
                          env=wenv)  # fmt: skip
-    counts = rule_counts(dry.stdout)
+    sys.path.insert(0, str(REPO / "src"))
+    from attnscale.pipeline.deps import jobs_to_run
+
+    counts = jobs_to_run(dry.stdout)
     setres = [f"{r}:gpu=1" for r in GPU_RULES]
     common = ["--cores", str(args.cores), "--resources", "gpu=1", "--set-resources", *setres,
               "--keep-going", "--rerun-incomplete"]  # fmt: skip

@@ -14,7 +14,7 @@ import ast
 import functools
 from pathlib import Path
 
-__all__ = ["module_file", "direct_imports", "closure", "lib_files"]
+__all__ = ["jobs_to_run", "module_file", "direct_imports", "closure", "lib_files"]
 
 PACKAGE = "attnscale"
 SRC = Path(__file__).resolve().parents[2]
@@ -107,3 +107,19 @@ def lib_files(entry: str, src: Path = SRC, root: Path | None = None) -> list[str
         raise ValueError(f"entry {entry!r}: no module {module!r} under {src}")
     root = src.parent if root is None else root
     return sorted(str(module_file(m, src).relative_to(root)) for m in closure(module, src))
+
+
+def jobs_to_run(stdout: str) -> dict[str, int]:
+    """Rule -> job count from the "Job stats" table that ``snakemake -n`` prints (``{}``:
+    nothing to do). Used to check which jobs a change reruns (docs/pipeline.md#what-depends-on-what)
+    and by ``tools/gpu_run.py`` to count the jobs of a configuration."""
+    counts, table = {}, False
+    for line in stdout.splitlines():
+        parts = line.split()
+        if line.startswith("Job stats"):
+            table = True
+        elif table and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+        elif table and parts[:1] == ["total"]:
+            break
+    return counts
