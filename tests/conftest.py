@@ -91,6 +91,49 @@ def _needs_smoke(item) -> bool:
     )
 
 
+#: System programs that some tests need and the README's set-up does not install: the program's
+#: names on PATH, in order of preference, and the one command that installs it (Debian).
+SYSTEM_PROGRAMS = {
+    "Chromium": (("chromium", "chromium-browser", "google-chrome"),
+                 "apt-get install -y chromium"),
+}  # fmt: skip
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--require-programs", action="store_true", default=False,
+        help="fail, instead of skipping, tests whose system program (Chromium) is missing; "
+        "the default in CI (CI=true) and with ATTNSCALE_REQUIRE_PROGRAMS=1",
+    )  # fmt: skip
+
+
+def programs_required(config) -> bool:
+    """Is a missing system program a failure? In CI (``CI=true``), with ``--require-programs``
+    or ``ATTNSCALE_REQUIRE_PROGRAMS=1``; otherwise the tests that need it are skipped."""
+    truthy = {"1", "true", "yes"}
+    return (
+        config.getoption("--require-programs")
+        or os.environ.get("CI", "").lower() in truthy
+        or os.environ.get("ATTNSCALE_REQUIRE_PROGRAMS", "").lower() in truthy
+    )
+
+
+def require_program(config, program: str) -> str:
+    """The path of a system program of :data:`SYSTEM_PROGRAMS`; if none of its names is on PATH,
+    skip the test with a reason that names the program and how to install it, or fail where
+    :func:`programs_required` says so (docs/pipeline.md#what-the-tests-check)."""
+    names, install = SYSTEM_PROGRAMS[program]
+    for name in names:
+        exe = shutil.which(name)
+        if exe is not None:
+            return exe
+    why = (f"{program} is not installed (none of {', '.join(names)} on PATH), so this test "
+           f"cannot open the docs in a real browser; install it with: {install}")  # fmt: skip
+    if programs_required(config):
+        pytest.fail(why + " (required: CI=true, --require-programs or ATTNSCALE_REQUIRE_PROGRAMS)")
+    pytest.skip(why)
+
+
 #: the BLAS thread limit of the test process, held for the whole session
 BLAS_LIMIT = pytest.StashKey[object]()
 

@@ -157,6 +157,89 @@ def test_estimate_rho_rejects_bad_token_files(array, message, capsys, tmp_path):
     np.save(path, array)
     rc, out, err = run_main(["estimate-rho", str(path)], capsys)
     assert rc == 2 and out == "" and message in err and err.count("\n") == 1, err
+    assert cli.SAVE_HINT in err and "allow_pickle" not in err, err
+
+
+def _write_text(path):
+    path.write_text("0.1,0.2\n0.3,0.4\n")
+
+
+def _write_pickle(path):
+    import pickle
+
+    path.write_bytes(pickle.dumps(np.ones((3, 2))))
+
+
+def _write_npz(path):
+    with path.open("wb") as fh:
+        np.savez(fh, x=np.ones((3, 2)))
+
+
+def _write_objects(path):
+    np.save(path, np.array([[1.0, {"a": 1}], [2.0, 3.0]], dtype=object), allow_pickle=True)
+
+
+@pytest.mark.parametrize(
+    "write, message",
+    [
+        (_write_text, "is not one: it looks like text"),
+        (_write_pickle, "is not one: it looks like a Python pickle"),
+        (_write_npz, "is not one: it looks like a zip archive"),
+        (_write_objects, "are Python objects (dtype object), not numbers"),
+        (lambda p: np.save(p, np.array([["a", "b"], ["c", "d"]])), "must be real numbers, got dtype <U1"),
+        (lambda p: np.save(p, np.ones((3, 2), dtype=complex)), "must be real numbers, got dtype complex128"),
+        (lambda p: np.save(p, np.ones(5)), "tokens must be a 2-D array (n, d), got shape (5,)"),
+        (lambda p: np.save(p, np.array([[1.0, np.inf], [0.0, 1.0]])), "tokens must contain only finite values"),
+        (lambda p: p.write_bytes(b""), "is not one: it looks like empty"),
+        (lambda p: p.write_bytes(b"\x93NUMPY\x01"), "is a damaged .npy file"),
+    ],
+)  # fmt: skip
+def test_estimate_rho_says_what_is_wrong_with_a_file_and_how_to_save_tokens(write, message,
+                                                                           capsys, tmp_path):  # fmt: skip
+    """Files that are not a numeric ``.npy`` array (issue 25): one line saying what the file is,
+    how to write one (``numpy.save``), never numpy's hint to unpickle (``allow_pickle``)."""
+    path = tmp_path / "tokens.npy"
+    write(path)
+    rc, out, err = run_main(["estimate-rho", str(path)], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert message in err and "numpy.save" in err and "allow_pickle" not in err, err
+
+
+def test_version_is_the_package_version(capsys):
+    import importlib.metadata
+
+    import attnscale
+
+    rc, out, _ = run_main(["--version"], capsys)
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert rc == 0 and out == f"attnscale {meta['project']['version']}\n"
+    assert attnscale.__version__ == meta["project"]["version"]
+    assert importlib.metadata.version("attnscale") == attnscale.__version__
+
+
+#: Modules a subcommand must not load (docs/ask-the-theory.md#start-up-time): the command line
+#: starts in a few hundredths of a second for --help, and ``critical`` needs NumPy and
+#: scipy.special only (scipy.stats and scipy.optimize cost ~0.5 s more).
+HEAVY = {
+    "--help": {"numpy", "scipy", "pandas", "matplotlib"},
+    "--version": {"numpy", "scipy", "pandas", "matplotlib"},
+    "critical": {"scipy.stats", "scipy.optimize", "scipy.integrate", "pandas", "matplotlib", "jax"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(HEAVY))
+def test_start_up_loads_only_what_the_command_needs(command):
+    """A structural check of the start-up time (not a timing: timings belong in benchmarks)."""
+    argv = [command]
+    if command == "critical":
+        argv += ["--d", "64", "--n", "1000", "--rho", "0.3"]
+    code = (f"import sys\nfrom attnscale import cli\ntry:\n    cli.main({argv!r})\n"
+            "except SystemExit:\n    pass\nprint('LOADED', ' '.join(sorted(sys.modules)))")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO / "src"), "PATH": ""})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.rsplit("LOADED ", 1)[1].split())
+    assert not HEAVY[command] & loaded, sorted(HEAVY[command] & loaded)
 
 
 def test_critical_report_is_the_library_numbers():

@@ -21,7 +21,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SITE_PROC, resolve_dotted, start_docs_build
+from conftest import SITE_PROC, require_program, resolve_dotted, start_docs_build
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -280,28 +279,23 @@ Promise.all(PAGES.map(probe)).then(function (all) {
 </script></body></html>"""
 
 
-def chromium() -> str:
-    # Debian's chromium (installed by .ci/run); google-chrome where a forge runner ships it
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        exe = shutil.which(name)
-        if exe is not None:
-            return exe
-    pytest.fail(
-        "Chromium is not installed, so the docs cannot be checked in a real browser: "
-        "apt-get install -y chromium (Debian's package; .ci/run installs it)"
-    )
+def chromium(config) -> str:
+    """Debian's chromium (installed by .ci/run); google-chrome where a forge runner ships it.
+    Missing: the test is skipped outside CI, fails in CI (conftest.require_program)."""
+    return require_program(config, "Chromium")
 
 
 @pytest.fixture(scope="module")
-def rendered(site, served, tmp_path_factory) -> dict:
+def rendered(request, site, served, tmp_path_factory) -> dict:
     """What headless Chromium rendered on every page of the site, keyed by page file name."""
+    exe = chromium(request.config)
     assert site["proc"].returncode == 0, "the site did not build"
-    exe = chromium()
     html = site["html"]
     pages = [f"{p.stem}.html" for p in _docs_pages() if p.stem != "api"]
     (html / "_probe.html").write_text(HUB.replace("PAGES", json.dumps(pages)), encoding="utf-8")
     profile = tmp_path_factory.mktemp("chromium")
     cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={profile}", "--virtual-time-budget=30000",
            "--dump-dom", f"{served}/_probe.html"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
@@ -419,3 +413,48 @@ def test_docstring_citations_become_links():
                         "(:attnscale-doc:`docs/finite-d.md#exact-self-weight`).")  # fmt: skip
     assert lines[1] == ("In a longer literal ``x (docs/paper-a.md#the-model)`` it stays text; "
                         ":attnscale-doc:`docs/gallery.md`.")  # fmt: skip
+
+
+class _Config:
+    """The part of pytest's config that :func:`conftest.programs_required` reads."""
+
+    def __init__(self, option: bool):
+        self.option = option
+
+    def getoption(self, name):
+        assert name == "--require-programs"
+        return self.option
+
+
+@pytest.mark.parametrize(
+    "env, option, outcome",
+    [
+        ({}, False, pytest.skip.Exception),
+        ({"CI": "true"}, False, pytest.fail.Exception),
+        ({"CI": "false"}, False, pytest.skip.Exception),
+        ({"ATTNSCALE_REQUIRE_PROGRAMS": "1"}, False, pytest.fail.Exception),
+        ({}, True, pytest.fail.Exception),
+    ],
+)  # fmt: skip
+def test_a_missing_browser_skips_outside_ci_and_fails_in_ci(monkeypatch, env, option, outcome):
+    """Issue 25: on a new user's machine without Chromium the browser tests are skipped with a
+    reason naming the program and its install command; in CI, or when asked, they fail."""
+    import conftest
+
+    for name in ("CI", "ATTNSCALE_REQUIRE_PROGRAMS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(conftest.SYSTEM_PROGRAMS, "Chromium",
+                        (("no-such-browser-attnscale",), "apt-get install -y chromium"))  # fmt: skip
+    with pytest.raises(outcome) as info:
+        require_program(_Config(option), "Chromium")
+    assert "Chromium is not installed" in str(info.value)
+    assert "apt-get install -y chromium" in str(info.value)
+
+
+def test_a_present_program_is_found(monkeypatch):
+    import conftest
+
+    monkeypatch.setitem(conftest.SYSTEM_PROGRAMS, "Chromium", (("no-such-x", "python3"), "-"))
+    assert require_program(_Config(False), "Chromium").endswith("python3")

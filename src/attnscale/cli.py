@@ -25,12 +25,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
+import attnscale
 
-from attnscale.layer import finite_d, scaling_rules, theory, tokens
+# NumPy, SciPy and the theory modules are imported inside the functions that need them, so that
+# ``attnscale --help`` and ``--version`` start in a few hundredths of a second and ``critical``
+# loads only what it uses (docs/ask-the-theory.md#start-up-time).
 
 __all__ = ["SIGNIFICANT", "critical_report", "estimate_report", "format_critical",
-           "format_estimate", "main"]  # fmt: skip
+           "format_estimate", "load_tokens", "main"]  # fmt: skip
 
 #: Significant digits of every number ``--json`` prints: the exact theory is accurate to about
 #: 1e-4 relative (docs/finite-d.md#exact-self-weight), so more digits would only be noise.
@@ -60,6 +62,8 @@ RHO_HINT = "Estimate rho from a head's keys: attnscale estimate-rho keys.npy"
 
 def _gamma_c(rho: float) -> float:
     # gamma_c = 1 / (1 - rho) (docs/paper-a.md#the-model); theory.gamma_c takes rho in (0, 1)
+    from attnscale.layer import theory
+
     return 1.0 if rho == 0.0 else theory.gamma_c(rho)
 
 
@@ -96,6 +100,10 @@ def critical_report(n, d, rho=None) -> dict:
     ValueError
         An argument outside its range (the message names it and the range).
     """
+    import numpy as np
+
+    from attnscale.layer import finite_d, scaling_rules
+
     rho_given = rho is not None
     n, d, rho = finite_d.check_args(n, d, 0.0 if rho is None else rho)
     ln_n = math.log(n)
@@ -163,6 +171,66 @@ def _side(ratio: float | None) -> str | None:
     return "sub-critical" if ratio < 1 else "super-critical"
 
 
+#: How to write a token file the command reads (every file error ends with it).
+SAVE_HINT = "Save an (n, d) array of numbers with numpy.save('tokens.npy', X)"
+
+#: The first bytes of a .npy file (numpy.lib.format)
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def _looks_like(head: bytes) -> str:
+    """What a file that is not a ``.npy`` array seems to be, from its first bytes."""
+    if head.startswith(b"PK\x03\x04"):
+        return "a zip archive (an .npz file of several arrays?)"
+    if head[:1] == b"\x80":
+        return "a Python pickle"
+    if not head:
+        return "empty"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary data of an unknown format"
+    return "text (a CSV or text dump?)"
+
+
+def load_tokens(path):
+    """The ``(n, d)`` array in a ``.npy`` file for ``attnscale estimate-rho``, read without ever
+    unpickling (docs/ask-the-theory.md#estimate-rho-from-tokens).
+
+    Raises ``ValueError`` with one line saying what is wrong and how to save tokens
+    (:data:`SAVE_HINT`) for a missing file, a file that is not in NumPy's ``.npy`` format (text,
+    a pickle, an ``.npz`` archive), an array of Python objects or of non-numbers (strings,
+    booleans, complex numbers). The shape and the values are checked by
+    :func:`attnscale.layer.tokens.estimate_rho_q`.
+    """
+    import numpy as np
+
+    path = Path(path)
+    name = str(path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(NPY_MAGIC))
+    except OSError as exc:
+        raise ValueError(f"tokens must be a readable .npy file, got {name!r}: "
+                         f"{exc.strerror or exc}. {SAVE_HINT}") from exc  # fmt: skip
+    if head != NPY_MAGIC:
+        raise ValueError(f"tokens must be a .npy array file, but {name!r} is not one: it looks "
+                         f"like {_looks_like(head)}. {SAVE_HINT}")  # fmt: skip
+    try:
+        X = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        if "object" in str(exc).lower():
+            raise ValueError(f"tokens in {name!r} are Python objects (dtype object), not "
+                             f"numbers. {SAVE_HINT}") from None  # fmt: skip
+        raise ValueError(f"tokens file {name!r} is a damaged .npy file. {SAVE_HINT}") from None
+    except (OSError, EOFError):
+        raise ValueError(f"tokens file {name!r} is a damaged .npy file. {SAVE_HINT}") from None
+    if X.dtype.kind not in "fiu":
+        raise ValueError(f"tokens in {name!r} must be real numbers, got dtype {X.dtype}. "
+                         f"{SAVE_HINT}")  # fmt: skip
+    return X
+
+
 def estimate_report(path) -> dict:
     """``attnscale estimate-rho``: ``rho_hat`` and ``q_hat`` of the ``(n, d)`` array in a
     ``.npy`` file (:func:`attnscale.layer.tokens.estimate_rho_q`;
@@ -172,12 +240,14 @@ def estimate_report(path) -> dict:
     when ``rho_hat`` lies in the theory's range ``[0, 1)``). Raises ``ValueError`` for a file
     that cannot be read as a real ``(n, d)`` array with ``n >= 2``, finite, without zero rows.
     """
+    from attnscale.layer import tokens
+
     path = Path(path)
+    X = load_tokens(path)
     try:
-        X = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"tokens must be a readable .npy file, got {str(path)!r}: {exc}") from exc
-    est = tokens.estimate_rho_q(X)
+        est = tokens.estimate_rho_q(X)
+    except ValueError as exc:
+        raise ValueError(f"{exc}. {SAVE_HINT}") from exc
     note = None
     if est.rho_hat < 0:
         note = "rho_hat < 0 is outside the theory's [0, 1); the nearest model is rho = 0"
@@ -341,6 +411,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="attnscale",
         description="Ask the theory about one attention head (docs/ask-the-theory.md).",
     )
+    p.add_argument("--version", action="version", version=f"attnscale {attnscale.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser(
         "critical",

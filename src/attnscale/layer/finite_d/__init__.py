@@ -23,8 +23,8 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import brentq
 
+from attnscale.core.roots import brentq
 from attnscale.layer import theory
 from attnscale.layer.finite_d import approx, laplace, laws
 from attnscale.layer.finite_d.mean_field import mean_field_values

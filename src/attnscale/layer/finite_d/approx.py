@@ -9,8 +9,9 @@ from __future__ import annotations
 from functools import cache, lru_cache
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import gammaln, ive
+
+from attnscale.core.roots import brentq
 
 from .laws import LEVELS, gauss_legendre_01, normal_score_rule, r0_nodes, tau_law
 

@@ -20,8 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import betaincinv, ndtr, roots_jacobi, roots_legendre
-from scipy.stats import chi2
+from scipy.special import betaincinv, gammainccinv, gammaincinv, ndtr, roots_jacobi, roots_legendre
 
 __all__ = [
     "LEVELS",
@@ -128,7 +127,9 @@ def normal_score_rule(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 def r0_nodes(d: int, n_r0: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes/weights for ``R_0 = ||z_0||``, ``d R_0^2 ~ chi^2_d``, on normal scores."""
     z, w, lo, up = normal_score_rule(n_r0)
-    q = np.where(z < 0, chi2.ppf(lo, d), chi2.isf(up, d))
+    # chi^2_d quantiles as scipy.stats.chi2.ppf / .isf compute them (bit for bit), without
+    # importing scipy.stats (0.3 s of the command line's start-up)
+    q = np.where(z < 0, 2.0 * gammaincinv(d / 2.0, lo), 2.0 * gammainccinv(d / 2.0, up))
     return np.sqrt(q / d), w
 
 
