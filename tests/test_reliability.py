@@ -97,7 +97,7 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
     differ; that is what test_golden_tables' tolerances are for
     (docs/pipeline.md#golden-tables-across-cpus)."""
     work = forced_rerun["dir"]
-    assert "paper_a_figure2" in forced_rerun["output"]  # downstream figures were rebuilt
+    assert "paper_a_eta_figure" in forced_rerun["output"]  # downstream figures were rebuilt
     assert tree_hashes(work / "results") == tree_hashes(smoke_run["dir"] / "results")
     assert tree_hashes(work / "figures") == tree_hashes(smoke_run["dir"] / "figures")
 
@@ -110,7 +110,7 @@ def test_provenance_command(smoke_run):
         cwd=smoke_run["dir"], capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     out = proc.stdout
-    for needle in ("paper_a_figure1", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
+    for needle in ("paper_a_lambda_figure", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
                    "src/attnscale/layer/attention.py"):  # fmt: skip
         assert needle in out, needle
     import yaml

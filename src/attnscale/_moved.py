@@ -16,7 +16,8 @@ import importlib.machinery
 import sys
 import warnings
 
-#: old module (under ``attnscale``) -> its home now
+#: old module (under ``attnscale``; a dotted key is a module renamed inside its package) -> its
+#: home now
 MOVED: dict[str, str] = {
     "validation": "core.validation",
     "seeding": "core.seeding",
@@ -52,6 +53,11 @@ MOVED: dict[str, str] = {
     "benchmark": "bench.kernels",
     "benchmark_causal": "bench.causal",
     "plotting": "figures.style",
+    # renamed within their package (issue 26: modules named like their workflow family)
+    "experiments.paper_a_rules": "experiments.paper_a_scaling_rules",
+    "figures.paper_a_rules": "figures.paper_a_scaling_rules",
+    "experiments.rules_simulated": "experiments.causal_rules_simulated",
+    "figures.rules_simulated": "figures.causal_rules_simulated",
 }
 
 
@@ -59,9 +65,13 @@ def new_name(old: str) -> str | None:
     """The current full name of an old full module name (``attnscale.finite_d.laws`` ->
     ``attnscale.layer.finite_d.laws``), or ``None`` if ``old`` is not an old path."""
     parts = old.split(".")
-    if len(parts) < 2 or parts[0] != "attnscale" or parts[1] not in MOVED:
+    if len(parts) < 2 or parts[0] != "attnscale":
         return None
-    return ".".join(["attnscale", MOVED[parts[1]], *parts[2:]])
+    for k in range(len(parts), 1, -1):  # the longest old path that names a moved module
+        key = ".".join(parts[1:k])
+        if key in MOVED:
+            return ".".join(["attnscale", MOVED[key], *parts[k:]])
+    return None
 
 
 class _AliasLoader(importlib.abc.Loader):

@@ -73,7 +73,7 @@ rule finite_d_transition_theory:
         ENTRY
 
 
-rule finite_d_transition:
+rule finite_d_transition_figure:
     """Figure (ours): gamma* = beta*(n, d) / ln n against n, theory lines and simulated points."""
     input:
         data=expand(
@@ -85,7 +85,7 @@ rule finite_d_transition:
     output:
         png=report(
             "figures/finite_d/transition.png",
-            caption="../report/finite_d_transition.rst",
+            caption="../report/finite_d_transition_figure.rst",
             category="Finite d",
             labels={"figure": "transition at finite d (ours)", "quantity": "gamma*"},
         ),
@@ -146,7 +146,7 @@ rule finite_d_intermediate_rows:
         ENTRY
 
 
-rule finite_d_intermediate:
+rule finite_d_intermediate_figure:
     """Figure (ours): how many keys a query attends to over (rho, gamma), d = paper_a.d."""
     input:
         data=expand(
@@ -158,7 +158,7 @@ rule finite_d_intermediate:
     output:
         png=report(
             "figures/finite_d/intermediate.png",
-            caption="../report/finite_d_intermediate.rst",
+            caption="../report/finite_d_intermediate_figure.rst",
             category="Finite d",
             labels={"figure": "intermediate phase (ours)", "quantity": "N_eff"},
         ),

@@ -105,7 +105,7 @@ rule paper_a_finite_d_line:
         ENTRY
 
 
-rule paper_a_figure1:
+rule paper_a_lambda_figure:
     """Figure 1: lambda heat maps over (rho, gamma), one panel per d."""
     input:
         data=rules.paper_a_lambda_summary.output.figure1,
@@ -114,7 +114,7 @@ rule paper_a_figure1:
     output:
         png=report(
             "figures/paper_a/figure1_lambda.png",
-            caption="../report/paper_a_figure1.rst",
+            caption="../report/paper_a_lambda_figure.rst",
             category="Paper A",
             labels={"figure": "Figure 1", "quantity": "lambda"},
         ),
@@ -140,7 +140,7 @@ rule paper_a_figure1:
         ENTRY
 
 
-rule paper_a_critical_check:
+rule paper_a_critical_check_figure:
     """Theory check (ours): lambda at gamma_c(rho_hat) vs the limit and the finite-n simplex."""
     input:
         data=rules.paper_a_lambda_summary.output.critical,
@@ -148,7 +148,7 @@ rule paper_a_critical_check:
     output:
         png=report(
             "figures/paper_a/lambda_critical_check.png",
-            caption="../report/paper_a_critical_check.rst",
+            caption="../report/paper_a_critical_check_figure.rst",
             category="Paper A",
             labels={"figure": "theory check (ours)", "quantity": "lambda at gamma_c"},
         ),

@@ -60,7 +60,7 @@ rule paper_a_eta_summary:
         ENTRY
 
 
-rule paper_a_figure2:
+rule paper_a_eta_figure:
     """Figure 2: eta heat maps over (rho, gamma), one panel per d."""
     input:
         data=rules.paper_a_eta_summary.output.figure2,
@@ -69,7 +69,7 @@ rule paper_a_figure2:
     output:
         png=report(
             "figures/paper_a/figure2_eta.png",
-            caption="../report/paper_a_figure2.rst",
+            caption="../report/paper_a_eta_figure.rst",
             category="Paper A",
             labels={"figure": "Figure 2", "quantity": "eta"},
         ),
@@ -126,7 +126,7 @@ rule paper_a_theorem_rows:
         ENTRY
 
 
-rule paper_a_theorem_table_data:
+rule paper_a_theorem_table_summary:
     """Tidy theorem table: simulation mean +- SE, finite-n simplex value, limit, paired z."""
     input:
         csvs=expand(
@@ -152,15 +152,15 @@ rule paper_a_theorem_table_data:
         ENTRY
 
 
-rule paper_a_theorem_table:
+rule paper_a_theorem_table_figure:
     """The theorem table rendered as a figure."""
     input:
-        data=rules.paper_a_theorem_table_data.output.csv,
+        data=rules.paper_a_theorem_table_summary.output.csv,
         lib=lib("figures.paper_a_eta"),
     output:
         png=report(
             "figures/paper_a/theorem_table.png",
-            caption="../report/paper_a_theorem_table.rst",
+            caption="../report/paper_a_theorem_table_figure.rst",
             category="Paper A",
             labels={
                 "figure": "theorem table (ours)",
@@ -208,7 +208,7 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
         alphas=CFG.grid("paper_a.finite_size.alpha").tolist(),
 
 
-rule paper_a_finite_size_data:
+rule paper_a_finite_size_summary:
     """Tidy finite-size table (the theorem table of the finite-size draws)."""
     input:
         csvs=expand(
@@ -234,15 +234,15 @@ rule paper_a_finite_size_data:
         ENTRY
 
 
-rule paper_a_finite_size:
+rule paper_a_finite_size_figure:
     """Finite-size panel: critical values against n with their limits, per d."""
     input:
-        data=rules.paper_a_finite_size_data.output.csv,
+        data=rules.paper_a_finite_size_summary.output.csv,
         lib=lib("figures.paper_a_eta"),
     output:
         png=report(
             "figures/paper_a/finite_size.png",
-            caption="../report/paper_a_finite_size.rst",
+            caption="../report/paper_a_finite_size_figure.rst",
             category="Paper A",
             labels={
                 "figure": "finite-size check (ours)",

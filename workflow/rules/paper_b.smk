@@ -35,7 +35,7 @@ rule paper_b_vector_fields:
         ENTRY
 
 
-rule paper_b_plot_vector_fields:
+rule paper_b_vector_fields_figure:
     """Vector-field figure: five beta panels and the rms arrow length against beta (ours)."""
     input:
         panels=rules.paper_b_vector_fields.output.panels,
@@ -44,7 +44,7 @@ rule paper_b_plot_vector_fields:
     output:
         png=report(
             "figures/paper_b/vector_fields.png",
-            caption="../report/paper_b_vector_fields.rst",
+            caption="../report/paper_b_vector_fields_figure.rst",
             category="Paper B",
             labels={"figure": "vector fields", "quantity": "P_q Y_n(q)"},
         ),
@@ -159,7 +159,7 @@ rule paper_b_poisson_limit:
         ENTRY
 
 
-rule paper_b_plot_phase_diagram:
+rule paper_b_phase_diagram_figure:
     """Phase diagram of A_(1): heat map, critical lines, subcritical asymptote."""
     input:
         phase=rules.paper_b_phase_summary.output.csv,
@@ -168,7 +168,7 @@ rule paper_b_plot_phase_diagram:
     output:
         png=report(
             "figures/paper_b/phase_diagram.png",
-            caption="../report/paper_b_phase_diagram.rst",
+            caption="../report/paper_b_phase_diagram_figure.rst",
             category="Paper B",
             labels={"figure": "phase diagram", "quantity": "A_(1)"},
         ),
@@ -231,7 +231,7 @@ rule paper_b_profile:
         ENTRY
 
 
-rule paper_b_plot_profile:
+rule paper_b_profile_figure:
     """Weight-profile figure: A_(k)/A_(1) and cumulative mass against x = k/m_n."""
     input:
         csvs=expand(rules.paper_b_profile.output.csv, d=CFG.ints("paper_b.profile.d")),
@@ -239,7 +239,7 @@ rule paper_b_plot_profile:
     output:
         png=report(
             "figures/paper_b/weight_profile.png",
-            caption="../report/paper_b_weight_profile.rst",
+            caption="../report/paper_b_profile_figure.rst",
             category="Paper B",
             labels={"figure": "subcritical profile", "quantity": "A_(k)/A_(1)"},
         ),

@@ -99,7 +99,7 @@ rule paper_b_exponent_figure:
         fits="results/paper_b_exponent/fits.csv",
         png=report(
             "figures/paper_b_exponent/exponent.png",
-            caption="../report/paper_b_exponent.rst",
+            caption="../report/paper_b_exponent_figure.rst",
             category="Paper B (ours)",
             labels={"figure": "critical exponent", "quantity": "beta*(n)"},
         ),
@@ -132,7 +132,7 @@ rule paper_b_exponent_figure:
         ENTRY
 
 
-rule paper_b_rope_figure:
+rule paper_b_exponent_rope_figure:
     """beta*(n) for RoPE-rotated keys against uniform keys, and the repeated key at long n (ours)."""
     input:
         points=rules.paper_b_exponent_figure.output.points,
@@ -141,7 +141,7 @@ rule paper_b_rope_figure:
     output:
         png=report(
             "figures/paper_b_exponent/rope.png",
-            caption="../report/paper_b_rope.rst",
+            caption="../report/paper_b_exponent_rope_figure.rst",
             category="Paper B (ours)",
             labels={"figure": "RoPE keys", "quantity": "beta*(n)"},
         ),

@@ -36,7 +36,7 @@ rule paper_b_critical_laws:
         ENTRY
 
 
-rule paper_b_plot_critical_laws:
+rule paper_b_critical_laws_figure:
     """Critical-laws figure (ours): ECDFs against the Poisson and Weibull limits."""
     input:
         ecdf=expand(
@@ -51,7 +51,7 @@ rule paper_b_plot_critical_laws:
     output:
         png=report(
             "figures/paper_b/critical_laws.png",
-            caption="../report/paper_b_critical_laws.rst",
+            caption="../report/paper_b_critical_laws_figure.rst",
             category="Paper B",
             labels={"figure": "critical laws (ours)", "quantity": "law of A_(1)"},
         ),
@@ -140,7 +140,7 @@ rule paper_b_heat_drift_summary:
         ENTRY
 
 
-rule paper_b_plot_heat_drift:
+rule paper_b_heat_drift_figure:
     """Heat-drift figure (ours): ratio to the score, O(1/beta) correction, normal part."""
     input:
         summary=rules.paper_b_heat_drift_summary.output.summary,
@@ -149,7 +149,7 @@ rule paper_b_plot_heat_drift:
     output:
         png=report(
             "figures/paper_b/heat_drift.png",
-            caption="../report/paper_b_heat_drift.rst",
+            caption="../report/paper_b_heat_drift_figure.rst",
             category="Paper B",
             labels={"figure": "heat drift (ours)", "quantity": "beta P_q ATT_n"},
         ),
@@ -212,7 +212,7 @@ rule paper_b_output_law:
         ENTRY
 
 
-rule paper_b_plot_output_law:
+rule paper_b_output_law_figure:
     """Critical output law figure (ours): ECDFs of |L_n|, KS against n with its noise level,
     second moment against the Mecke value."""
     input:
@@ -228,7 +228,7 @@ rule paper_b_plot_output_law:
     output:
         png=report(
             "figures/paper_b/output_law.png",
-            caption="../report/paper_b_output_law.rst",
+            caption="../report/paper_b_output_law_figure.rst",
             category="Paper B",
             labels={"figure": "critical output law (ours)", "quantity": "|L_n|"},
         ),

@@ -174,7 +174,7 @@ rule regimes_theory:
         ENTRY
 
 
-rule regimes_table:
+rule regimes_summary:
     """Summary: simulated and predicted beta*(n) side by side (tidy table behind the figure) and
     the practical-reading table (docs/regimes.md#results)."""
     input:
@@ -207,8 +207,8 @@ rule regimes_table:
 rule regimes_figure:
     """Figure (ours): beta*(n) of every regime, simulation against prediction."""
     input:
-        table=rules.regimes_table.output.table,
-        read_off=rules.regimes_table.output.read_off,
+        table=rules.regimes_summary.output.table,
+        read_off=rules.regimes_summary.output.read_off,
         lib=lib("figures.regimes"),
     output:
         png=report(

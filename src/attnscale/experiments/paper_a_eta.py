@@ -486,6 +486,6 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def theorem_table_data(*, csvs: list) -> pd.DataFrame:
-    """Entry of rules ``paper_a_theorem_table_data`` and ``paper_a_finite_size_data``:
+    """Entry of rules ``paper_a_theorem_table_summary`` and ``paper_a_finite_size_summary``:
     :func:`theorem_table` of the stacked per-(n, d, rho) rows."""
     return theorem_table(pd.concat(csvs, ignore_index=True))

@@ -135,7 +135,7 @@ rule causal_rules_simulated:
     """Real models' per-position multipliers under a causal mask: last query block at one n
     (docs/realistic-attention.md#real-models-scaling-rules-simulated)."""
     input:
-        lib=lib("experiments.rules_simulated"),
+        lib=lib("experiments.causal_rules_simulated"),
     output:
         csv="results/realistic/rules_simulated/n{n}.csv",
     log:
@@ -150,7 +150,7 @@ rule causal_rules_simulated:
         + int(wc.n) * CFG.value("causal.rules_simulated.block") // 32768,
         runtime=15,
     params:
-        entry="experiments.rules_simulated:rules_simulated",
+        entry="experiments.causal_rules_simulated:rules_simulated",
         n=lambda wc: int(wc.n),
         d=CFG.value("causal.rules_simulated.d"),
         rhos=CFG.grid("causal.rules_simulated.rho").tolist(),
@@ -169,7 +169,7 @@ rule causal_rules_simulated_figure:
             rules.causal_rules_simulated.output.csv,
             n=CFG.ints("causal.rules_simulated.n"),
         ),
-        lib=lib("figures.rules_simulated"),
+        lib=lib("figures.causal_rules_simulated"),
     output:
         png=report(
             "figures/realistic/rules_simulated.png",
@@ -190,7 +190,7 @@ rule causal_rules_simulated_figure:
         mem_mb=1000,
         runtime=5,
     params:
-        entry="figures.rules_simulated:plot_rules_simulated",
+        entry="figures.causal_rules_simulated:plot_rules_simulated",
         caption=(
             "(ours) Logit multipliers m(i) of real models (formulas from their public code, "
             "docs/scaling-rules.md) applied per query position i under a causal mask, "
