@@ -15,7 +15,6 @@ rule causal_lambda:
         "benchmarks/realistic/causal/lambda/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=15,
@@ -43,7 +42,6 @@ rule causal_self_weight:
         "benchmarks/realistic/causal/self_weight/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -78,10 +76,6 @@ rule causal_summary:
         "logs/realistic/causal_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.causal:causal_summary",
     script:
@@ -106,10 +100,6 @@ rule causal_figure:
         "logs/realistic/causal_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.causal:plot_causal",
         caption=(
@@ -144,7 +134,6 @@ rule causal_rules_simulated:
         "benchmarks/realistic/rules_simulated/n{n}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=lambda wc: 1000
         + int(wc.n) * CFG.value("causal.rules_simulated.block") // 32768,
@@ -185,10 +174,6 @@ rule causal_rules_simulated_figure:
         "logs/realistic/rules_simulated_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.causal_rules_simulated:plot_rules_simulated",
         caption=(

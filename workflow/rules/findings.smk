@@ -45,10 +45,6 @@ rule findings:
         "benchmarks/findings.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.findings:findings",
         configuration=CONFIG_SOURCE,

@@ -17,7 +17,6 @@ rule finite_d_transition_points:
         "benchmarks/finite_d/transition/d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         # the query rows' score gaps of every draw and rho (float64) at the largest n, plus 500 MB
         mem_mb=500
@@ -54,9 +53,7 @@ rule finite_d_transition_theory:
         "benchmarks/finite_d/transition_theory.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.finite_d_theory:transition_theory",
@@ -94,10 +91,6 @@ rule finite_d_transition_figure:
         "logs/finite_d/transition.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.finite_d:plot_transition",
         caption=(
@@ -131,9 +124,7 @@ rule finite_d_intermediate_rows:
         "benchmarks/finite_d/intermediate/n{n}/d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.finite_d:intermediate_phase",
@@ -167,10 +158,6 @@ rule finite_d_intermediate_figure:
         "logs/finite_d/intermediate.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.finite_d:plot_intermediate",
         caption=(

@@ -16,10 +16,8 @@ rule paper_a_tokens:
         "benchmarks/paper_a/tokens/n{n}/d{d}/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500,
-        runtime=5,
     params:
         entry="experiments.paper_a_tokens:draw_tokens",
         n=lambda wc: int(wc.n),
@@ -44,7 +42,6 @@ rule paper_a_lambda:
         "benchmarks/paper_a/lambda/n{n}/d{d}/part{part}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
@@ -74,10 +71,8 @@ rule paper_a_lambda_summary:
         "logs/paper_a/lambda_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
-        runtime=5,
     params:
         entry="experiments.paper_a:lambda_summary",
     script:
@@ -95,9 +90,7 @@ rule paper_a_finite_d_line:
         "logs/paper_a/finite_d_line.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.finite_d_theory:figure_line",
@@ -123,10 +116,6 @@ rule paper_a_lambda_figure:
         "logs/paper_a/figure1.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a:plot_figure1",
         caption=(
@@ -157,10 +146,6 @@ rule paper_a_critical_check_figure:
         "logs/paper_a/critical_check.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a:plot_critical_check",
         caption=(

@@ -16,7 +16,6 @@ rule paper_a_eta:
         "benchmarks/paper_a/eta/n{n}/d{d}/part{part}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=mem_mb_dense,
         runtime=15,
@@ -50,10 +49,8 @@ rule paper_a_eta_summary:
         "logs/paper_a/eta_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
-        runtime=5,
     params:
         entry="experiments.paper_a_eta:eta_summary",
     script:
@@ -78,10 +75,6 @@ rule paper_a_eta_figure:
         "logs/paper_a/figure2.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_eta:plot_figure2",
         caption=(
@@ -113,7 +106,6 @@ rule paper_a_theorem_rows:
         "benchmarks/paper_a/theorem_table/n{n}/d{d}/rho{rho}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=mem_mb_dense,
         runtime=15,
@@ -142,10 +134,6 @@ rule paper_a_theorem_table_summary:
         "logs/paper_a/theorem_table_data.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_a_eta:theorem_table_data",
     script:
@@ -172,10 +160,6 @@ rule paper_a_theorem_table_figure:
         "logs/paper_a/theorem_table.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_eta:plot_theorem_table",
         caption=(
@@ -224,10 +208,6 @@ rule paper_a_finite_size_summary:
         "logs/paper_a/finite_size_data.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_a_eta:theorem_table_data",
     script:
@@ -254,10 +234,6 @@ rule paper_a_finite_size_figure:
         "logs/paper_a/finite_size.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_eta:plot_finite_size",
         caption=(

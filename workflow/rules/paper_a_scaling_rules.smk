@@ -13,10 +13,8 @@ rule paper_a_scaling_rules_data:
         "benchmarks/paper_a/scaling_rules_data.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500,
-        runtime=5,
     params:
         entry="experiments.paper_a_scaling_rules:scaling_rules_data",
         ns=CFG.grid("paper_a.scaling_rules.n").tolist(),
@@ -46,10 +44,6 @@ rule paper_a_scaling_rules_figure:
         "logs/paper_a/scaling_rules.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_scaling_rules:plot_scaling_rules",
         caption=(

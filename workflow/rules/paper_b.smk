@@ -19,7 +19,6 @@ rule paper_b_vector_fields:
         "benchmarks/paper_b/vector_fields.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
@@ -53,10 +52,6 @@ rule paper_b_vector_fields_figure:
         "logs/paper_b/plot_vector_fields.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_fields:plot_vector_fields",
         caption=(
@@ -89,7 +84,6 @@ rule paper_b_phase_column:
         "benchmarks/paper_b/phase/d{d}/n{n}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -121,10 +115,6 @@ rule paper_b_phase_summary:
         "logs/paper_b/phase_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_b_phase:phase_summary",
     script:
@@ -144,7 +134,6 @@ rule paper_b_poisson_limit:
         "benchmarks/paper_b/poisson_limit_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -177,10 +166,6 @@ rule paper_b_phase_diagram_figure:
         "logs/paper_b/plot_phase_diagram.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_phase:plot_phase_diagram",
         caption=(
@@ -215,7 +200,6 @@ rule paper_b_profile:
         "benchmarks/paper_b/profile_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -248,10 +232,6 @@ rule paper_b_profile_figure:
         "logs/paper_b/plot_profile.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_laws:plot_profile",
         caption=(

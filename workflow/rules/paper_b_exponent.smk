@@ -20,7 +20,6 @@ rule paper_b_exponent_sphere:
         "benchmarks/paper_b_exponent/sphere.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=15,
@@ -59,7 +58,6 @@ rule paper_b_exponent_rope:
         "benchmarks/paper_b_exponent/rope/d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
@@ -108,10 +106,6 @@ rule paper_b_exponent_figure:
         "logs/paper_b_exponent/exponent_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_exponent:exponent_figure",
         upper_n_min=CFG.value("paper_b_exponent.upper_n_min"),
@@ -150,10 +144,6 @@ rule paper_b_exponent_rope_figure:
         "logs/paper_b_exponent/rope_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_exponent:plot_rope",
         caption=(

@@ -19,7 +19,6 @@ rule paper_b_critical_laws:
         "benchmarks/paper_b/critical_laws_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
@@ -60,10 +59,6 @@ rule paper_b_critical_laws_figure:
         "logs/paper_b/plot_critical_laws.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_laws:plot_critical_laws",
         caption=(
@@ -95,7 +90,6 @@ rule paper_b_heat_drift:
         beta=r"\d+\.\d{4}",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2500,
         runtime=15,
@@ -128,10 +122,6 @@ rule paper_b_heat_drift_summary:
         "logs/paper_b/heat_drift_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_b_drift:heat_drift_summary",
         q=CFG.get("paper_b.heat_drift.q"),
@@ -158,10 +148,6 @@ rule paper_b_heat_drift_figure:
         "logs/paper_b/plot_heat_drift.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_drift:plot_heat_drift",
         caption=(
@@ -195,9 +181,7 @@ rule paper_b_output_law:
         "benchmarks/paper_b/output_law_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.paper_b_output_law:critical_output_law",
@@ -237,10 +221,6 @@ rule paper_b_output_law_figure:
         "logs/paper_b/plot_output_law.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_output_law:plot_output_law",
         caption=(
