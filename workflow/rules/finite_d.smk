@@ -128,6 +128,8 @@ rule finite_d_intermediate_rows:
         runtime=10,
     params:
         entry="experiments.finite_d:intermediate_phase",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rho=CFG.grid("paper_a.rho").tolist(),
         gamma=CFG.grid("paper_a.gamma").tolist(),
         rows=CFG.value("finite_d.intermediate.rows"),

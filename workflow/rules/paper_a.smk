@@ -47,6 +47,8 @@ rule paper_a_lambda:
         runtime=15,
     params:
         entry="experiments.paper_a:lambda_rows",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),

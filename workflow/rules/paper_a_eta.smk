@@ -21,6 +21,8 @@ rule paper_a_eta:
         runtime=15,
     params:
         entry="experiments.paper_a_eta:eta_rows",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),
@@ -111,6 +113,8 @@ rule paper_a_theorem_rows:
         runtime=15,
     params:
         entry="experiments.paper_a_eta:theory_rows_all",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rho=lambda wc: CFG.exact("paper_a.theorem_table.rho", wc.rho),
         gamma_factors=CFG.grid("paper_a.theorem_table.gamma_factors").tolist(),
         alphas=CFG.grid("paper_a.theorem_table.alpha").tolist(),
@@ -187,6 +191,8 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
         "benchmarks/paper_a/finite_size/n{n}/d{d}/rho{rho}.tsv"
     params:
         entry="experiments.paper_a_eta:theory_rows_all",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rho=lambda wc: CFG.exact("paper_a.finite_size.rho", wc.rho),
         gamma_factors=[1.0],
         alphas=CFG.grid("paper_a.finite_size.alpha").tolist(),
