@@ -91,7 +91,7 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
 
     Exact equality, not a tolerance, holds on any CPU: both runs are made on this machine in this
     session, so OpenBLAS and numpy pick the same kernels. The core count cannot change bits
-    either: every rule of the smoke DAG declares ``threads: 1`` and ``attnscale.pipeline.runtime.job``
+    either: every rule of the smoke DAG runs with ``threads: 1`` and ``attnscale.pipeline.runtime.job``
     limits BLAS to the rule's threads inside each job, so ``--cores`` changes only the order in
     which jobs run (and each job seeds itself from its own spawn key). Across machines the bytes
     differ; that is what test_golden_tables' tolerances are for
