@@ -5,7 +5,9 @@ Until the library was grouped by domain every module sat directly under ``attnsc
 against those paths keep working: importing an old path returns the module at its new home (the
 same module object, so attributes and monkeypatches are shared) and emits a
 :class:`DeprecationWarning` that names the new path. ``python -m <old path>`` runs the new
-module's command line.
+module's command line. Modules renamed inside their package, to be named like their workflow
+family (``attnscale.experiments.paper_a_rules`` -> ``attnscale.experiments.paper_a_scaling_rules``,
+docs/pipeline.md#rule-names), are kept importable the same way.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ RENAMED_RULES = {
 for _old, _new in RENAMED_RULES.items():
 
     rule:
+        """Old name of a renamed rule; builds that rule's outputs (docs/pipeline.md#rule-names)."""
         name:
             _old
         input:

@@ -16,8 +16,6 @@ import math
 
 import numpy as np
 
-from attnscale.backend import check_jax_fits, check_name
-
 from .config_ranges import Range, fail
 
 __all__ = ["CHECKS", "LAMBDA_JOBS", "lambda_jobs"]
@@ -138,6 +136,8 @@ def lambda_jobs(cfg) -> list[tuple[str, int, int]]:
 def _check_backend(cfg) -> None:
     # backend_memory_gb: null (detect per job) or a number > 0; backend: jax needs JAX and enough
     # memory for the largest lambda-type job (docs/gpu.md#choosing-the-backend)
+    from attnscale.backend import check_jax_fits, check_name
+
     try:
         gb = cfg.get("backend_memory_gb")
     except KeyError:
