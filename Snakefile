@@ -24,38 +24,39 @@ include: "workflow/rules/paper_a_eta.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/paper_b.smk"
 include: "workflow/rules/paper_b_limits.smk"
-include: "workflow/rules/paper_a_rules.smk"
+include: "workflow/rules/paper_a_scaling_rules.smk"
 include: "workflow/rules/finite_d.smk"
-include: "workflow/rules/realistic_causal.smk"
-include: "workflow/rules/realistic_variants.smk"
+include: "workflow/rules/causal.smk"
+include: "workflow/rules/realistic.smk"
 include: "workflow/rules/paper_b_exponent.smk"
 include: "workflow/rules/regimes.smk"
 include: "workflow/rules/findings.smk"
+include: "workflow/rules/aliases.smk"
 
 
 rule all:
     default_target: True
     input:
-        rules.paper_a_figure1.output,
-        rules.paper_a_critical_check.output,
-        rules.paper_a_figure2.output,
-        rules.paper_a_theorem_table.output,
-        rules.paper_a_finite_size.output,
-        rules.paper_a_scaling_rules.output,
-        rules.finite_d_transition.output,
-        rules.finite_d_intermediate.output,
+        rules.paper_a_lambda_figure.output,
+        rules.paper_a_critical_check_figure.output,
+        rules.paper_a_eta_figure.output,
+        rules.paper_a_theorem_table_figure.output,
+        rules.paper_a_finite_size_figure.output,
+        rules.paper_a_scaling_rules_figure.output,
+        rules.finite_d_transition_figure.output,
+        rules.finite_d_intermediate_figure.output,
         rules.causal_figure.output,
         rules.causal_rules_simulated_figure.output,
         rules.realistic_learned_qk_figure.output,
         rules.realistic_sink_figure.output,
         rules.realistic_depth_figure.output,
-        rules.paper_b_plot_vector_fields.output,
-        rules.paper_b_plot_phase_diagram.output,
-        rules.paper_b_plot_profile.output,
-        rules.paper_b_plot_critical_laws.output,
-        rules.paper_b_plot_heat_drift.output,
-        rules.paper_b_plot_output_law.output,
+        rules.paper_b_vector_fields_figure.output,
+        rules.paper_b_phase_diagram_figure.output,
+        rules.paper_b_profile_figure.output,
+        rules.paper_b_critical_laws_figure.output,
+        rules.paper_b_heat_drift_figure.output,
+        rules.paper_b_output_law_figure.output,
         rules.paper_b_exponent_figure.output,
-        rules.paper_b_rope_figure.output,
+        rules.paper_b_exponent_rope_figure.output,
         rules.regimes_figure.output,
         rules.findings.output,

@@ -233,7 +233,7 @@ def smoke_run(request, tmp_path_factory):
 
 # One compute rule per family of random draws (Hutchinson probes over the cached Paper A tokens,
 # finite-d, causal and Paper B key draws), each drawing from its job's SeedSequence: forcing them
-# and everything downstream with one core (every rule declares threads: 1, so --cores only changes
+# and everything downstream with one core (every rule runs with threads: 1, so --cores only changes
 # the order and interleaving of jobs) checks determinism across core counts and forced reruns in
 # about 20 jobs (tests/test_reliability.py). A whole --forceall of the smoke DAG (80 jobs,
 # ~170 CPU-s) would add nothing these do not cover.

@@ -20,7 +20,7 @@ from attnscale.experiments import paper_b_drift as pbd
 from attnscale.experiments import paper_b_fields as pbf
 from attnscale.experiments import paper_b_laws as pbl
 from attnscale.experiments import paper_b_phase as pbp
-from attnscale.experiments.paper_a_tokens import tokens_at
+from attnscale.experiments.paper_a_tokens import check_draws, draw_tokens, tokens_at
 from attnscale.sphere import poisson_limit as pl
 from attnscale.sphere import theory as st
 
@@ -204,6 +204,21 @@ def test_theory_rows_all_without_usable_draw_names_d_and_rho():
     msg = r"^no token draw of d = 2 at rho = 0\.5 has rho_hat in \(0, 1\)$"
     with pytest.raises(ValueError, match=msg):
         pae.theory_rows_all(draws=[draw], rho=0.5, gamma_factors=[1.0], alphas=[0.0])
+
+
+def test_token_draws_of_another_job_are_refused_with_the_size_named():
+    """A rule passes its wildcards n, d (docs/pipeline.md#rule-anatomy): draws of another size,
+    e.g. read from the wrong file, are an error naming the size, before any work."""
+    draws = [draw_tokens(n=6, d=3, trial=t, root_seed=1) for t in range(2)]
+    assert check_draws(draws, 6, 3) == check_draws(draws) == (6, 3)
+    with pytest.raises(ValueError, match=r"^n = 7 but the draws have n = 6 \(Z of shape"):
+        pae.theory_rows_all(draws=draws, rho=0.5, gamma_factors=[1.0], alphas=[0.0], n=7, d=3)
+    with pytest.raises(ValueError, match=r"^d = 4 but the draws have d = 3"):
+        check_draws(draws, 6, 4)
+    with pytest.raises(ValueError, match=r"^draws\[1\] has Z of shape \(5, 3\)"):
+        check_draws([draws[0], draw_tokens(n=5, d=3, trial=0, root_seed=1)])
+    with pytest.raises(ValueError, match="^draws must hold at least one"):
+        check_draws([], 6, 3)
 
 
 # Two output checks at the same toy sizes (mutation survivors beside the argument checks).

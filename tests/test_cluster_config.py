@@ -93,3 +93,47 @@ def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
     assert "gpu=1" in job[: job.index("Shell command")]
     job = out[out.index("rule paper_b_exponent_sphere:") :]
     assert "gpu=" not in job[: job.index("Shell command")]
+
+
+def test_every_job_asks_for_its_rules_resources_whatever_the_site_defaults(tmp_path):
+    """Threads, mem_mb and runtime come from the workflow (a rule's own, else RULE_DEFAULTS of
+    workflow/rules/common.smk; docs/pipeline.md#rule-anatomy): with the site's
+    ``--default-resources`` (which replaces the profile's list, docs/pipeline.md#scaling-out), and
+    one that names mem_mb and runtime, every job still asks for them, and no job for more than
+    one thread (determinism: BLAS follows a job's threads)."""
+    work = copy_repo(tmp_path / "repo")
+    proc = snakemake(work, "-n", "--workflow-profile", "profiles/slurm", "--configfile",
+                     "tests/smoke.yaml", "--default-resources", "slurm_partition=site",
+                     "slurm_account=me", "mem_mb=3", "runtime=1")  # fmt: skip
+    jobs = re.findall(r"^\s*(?:local)?rule (\w+):\n((?:\s+\w+: .*\n)*)", proc.stdout, re.M)
+    assert len(jobs) > 50
+    res = {}
+    for rule, body in jobs:
+        assert "threads:" not in body, rule  # printed only when > 1
+        line = re.search(r"resources: (.*)", body).group(1)
+        got = dict(kv.split("=", 1) for kv in line.split(", "))
+        assert got["slurm_partition"] == "site" and got["slurm_account"] == "me", rule
+        res.setdefault(rule, set()).add((got["mem_mb"], got["runtime"]))
+    assert res["paper_b_profile_figure"] == {("1000", "5")}  # the defaults
+    assert res["paper_a_lambda"] == {("2000", "15")}  # its own
+    assert res["finite_d_transition_theory"] == {("1000", "10")}  # its runtime, the default mem_mb
+
+
+def test_rule_defaults_sit_between_the_site_defaults_and_the_rules_own_values():
+    from snakemake.settings.types import ResourceSettings
+
+    from attnscale.pipeline.rule_defaults import install
+
+    class Workflow:
+        resource_settings = ResourceSettings(
+            default_resources={"mem_mb": 3, "slurm_partition": "site"}
+        )
+
+    install(Workflow, {"mem_mb": 1000, "runtime": 5})
+    got = {k: v.value for k, v in Workflow.resource_settings._parsed_default_resources.items()}
+    assert {k: got[k] for k in ("mem_mb", "runtime", "slurm_partition")} == {
+        "mem_mb": 1000, "runtime": 5, "slurm_partition": "site"}  # fmt: skip
+    with pytest.raises(ValueError, match="rule default runtime must be a number > 0; got 0"):
+        install(Workflow, {"runtime": 0})
+    with pytest.raises(RuntimeError, match="cannot set the rule defaults"):
+        install(object(), {"runtime": 5})

@@ -161,3 +161,21 @@ def test_bad_config_stops_snakemake_before_the_dag(work, name, frag, needles):
         assert needle in text, f"{name}: {needle!r} not in\n{text[-3000:]}"
     assert "Building DAG of jobs" not in text, "validation must fail before the DAG is built"
     assert not any((work / "results").iterdir()), "a rejected config wrote results"
+
+
+def test_the_jax_check_sizes_the_configured_lambda_jobs():
+    """The workflow knows which keys size its lambda-type jobs (pipeline.config_checks, not
+    backend: issue 26); backend.check_jax_fits refuses a job over the memory budget, naming it."""
+    pytest.importorskip("jax")
+    from attnscale.backend import BackendError, check_jax_fits
+    from attnscale.pipeline.config_checks import lambda_jobs
+
+    cfg = load(copy.deepcopy(BASE), schema=SCHEMA)
+    n, d = BASE["paper_a"]["n"], max(BASE["paper_a"]["d"])
+    assert lambda_jobs(cfg)[0] == ("Figures 1 and 2 (paper_a.n, paper_a.d)", n, d)
+    assert [w for w, *_ in lambda_jobs(Config({"paper_a": {"n": 8, "d": [2, 3]}}))] == [
+        "Figures 1 and 2 (paper_a.n, paper_a.d)"
+    ]  # a section the configuration lacks is skipped
+    check_jax_fits(lambda_jobs(cfg), memory_gb=64)
+    with pytest.raises(BackendError, match=rf"^backend: jax: Figures 1 and 2 .* n = {n}, d = {d}"):
+        check_jax_fits(lambda_jobs(cfg), memory_gb=1e-6)

@@ -106,7 +106,7 @@ def test_a_rule_runs_from_a_checkout_whose_library_is_not_installed(tmp_path):
             log = [{str(work / "rules.log")!r}]
             input = NL()
             output = NL(csv={str(out)!r})
-            params = NL(entry="experiments.paper_a_rules:scaling_rules_data",
+            params = NL(entry="experiments.paper_a_scaling_rules:scaling_rules_data",
                         ns=[1024.0, 4096.0], overlay_n=2048.0)
 
         runpy.run_path({str(work / "workflow/scripts/entry.py")!r}, init_globals={{"snakemake": SM()}})

@@ -37,7 +37,7 @@ def plot_lambda_profile(*, data: pd.DataFrame, caption: str):
 
 RULE = '''
 
-rule paper_a_lambda_profile:
+rule paper_a_lambda_profile_figure:
     """lambda against gamma at one rho (recipe test)."""
     input:
         data=rules.paper_a_lambda_summary.output.figure1,
@@ -45,7 +45,7 @@ rule paper_a_lambda_profile:
     output:
         png=report(
             "figures/paper_a/lambda_profile.png",
-            caption="../report/paper_a_lambda_profile.rst",
+            caption="../report/paper_a_lambda_profile_figure.rst",
             category="Paper A",
         ),
         pdf="figures/paper_a/lambda_profile.pdf",
@@ -53,10 +53,6 @@ rule paper_a_lambda_profile:
         "logs/paper_a/lambda_profile.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a:plot_lambda_profile",
         caption=f"n = {CFG.value('paper_a.n')} [choice].",
@@ -87,7 +83,7 @@ def test_recipe_adds_a_figure_touching_at_most_five_files(smoke_run, tmp_path):
     smk = work / "workflow/rules/paper_a.smk"
     smk.write_text(smk.read_text() + RULE)
     # 3. caption
-    (work / "workflow/report/paper_a_lambda_profile.rst").write_text(
+    (work / "workflow/report/paper_a_lambda_profile_figure.rst").write_text(
         "lambda against gamma at one rho (recipe test).\n"
     )
     # 4. target in rule all
@@ -95,7 +91,7 @@ def test_recipe_adds_a_figure_touching_at_most_five_files(smoke_run, tmp_path):
     text = snakefile.read_text()
     text, k = re.subn(
         r"(rule all:\n(?:.*\n)*?    input:\n)",
-        r"\1        rules.paper_a_lambda_profile.output,\n",
+        r"\1        rules.paper_a_lambda_profile_figure.output,\n",
         text,
     )
     assert k == 1
@@ -105,19 +101,19 @@ def test_recipe_adds_a_figure_touching_at_most_five_files(smoke_run, tmp_path):
     readme.write_text(
         readme.read_text()
         + textwrap.dedent("""
-        | lambda profile (recipe test) | `paper_a_lambda_profile` | `figures/paper_a/lambda_profile.{png,pdf}` | ours |
+        | lambda profile (recipe test) | `paper_a_lambda_profile_figure` | `figures/paper_a/lambda_profile.{png,pdf}` | ours |
         """)
     )
     after = _hashes(work)
     touched = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert len(touched) <= 5, touched
 
-    dry = snakemake(work, "-n", "--cores", "1", "paper_a_lambda_profile", *SMOKE)
+    dry = snakemake(work, "-n", "--cores", "1", "paper_a_lambda_profile_figure", *SMOKE)
     jobs = re.findall(r"^rule (\w+):", dry.stdout, flags=re.M)
-    assert jobs == ["paper_a_lambda_profile"], jobs  # the existing table is reused
-    snakemake(work, "--cores", "2", "paper_a_lambda_profile", *SMOKE)
+    assert jobs == ["paper_a_lambda_profile_figure"], jobs  # the existing table is reused
+    snakemake(work, "--cores", "2", "paper_a_lambda_profile_figure", *SMOKE)
     png = work / "figures/paper_a/lambda_profile.png"
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
     assert (work / "figures/paper_a/lambda_profile.pdf").is_file()
     lint = snakemake(work, "--lint", *SMOKE, check=False)
-    assert "paper_a_lambda_profile" not in lint.stdout + lint.stderr, lint.stdout[-3000:]
+    assert "paper_a_lambda_profile_figure" not in lint.stdout + lint.stderr, lint.stdout[-3000:]

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from attnscale.experiments import paper_a_rules as par
+from attnscale.experiments import paper_a_scaling_rules as par
 from attnscale.layer import scaling_rules as sr
 
 

@@ -91,13 +91,13 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
 
     Exact equality, not a tolerance, holds on any CPU: both runs are made on this machine in this
     session, so OpenBLAS and numpy pick the same kernels. The core count cannot change bits
-    either: every rule of the smoke DAG declares ``threads: 1`` and ``attnscale.pipeline.runtime.job``
+    either: every rule of the smoke DAG runs with ``threads: 1`` and ``attnscale.pipeline.runtime.job``
     limits BLAS to the rule's threads inside each job, so ``--cores`` changes only the order in
     which jobs run (and each job seeds itself from its own spawn key). Across machines the bytes
     differ; that is what test_golden_tables' tolerances are for
     (docs/pipeline.md#golden-tables-across-cpus)."""
     work = forced_rerun["dir"]
-    assert "paper_a_figure2" in forced_rerun["output"]  # downstream figures were rebuilt
+    assert "paper_a_eta_figure" in forced_rerun["output"]  # downstream figures were rebuilt
     assert tree_hashes(work / "results") == tree_hashes(smoke_run["dir"] / "results")
     assert tree_hashes(work / "figures") == tree_hashes(smoke_run["dir"] / "figures")
 
@@ -110,7 +110,7 @@ def test_provenance_command(smoke_run):
         cwd=smoke_run["dir"], capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     out = proc.stdout
-    for needle in ("paper_a_figure1", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
+    for needle in ("paper_a_lambda_figure", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
                    "src/attnscale/layer/attention.py"):  # fmt: skip
         assert needle in out, needle
     import yaml

@@ -7,9 +7,9 @@ import pytest
 
 from attnscale.core.seeding import job_rng
 from attnscale.experiments import causal as exp_causal
-from attnscale.experiments import rules_simulated as rs
+from attnscale.experiments import causal_rules_simulated as rs
 from attnscale.figures.causal import plot_causal
-from attnscale.figures.rules_simulated import plot_rules_simulated
+from attnscale.figures.causal_rules_simulated import plot_rules_simulated
 from attnscale.layer import causal, theory, tokens
 from attnscale.layer import scaling_rules as sr
 

@@ -27,7 +27,7 @@ from attnscale import __version__
 from attnscale.core.seeding import spawn_key, value_id
 from attnscale.experiments import paper_a as pa
 from attnscale.experiments import paper_a_eta as pe
-from attnscale.experiments import paper_a_rules as par
+from attnscale.experiments import paper_a_scaling_rules as par
 from attnscale.experiments import paper_a_tokens as ptok
 from attnscale.experiments import paper_b_common as pbc
 from attnscale.experiments import paper_b_drift as pbd

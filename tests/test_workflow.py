@@ -126,9 +126,9 @@ def test_every_golden_column_is_classified(rel):
 # (the findings read the tables of every family, so they rerun too: docs/pipeline.md#numbers-in-the-prose)
 PARAM_CHANGES = [
     ({"paper_a": {"scaling_rules": {"overlay_n": 16384}}},
-     {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules": 1, "findings": 1}),
+     {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules_figure": 1, "findings": 1}),
     ({"paper_b": {"profile": {"trials": 41}}},
-     {"paper_b_profile": 2, "paper_b_plot_profile": 1, "findings": 1}),
+     {"paper_b_profile": 2, "paper_b_profile_figure": 1, "findings": 1}),
 ]  # fmt: skip
 
 
@@ -162,7 +162,7 @@ def test_build_one_figure_by_rule_name(smoke_run, tmp_path):
     with the same kernels and one BLAS thread per job)."""
     work = copy_repo(tmp_path / "repo")
     snakemake(
-        work, "paper_b_plot_profile", "--cores", "2", *SMOKE
+        work, "paper_b_profile_figure", "--cores", "2", *SMOKE
     )  # target first: --configfile takes several values
     made = {str(p.relative_to(work)) for d in ("results", "figures") for p in (work / d).rglob("*")
             if p.is_file()}  # fmt: skip

@@ -97,7 +97,7 @@ def targets(cfg: dict) -> tuple[list[str], list[str]]:
         f"results/realistic/rules_simulated/n{max(c.ints('causal.rules_simulated.n'))}.csv"
     )
     first.append("results/paper_b_exponent/sphere.csv")
-    figures = ["paper_a_figure1", "paper_a_figure2", "finite_d_transition",
+    figures = ["paper_a_lambda_figure", "paper_a_eta_figure", "finite_d_transition_figure",
                "causal_rules_simulated_figure", "paper_b_exponent_figure"]  # fmt: skip
     return first, figures
 

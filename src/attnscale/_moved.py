@@ -5,7 +5,9 @@ Until the library was grouped by domain every module sat directly under ``attnsc
 against those paths keep working: importing an old path returns the module at its new home (the
 same module object, so attributes and monkeypatches are shared) and emits a
 :class:`DeprecationWarning` that names the new path. ``python -m <old path>`` runs the new
-module's command line.
+module's command line. Modules renamed inside their package, to be named like their workflow
+family (``attnscale.experiments.paper_a_rules`` -> ``attnscale.experiments.paper_a_scaling_rules``,
+docs/pipeline.md#rule-names), are kept importable the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import importlib.machinery
 import sys
 import warnings
 
-#: old module (under ``attnscale``) -> its home now
+#: old module (under ``attnscale``; a dotted key is a module renamed inside its package) -> its
+#: home now
 MOVED: dict[str, str] = {
     "validation": "core.validation",
     "seeding": "core.seeding",
@@ -52,6 +55,11 @@ MOVED: dict[str, str] = {
     "benchmark": "bench.kernels",
     "benchmark_causal": "bench.causal",
     "plotting": "figures.style",
+    # renamed within their package (issue 26: modules named like their workflow family)
+    "experiments.paper_a_rules": "experiments.paper_a_scaling_rules",
+    "figures.paper_a_rules": "figures.paper_a_scaling_rules",
+    "experiments.rules_simulated": "experiments.causal_rules_simulated",
+    "figures.rules_simulated": "figures.causal_rules_simulated",
 }
 
 
@@ -59,9 +67,13 @@ def new_name(old: str) -> str | None:
     """The current full name of an old full module name (``attnscale.finite_d.laws`` ->
     ``attnscale.layer.finite_d.laws``), or ``None`` if ``old`` is not an old path."""
     parts = old.split(".")
-    if len(parts) < 2 or parts[0] != "attnscale" or parts[1] not in MOVED:
+    if len(parts) < 2 or parts[0] != "attnscale":
         return None
-    return ".".join(["attnscale", MOVED[parts[1]], *parts[2:]])
+    for k in range(len(parts), 1, -1):  # the longest old path that names a moved module
+        key = ".".join(parts[1:k])
+        if key in MOVED:
+            return ".".join(["attnscale", MOVED[key], *parts[k:]])
+    return None
 
 
 class _AliasLoader(importlib.abc.Loader):

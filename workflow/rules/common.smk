@@ -1,17 +1,25 @@
-# Shared by all rule files -- the checked configuration (CFG), library inputs derived from the
-# imports of each rule's entry function (lib), the one adapter script (ENTRY) and the wildcard
-# constraints. Configuration logic lives in src/attnscale/pipeline/config.py, not here.
+# Shared by all rule files -- the rule defaults (RULE_DEFAULTS), the checked configuration (CFG),
+# library inputs derived from the imports of each rule's entry function (lib), the one adapter
+# script (ENTRY) and the wildcard constraints. Configuration logic lives in
+# src/attnscale/pipeline/config.py, not here.
 import math
 from pathlib import Path
 
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.config import source_label as _source_label
 from attnscale.pipeline.deps import lib_files as _lib_files
+from attnscale.pipeline.rule_defaults import install as _install_rule_defaults
 from attnscale.pipeline.scheduler_fix import (
     install_or_say_why as _install_scheduler_fix,
 )
 
 _install_scheduler_fix()  # one scheduler wake-up per second, not one per finished job
+
+# Defaults of every job, unless its rule states its own -- threads 1 (Snakemake's default; BLAS
+# follows it) and these resources (runtime in minutes); so each rule states threads and resources
+# only where they differ (docs/pipeline.md#rule-anatomy).
+RULE_DEFAULTS = {"mem_mb": 1000, "runtime": 5}
+_install_rule_defaults(workflow, RULE_DEFAULTS)
 
 CFG = _load_config(
     config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"

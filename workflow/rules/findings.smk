@@ -8,21 +8,21 @@ rule findings:
     SE, unit, source, what +- means) and its rendering results/findings.md."""
     input:
         lambda_critical=rules.paper_a_lambda_summary.output.critical,
-        theorem=rules.paper_a_theorem_table_data.output.csv,
-        finite_size=rules.paper_a_finite_size_data.output.csv,
+        theorem=rules.paper_a_theorem_table_summary.output.csv,
+        finite_size=rules.paper_a_finite_size_summary.output.csv,
         scaling_rules=rules.paper_a_scaling_rules_data.output.csv,
-        phase=rules.paper_b_plot_phase_diagram.input.phase,
-        poisson_limit=rules.paper_b_plot_phase_diagram.input.limit,
-        profiles=rules.paper_b_plot_profile.input.csvs,
-        critical_laws=rules.paper_b_plot_critical_laws.input.summary,
+        phase=rules.paper_b_phase_diagram_figure.input.phase,
+        poisson_limit=rules.paper_b_phase_diagram_figure.input.limit,
+        profiles=rules.paper_b_profile_figure.input.csvs,
+        critical_laws=rules.paper_b_critical_laws_figure.input.summary,
         heat_drift=rules.paper_b_heat_drift_summary.output.summary,
         heat_drift_curve=rules.paper_b_heat_drift_summary.output.curve,
-        output_law=rules.paper_b_plot_output_law.input.summary,
+        output_law=rules.paper_b_output_law_figure.input.summary,
         exponent_fits=rules.paper_b_exponent_figure.output.fits,
         exponent_points=rules.paper_b_exponent_figure.output.points,
-        transition=rules.finite_d_transition.input.data,
-        transition_theory=rules.finite_d_transition.input.theory,
-        intermediate=rules.finite_d_intermediate.input.data,
+        transition=rules.finite_d_transition_figure.input.data,
+        transition_theory=rules.finite_d_transition_figure.input.theory,
+        intermediate=rules.finite_d_intermediate_figure.input.data,
         # the per-draw tables (the figure reads their summary, which the findings do not use)
         causal_lambda=rules.causal_summary.input.data,
         causal_self_weight=rules.causal_summary.input.self_weight,
@@ -32,9 +32,9 @@ rule findings:
         sink_curves=rules.realistic_sink_figure.input.curves,
         sink_critical=rules.realistic_sink_figure.input.critical,
         depth=rules.realistic_depth_figure.input.data,
-        regimes_table=rules.regimes_table.output.table,
-        regimes_read_off=rules.regimes_table.output.read_off,
-        regimes_simulations=rules.regimes_table.input.simulations,
+        regimes_table=rules.regimes_summary.output.table,
+        regimes_read_off=rules.regimes_summary.output.read_off,
+        regimes_simulations=rules.regimes_summary.input.simulations,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",
@@ -45,10 +45,6 @@ rule findings:
         "benchmarks/findings.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.findings:findings",
         configuration=CONFIG_SOURCE,

@@ -17,7 +17,6 @@ rule finite_d_transition_points:
         "benchmarks/finite_d/transition/d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         # the query rows' score gaps of every draw and rho (float64) at the largest n, plus 500 MB
         mem_mb=500
@@ -54,9 +53,7 @@ rule finite_d_transition_theory:
         "benchmarks/finite_d/transition_theory.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.finite_d_theory:transition_theory",
@@ -73,7 +70,7 @@ rule finite_d_transition_theory:
         ENTRY
 
 
-rule finite_d_transition:
+rule finite_d_transition_figure:
     """Figure (ours): gamma* = beta*(n, d) / ln n against n, theory lines and simulated points."""
     input:
         data=expand(
@@ -85,7 +82,7 @@ rule finite_d_transition:
     output:
         png=report(
             "figures/finite_d/transition.png",
-            caption="../report/finite_d_transition.rst",
+            caption="../report/finite_d_transition_figure.rst",
             category="Finite d",
             labels={"figure": "transition at finite d (ours)", "quantity": "gamma*"},
         ),
@@ -94,10 +91,6 @@ rule finite_d_transition:
         "logs/finite_d/transition.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.finite_d:plot_transition",
         caption=(
@@ -131,12 +124,12 @@ rule finite_d_intermediate_rows:
         "benchmarks/finite_d/intermediate/n{n}/d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.finite_d:intermediate_phase",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rho=CFG.grid("paper_a.rho").tolist(),
         gamma=CFG.grid("paper_a.gamma").tolist(),
         rows=CFG.value("finite_d.intermediate.rows"),
@@ -146,7 +139,7 @@ rule finite_d_intermediate_rows:
         ENTRY
 
 
-rule finite_d_intermediate:
+rule finite_d_intermediate_figure:
     """Figure (ours): how many keys a query attends to over (rho, gamma), d = paper_a.d."""
     input:
         data=expand(
@@ -158,7 +151,7 @@ rule finite_d_intermediate:
     output:
         png=report(
             "figures/finite_d/intermediate.png",
-            caption="../report/finite_d_intermediate.rst",
+            caption="../report/finite_d_intermediate_figure.rst",
             category="Finite d",
             labels={"figure": "intermediate phase (ours)", "quantity": "N_eff"},
         ),
@@ -167,10 +160,6 @@ rule finite_d_intermediate:
         "logs/finite_d/intermediate.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.finite_d:plot_intermediate",
         caption=(

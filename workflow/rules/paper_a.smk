@@ -16,10 +16,8 @@ rule paper_a_tokens:
         "benchmarks/paper_a/tokens/n{n}/d{d}/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500,
-        runtime=5,
     params:
         entry="experiments.paper_a_tokens:draw_tokens",
         n=lambda wc: int(wc.n),
@@ -44,12 +42,13 @@ rule paper_a_lambda:
         "benchmarks/paper_a/lambda/n{n}/d{d}/part{part}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
     params:
         entry="experiments.paper_a:lambda_rows",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),
@@ -74,10 +73,8 @@ rule paper_a_lambda_summary:
         "logs/paper_a/lambda_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
-        runtime=5,
     params:
         entry="experiments.paper_a:lambda_summary",
     script:
@@ -95,9 +92,7 @@ rule paper_a_finite_d_line:
         "logs/paper_a/finite_d_line.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.finite_d_theory:figure_line",
@@ -105,7 +100,7 @@ rule paper_a_finite_d_line:
         ENTRY
 
 
-rule paper_a_figure1:
+rule paper_a_lambda_figure:
     """Figure 1: lambda heat maps over (rho, gamma), one panel per d."""
     input:
         data=rules.paper_a_lambda_summary.output.figure1,
@@ -114,7 +109,7 @@ rule paper_a_figure1:
     output:
         png=report(
             "figures/paper_a/figure1_lambda.png",
-            caption="../report/paper_a_figure1.rst",
+            caption="../report/paper_a_lambda_figure.rst",
             category="Paper A",
             labels={"figure": "Figure 1", "quantity": "lambda"},
         ),
@@ -123,10 +118,6 @@ rule paper_a_figure1:
         "logs/paper_a/figure1.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a:plot_figure1",
         caption=(
@@ -140,7 +131,7 @@ rule paper_a_figure1:
         ENTRY
 
 
-rule paper_a_critical_check:
+rule paper_a_critical_check_figure:
     """Theory check (ours): lambda at gamma_c(rho_hat) vs the limit and the finite-n simplex."""
     input:
         data=rules.paper_a_lambda_summary.output.critical,
@@ -148,7 +139,7 @@ rule paper_a_critical_check:
     output:
         png=report(
             "figures/paper_a/lambda_critical_check.png",
-            caption="../report/paper_a_critical_check.rst",
+            caption="../report/paper_a_critical_check_figure.rst",
             category="Paper A",
             labels={"figure": "theory check (ours)", "quantity": "lambda at gamma_c"},
         ),
@@ -157,10 +148,6 @@ rule paper_a_critical_check:
         "logs/paper_a/critical_check.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a:plot_critical_check",
         caption=(

@@ -16,12 +16,13 @@ rule paper_a_eta:
         "benchmarks/paper_a/eta/n{n}/d{d}/part{part}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=mem_mb_dense,
         runtime=15,
     params:
         entry="experiments.paper_a_eta:eta_rows",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),
@@ -50,17 +51,15 @@ rule paper_a_eta_summary:
         "logs/paper_a/eta_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
-        runtime=5,
     params:
         entry="experiments.paper_a_eta:eta_summary",
     script:
         ENTRY
 
 
-rule paper_a_figure2:
+rule paper_a_eta_figure:
     """Figure 2: eta heat maps over (rho, gamma), one panel per d."""
     input:
         data=rules.paper_a_eta_summary.output.figure2,
@@ -69,7 +68,7 @@ rule paper_a_figure2:
     output:
         png=report(
             "figures/paper_a/figure2_eta.png",
-            caption="../report/paper_a_figure2.rst",
+            caption="../report/paper_a_eta_figure.rst",
             category="Paper A",
             labels={"figure": "Figure 2", "quantity": "eta"},
         ),
@@ -78,10 +77,6 @@ rule paper_a_figure2:
         "logs/paper_a/figure2.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_eta:plot_figure2",
         caption=(
@@ -113,12 +108,13 @@ rule paper_a_theorem_rows:
         "benchmarks/paper_a/theorem_table/n{n}/d{d}/rho{rho}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=mem_mb_dense,
         runtime=15,
     params:
         entry="experiments.paper_a_eta:theory_rows_all",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rho=lambda wc: CFG.exact("paper_a.theorem_table.rho", wc.rho),
         gamma_factors=CFG.grid("paper_a.theorem_table.gamma_factors").tolist(),
         alphas=CFG.grid("paper_a.theorem_table.alpha").tolist(),
@@ -126,7 +122,7 @@ rule paper_a_theorem_rows:
         ENTRY
 
 
-rule paper_a_theorem_table_data:
+rule paper_a_theorem_table_summary:
     """Tidy theorem table: simulation mean +- SE, finite-n simplex value, limit, paired z."""
     input:
         csvs=expand(
@@ -142,25 +138,21 @@ rule paper_a_theorem_table_data:
         "logs/paper_a/theorem_table_data.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_a_eta:theorem_table_data",
     script:
         ENTRY
 
 
-rule paper_a_theorem_table:
+rule paper_a_theorem_table_figure:
     """The theorem table rendered as a figure."""
     input:
-        data=rules.paper_a_theorem_table_data.output.csv,
+        data=rules.paper_a_theorem_table_summary.output.csv,
         lib=lib("figures.paper_a_eta"),
     output:
         png=report(
             "figures/paper_a/theorem_table.png",
-            caption="../report/paper_a_theorem_table.rst",
+            caption="../report/paper_a_theorem_table_figure.rst",
             category="Paper A",
             labels={
                 "figure": "theorem table (ours)",
@@ -172,10 +164,6 @@ rule paper_a_theorem_table:
         "logs/paper_a/theorem_table.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_eta:plot_theorem_table",
         caption=(
@@ -203,12 +191,14 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
         "benchmarks/paper_a/finite_size/n{n}/d{d}/rho{rho}.tsv"
     params:
         entry="experiments.paper_a_eta:theory_rows_all",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
         rho=lambda wc: CFG.exact("paper_a.finite_size.rho", wc.rho),
         gamma_factors=[1.0],
         alphas=CFG.grid("paper_a.finite_size.alpha").tolist(),
 
 
-rule paper_a_finite_size_data:
+rule paper_a_finite_size_summary:
     """Tidy finite-size table (the theorem table of the finite-size draws)."""
     input:
         csvs=expand(
@@ -224,25 +214,21 @@ rule paper_a_finite_size_data:
         "logs/paper_a/finite_size_data.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_a_eta:theorem_table_data",
     script:
         ENTRY
 
 
-rule paper_a_finite_size:
+rule paper_a_finite_size_figure:
     """Finite-size panel: critical values against n with their limits, per d."""
     input:
-        data=rules.paper_a_finite_size_data.output.csv,
+        data=rules.paper_a_finite_size_summary.output.csv,
         lib=lib("figures.paper_a_eta"),
     output:
         png=report(
             "figures/paper_a/finite_size.png",
-            caption="../report/paper_a_finite_size.rst",
+            caption="../report/paper_a_finite_size_figure.rst",
             category="Paper A",
             labels={
                 "figure": "finite-size check (ours)",
@@ -254,10 +240,6 @@ rule paper_a_finite_size:
         "logs/paper_a/finite_size.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_a_eta:plot_finite_size",
         caption=(

@@ -19,7 +19,6 @@ rule paper_b_vector_fields:
         "benchmarks/paper_b/vector_fields.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
@@ -35,7 +34,7 @@ rule paper_b_vector_fields:
         ENTRY
 
 
-rule paper_b_plot_vector_fields:
+rule paper_b_vector_fields_figure:
     """Vector-field figure: five beta panels and the rms arrow length against beta (ours)."""
     input:
         panels=rules.paper_b_vector_fields.output.panels,
@@ -44,7 +43,7 @@ rule paper_b_plot_vector_fields:
     output:
         png=report(
             "figures/paper_b/vector_fields.png",
-            caption="../report/paper_b_vector_fields.rst",
+            caption="../report/paper_b_vector_fields_figure.rst",
             category="Paper B",
             labels={"figure": "vector fields", "quantity": "P_q Y_n(q)"},
         ),
@@ -53,10 +52,6 @@ rule paper_b_plot_vector_fields:
         "logs/paper_b/plot_vector_fields.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_fields:plot_vector_fields",
         caption=(
@@ -89,7 +84,6 @@ rule paper_b_phase_column:
         "benchmarks/paper_b/phase/d{d}/n{n}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -121,10 +115,6 @@ rule paper_b_phase_summary:
         "logs/paper_b/phase_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_b_phase:phase_summary",
     script:
@@ -144,7 +134,6 @@ rule paper_b_poisson_limit:
         "benchmarks/paper_b/poisson_limit_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -159,7 +148,7 @@ rule paper_b_poisson_limit:
         ENTRY
 
 
-rule paper_b_plot_phase_diagram:
+rule paper_b_phase_diagram_figure:
     """Phase diagram of A_(1): heat map, critical lines, subcritical asymptote."""
     input:
         phase=rules.paper_b_phase_summary.output.csv,
@@ -168,7 +157,7 @@ rule paper_b_plot_phase_diagram:
     output:
         png=report(
             "figures/paper_b/phase_diagram.png",
-            caption="../report/paper_b_phase_diagram.rst",
+            caption="../report/paper_b_phase_diagram_figure.rst",
             category="Paper B",
             labels={"figure": "phase diagram", "quantity": "A_(1)"},
         ),
@@ -177,10 +166,6 @@ rule paper_b_plot_phase_diagram:
         "logs/paper_b/plot_phase_diagram.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_phase:plot_phase_diagram",
         caption=(
@@ -215,7 +200,6 @@ rule paper_b_profile:
         "benchmarks/paper_b/profile_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -231,7 +215,7 @@ rule paper_b_profile:
         ENTRY
 
 
-rule paper_b_plot_profile:
+rule paper_b_profile_figure:
     """Weight-profile figure: A_(k)/A_(1) and cumulative mass against x = k/m_n."""
     input:
         csvs=expand(rules.paper_b_profile.output.csv, d=CFG.ints("paper_b.profile.d")),
@@ -239,7 +223,7 @@ rule paper_b_plot_profile:
     output:
         png=report(
             "figures/paper_b/weight_profile.png",
-            caption="../report/paper_b_weight_profile.rst",
+            caption="../report/paper_b_profile_figure.rst",
             category="Paper B",
             labels={"figure": "subcritical profile", "quantity": "A_(k)/A_(1)"},
         ),
@@ -248,10 +232,6 @@ rule paper_b_plot_profile:
         "logs/paper_b/plot_profile.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_laws:plot_profile",
         caption=(

@@ -20,7 +20,6 @@ rule paper_b_exponent_sphere:
         "benchmarks/paper_b_exponent/sphere.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=15,
@@ -59,7 +58,6 @@ rule paper_b_exponent_rope:
         "benchmarks/paper_b_exponent/rope/d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
@@ -99,7 +97,7 @@ rule paper_b_exponent_figure:
         fits="results/paper_b_exponent/fits.csv",
         png=report(
             "figures/paper_b_exponent/exponent.png",
-            caption="../report/paper_b_exponent.rst",
+            caption="../report/paper_b_exponent_figure.rst",
             category="Paper B (ours)",
             labels={"figure": "critical exponent", "quantity": "beta*(n)"},
         ),
@@ -108,10 +106,6 @@ rule paper_b_exponent_figure:
         "logs/paper_b_exponent/exponent_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_exponent:exponent_figure",
         upper_n_min=CFG.value("paper_b_exponent.upper_n_min"),
@@ -132,7 +126,7 @@ rule paper_b_exponent_figure:
         ENTRY
 
 
-rule paper_b_rope_figure:
+rule paper_b_exponent_rope_figure:
     """beta*(n) for RoPE-rotated keys against uniform keys, and the repeated key at long n (ours)."""
     input:
         points=rules.paper_b_exponent_figure.output.points,
@@ -141,7 +135,7 @@ rule paper_b_rope_figure:
     output:
         png=report(
             "figures/paper_b_exponent/rope.png",
-            caption="../report/paper_b_rope.rst",
+            caption="../report/paper_b_exponent_rope_figure.rst",
             category="Paper B (ours)",
             labels={"figure": "RoPE keys", "quantity": "beta*(n)"},
         ),
@@ -150,10 +144,6 @@ rule paper_b_rope_figure:
         "logs/paper_b_exponent/rope_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_exponent:plot_rope",
         caption=(

@@ -19,7 +19,6 @@ rule paper_b_critical_laws:
         "benchmarks/paper_b/critical_laws_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=15,
@@ -36,7 +35,7 @@ rule paper_b_critical_laws:
         ENTRY
 
 
-rule paper_b_plot_critical_laws:
+rule paper_b_critical_laws_figure:
     """Critical-laws figure (ours): ECDFs against the Poisson and Weibull limits."""
     input:
         ecdf=expand(
@@ -51,7 +50,7 @@ rule paper_b_plot_critical_laws:
     output:
         png=report(
             "figures/paper_b/critical_laws.png",
-            caption="../report/paper_b_critical_laws.rst",
+            caption="../report/paper_b_critical_laws_figure.rst",
             category="Paper B",
             labels={"figure": "critical laws (ours)", "quantity": "law of A_(1)"},
         ),
@@ -60,10 +59,6 @@ rule paper_b_plot_critical_laws:
         "logs/paper_b/plot_critical_laws.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_laws:plot_critical_laws",
         caption=(
@@ -95,7 +90,6 @@ rule paper_b_heat_drift:
         beta=r"\d+\.\d{4}",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=2500,
         runtime=15,
@@ -128,10 +122,6 @@ rule paper_b_heat_drift_summary:
         "logs/paper_b/heat_drift_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.paper_b_drift:heat_drift_summary",
         q=CFG.get("paper_b.heat_drift.q"),
@@ -140,7 +130,7 @@ rule paper_b_heat_drift_summary:
         ENTRY
 
 
-rule paper_b_plot_heat_drift:
+rule paper_b_heat_drift_figure:
     """Heat-drift figure (ours): ratio to the score, O(1/beta) correction, normal part."""
     input:
         summary=rules.paper_b_heat_drift_summary.output.summary,
@@ -149,7 +139,7 @@ rule paper_b_plot_heat_drift:
     output:
         png=report(
             "figures/paper_b/heat_drift.png",
-            caption="../report/paper_b_heat_drift.rst",
+            caption="../report/paper_b_heat_drift_figure.rst",
             category="Paper B",
             labels={"figure": "heat drift (ours)", "quantity": "beta P_q ATT_n"},
         ),
@@ -158,10 +148,6 @@ rule paper_b_plot_heat_drift:
         "logs/paper_b/plot_heat_drift.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_drift:plot_heat_drift",
         caption=(
@@ -195,9 +181,7 @@ rule paper_b_output_law:
         "benchmarks/paper_b/output_law_d{d}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.paper_b_output_law:critical_output_law",
@@ -212,7 +196,7 @@ rule paper_b_output_law:
         ENTRY
 
 
-rule paper_b_plot_output_law:
+rule paper_b_output_law_figure:
     """Critical output law figure (ours): ECDFs of |L_n|, KS against n with its noise level,
     second moment against the Mecke value."""
     input:
@@ -228,7 +212,7 @@ rule paper_b_plot_output_law:
     output:
         png=report(
             "figures/paper_b/output_law.png",
-            caption="../report/paper_b_output_law.rst",
+            caption="../report/paper_b_output_law_figure.rst",
             category="Paper B",
             labels={"figure": "critical output law (ours)", "quantity": "|L_n|"},
         ),
@@ -237,10 +221,6 @@ rule paper_b_plot_output_law:
         "logs/paper_b/plot_output_law.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.paper_b_output_law:plot_output_law",
         caption=(

@@ -17,7 +17,6 @@ rule regimes_rem:
         "benchmarks/regimes/rem.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         # one query row's scores and a scratch buffer at the largest n, plus 500 MB
         mem_mb=500 + 3 * 8e-6 * max(CFG.grid("regimes.n")),
@@ -50,7 +49,6 @@ rule regimes_gap_ties:
         "benchmarks/regimes/gap_ties.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500 + 6 * 8e-6 * max(CFG.grid("regimes.n")),
         runtime=15,
@@ -83,7 +81,6 @@ rule regimes_finite_d:
         "benchmarks/regimes/finite_d.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500 + 6 * 8e-6 * max(CFG.grid("regimes.n")),
         runtime=15,
@@ -115,7 +112,6 @@ rule regimes_read_off:
         "benchmarks/regimes/read_off_sim.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500 + 6 * 8e-6 * CFG.value("regimes.read_off.n"),
         runtime=10,
@@ -148,9 +144,7 @@ rule regimes_theory:
         "benchmarks/regimes/theory.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
-        mem_mb=1000,
         runtime=10,
     params:
         entry="experiments.regimes:theory",
@@ -174,7 +168,7 @@ rule regimes_theory:
         ENTRY
 
 
-rule regimes_table:
+rule regimes_summary:
     """Summary: simulated and predicted beta*(n) side by side (tidy table behind the figure) and
     the practical-reading table (docs/regimes.md#results)."""
     input:
@@ -194,10 +188,6 @@ rule regimes_table:
         "logs/regimes/table.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.regimes:critical_scale_table",
     script:
@@ -207,8 +197,8 @@ rule regimes_table:
 rule regimes_figure:
     """Figure (ours): beta*(n) of every regime, simulation against prediction."""
     input:
-        table=rules.regimes_table.output.table,
-        read_off=rules.regimes_table.output.read_off,
+        table=rules.regimes_summary.output.table,
+        read_off=rules.regimes_summary.output.read_off,
         lib=lib("figures.regimes"),
     output:
         png=report(
@@ -222,10 +212,6 @@ rule regimes_figure:
         "logs/regimes/figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.regimes:plot_regimes",
         caption=(

@@ -46,8 +46,7 @@ __all__ = [
     "lambda_bytes",
     "plan_lambda",
     "check_memory",
-    "workflow_jobs",
-    "check_workflow",
+    "check_jax_fits",
 ]
 
 #: The backends (``docs/gpu.md#choosing-the-backend``); ``numpy`` is the reference.
@@ -274,45 +273,27 @@ def check_memory(need: int, what: str, key: str = "backend") -> None:
         )
 
 
-def workflow_jobs(cfg) -> list[tuple[str, int, int]]:
-    """The largest ``(what, n, d)`` of the configured jobs that run the lambda-type kernels
-    (Paper A's lambda and eta grids, the causal lambda map), for the check at parse time."""
-    out = []
+def check_jax_fits(jobs, memory_gb: float | None = None, key: str = "backend") -> None:
+    """Check before any work that the JAX backend can run ``jobs``: JAX is importable and each
+    ``(what, n, d)`` fits the memory budget (:func:`memory_budget`, with ``memory_gb`` as the
+    configured budget) with one beta and the smallest tile (``docs/gpu.md#choosing-the-backend``).
+    The workflow calls it when it is parsed, with its largest lambda-type jobs
+    (:func:`attnscale.pipeline.config_checks.lambda_jobs`).
 
-    def add(what, nkey, dkey):
-        with contextlib.suppress(KeyError):
-            n = cfg.get(nkey)
-            d = cfg.get(dkey)
-            ds = d if isinstance(d, list) else [d]
-            out.append((what, int(n), int(max(ds))))
-
-    add("Figures 1 and 2 (paper_a.n, paper_a.d)", "paper_a.n", "paper_a.d")
-    add("causal lambda map (causal.n, causal.d)", "causal.n", "causal.d")
-    return out
-
-
-def check_workflow(cfg) -> None:
-    """Parse-time check of ``backend: jax`` (``docs/gpu.md#choosing-the-backend``): JAX must be
-    importable and the largest lambda-type job must fit the memory budget with one beta and the
-    smallest tile. ``cfg`` is a :class:`attnscale.pipeline.config.Config`; a no-op for ``numpy``."""
-    try:
-        name = cfg.get("backend")
-    except KeyError:
-        return
-    check_name(name)
-    if name != "jax":
-        return
-    require_jax("backend")
-    gb = None
-    with contextlib.suppress(KeyError):
-        gb = cfg.get("backend_memory_gb")
-    with use("jax", gb):
+    Raises
+    ------
+    BackendError
+        JAX is missing, or a job needs more memory than the budget; the message names ``key``,
+        the job and the sizes.
+    """
+    require_jax(key)
+    with use("jax", memory_gb):
         budget, source = memory_budget()
-        for what, n, d in workflow_jobs(cfg):
+        for what, n, d in jobs:
             need = lambda_bytes(n, d, 1, 32)
             if need > budget:
                 raise BackendError(
-                    f"backend: jax: {what} at n = {n}, d = {d} needs at least "
+                    f"{key}: jax: {what} at n = {n}, d = {d} needs at least "
                     f"{need / 1e9:.2f} GB, but the budget is {budget / 1e9:.2f} GB ({source}); "
                     "run on a device with more memory, lower the sizes, or set "
                     "backend_memory_gb (docs/gpu.md#memory-sizing)"

@@ -31,6 +31,8 @@ from attnscale.layer import tokens, weight_stats
 from attnscale.layer.theory import gamma_c
 from attnscale.pipeline.io import provenance
 
+from .paper_a_tokens import check_draws
+
 __all__ = ["simulated_critical_beta", "transition_points", "intermediate_phase"]
 
 TRANSITION_STREAM = "finite_d/transition"
@@ -226,6 +228,8 @@ def intermediate_phase(
     rows: int,
     mass: float = 0.9,
     theory: bool = True,
+    n: int | None = None,
+    d: int | None = None,
 ) -> pd.DataFrame:
     """Effective number of attended keys per cell of Figure 1's grid (issue 9, item 4).
 
@@ -251,6 +255,9 @@ def intermediate_phase(
         Add the finite-d critical line ``gamma_star = attnscale.layer.finite_d.critical_gamma(n, d,
         rho)`` per ``rho`` (:func:`attnscale.experiments.finite_d_theory.gamma_star_line`;
         ``nan`` where the theory does not apply, ``d < 3``).
+    n, d : int, optional
+        The job's sizes, checked against the draws
+        (:func:`attnscale.experiments.paper_a_tokens.check_draws`; ``None``: not checked).
 
     Returns
     -------
@@ -267,10 +274,7 @@ def intermediate_phase(
     gam = check_vector("gamma", gamma, low=0.0, low_open=True)
     rows = check_int("rows", rows, minimum=1)
     mass = check_real("mass", mass, low=0.0, high=1.0, low_open=True)
-    n, d = np.asarray(draws[0]["Z"]).shape
-    for k, tok in enumerate(draws):
-        if np.asarray(tok["Z"]).shape != (n, d):
-            raise ValueError(f"draws[{k}] has Z of shape {np.shape(tok['Z'])}, expected {(n, d)}")
+    n, d = check_draws(draws, n, d)
     m = min(rows, n)
     betas = gam * np.log(n)
     if theory and d >= 3:

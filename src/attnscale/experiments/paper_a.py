@@ -10,7 +10,7 @@ from attnscale.layer import attention, theory
 from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import LOG, Progress
 
-from .paper_a_tokens import tokens_at
+from .paper_a_tokens import check_draws, tokens_at
 
 __all__ = [
     "CELL_KEYS",
@@ -89,11 +89,14 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict):
     )
 
 
-def lambda_rows(*, draws: list[dict], rhos, gammas, alpha: float):
+def lambda_rows(*, draws: list[dict], rhos, gammas, alpha: float, n=None, d=None):
     """Entry of rule ``paper_a_lambda``: :func:`lambda_table` for every draw of one ``(n, d)``
-    at each ``rho`` of ``rhos`` (a piece of the rho grid), stacked."""
+    at each ``rho`` of ``rhos`` (a piece of the rho grid), stacked. ``n``, ``d``: the job's, checked
+    against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`; ``None``: not
+    checked)."""
     import pandas as pd
 
+    check_draws(draws, n, d)
     tables = []
     progress = Progress("lambda (rho, draw)", len(draws) * len(rhos))
     for rho in rhos:

@@ -26,7 +26,7 @@ from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import Progress
 
 from .paper_a import CELL_KEYS, cell_provenance
-from .paper_a_tokens import tokens_at
+from .paper_a_tokens import check_draws, tokens_at
 from .summaries import mean_se
 
 __all__ = [
@@ -211,9 +211,14 @@ def eta_rows(
     probes: int,
     probe_kind: str,
     root_seed: int,
+    n=None,
+    d=None,
 ) -> pd.DataFrame:
     """Entry of rule ``paper_a_eta``: :func:`eta_table` for every draw of one ``(n, d)`` at each
-    ``rho`` of ``rhos`` (a piece of the rho grid), stacked."""
+    ``rho`` of ``rhos`` (a piece of the rho grid), stacked. ``n``, ``d``: the job's, checked
+    against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`; ``None``: not
+    checked)."""
+    check_draws(draws, n, d)
     tables = []
     progress = Progress("eta (rho, draw)", len(draws) * len(rhos))
     for draw, rho in ((dr, r) for r in rhos for dr in draws):
@@ -373,9 +378,14 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     return pd.DataFrame(out).sort_values(["alpha", "gamma_factor"], kind="stable")
 
 
-def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas) -> pd.DataFrame:
+def theory_rows_all(
+    *, draws: list[dict], rho: float, gamma_factors, alphas, n=None, d=None
+) -> pd.DataFrame:
     """Entry of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
-    :func:`theory_rows` for every draw of one (n, d, rho), stacked."""
+    :func:`theory_rows` for every draw of one (n, d, rho), stacked. ``n``, ``d``: the job's,
+    checked against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`;
+    ``None``: not checked)."""
+    check_draws(draws, n, d)
     frames = []
     for draw in draws:
         # ||z_0|| conditions the finite-d theory on the draw (docs/finite-d.md)
@@ -486,6 +496,6 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def theorem_table_data(*, csvs: list) -> pd.DataFrame:
-    """Entry of rules ``paper_a_theorem_table_data`` and ``paper_a_finite_size_data``:
+    """Entry of rules ``paper_a_theorem_table_summary`` and ``paper_a_finite_size_summary``:
     :func:`theorem_table` of the stacked per-(n, d, rho) rows."""
     return theorem_table(pd.concat(csvs, ignore_index=True))

@@ -14,7 +14,7 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import tokens
 from attnscale.pipeline.io import git_commit
 
-__all__ = ["draw_tokens", "tokens_at"]
+__all__ = ["draw_tokens", "tokens_at", "check_draws"]
 
 TOKENS_STREAM = "paper_a/tokens"
 
@@ -65,3 +65,29 @@ def tokens_at(draw: dict, rho: float) -> dict:
         "root_seed": int(str(draw["root_seed"])),
         "spawn_key": tuple(int(v) for v in draw["spawn_key"]),
     }
+
+
+def check_draws(draws: list[dict], n: int | None = None, d: int | None = None) -> tuple[int, int]:
+    """The ``(n, d)`` of one job's token draws (each a dict with ``Z`` of shape ``(n, d)``, e.g.
+    from :func:`draw_tokens`), checked: at least one draw, all of one shape, and that shape the
+    job's ``n`` and ``d`` where they are given (a rule passes its wildcards, so a draw read from
+    the wrong file is an error, not a silently different table).
+
+    Raises
+    ------
+    ValueError
+        No draw, draws of different shapes, or a shape other than ``(n, d)``; the message names
+        the argument.
+    """
+    if not draws:
+        raise ValueError("draws must hold at least one token draw")
+    shape = np.shape(draws[0]["Z"])
+    for k, draw in enumerate(draws):
+        if np.shape(draw["Z"]) != shape:
+            raise ValueError(f"draws[{k}] has Z of shape {np.shape(draw['Z'])}, expected {shape}")
+    for name, want, got in (("n", n, shape[0]), ("d", d, shape[1])):
+        if want is not None and int(want) != got:
+            raise ValueError(
+                f"{name} = {want} but the draws have {name} = {got} (Z of shape {shape})"
+            )
+    return int(shape[0]), int(shape[1])

@@ -14,7 +14,7 @@ __all__ = ["plot_heat_drift"]
 
 
 def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str):
-    """Entry of rule ``paper_b_plot_heat_drift``: ``beta P_q ATT_n(q)`` against
+    """Entry of rule ``paper_b_heat_drift_figure``: ``beta P_q ATT_n(q)`` against
     ``grad_S log rho(q)`` (ours), simulation (+-2 SE over contexts) and ``n = inf`` quadrature."""
     apply_style()
     S = summary.sort_values("beta")

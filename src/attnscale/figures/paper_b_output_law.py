@@ -20,7 +20,7 @@ def _n_label(n: int) -> str:
 
 
 def plot_output_law(*, ecdf: list, summary: list, caption: str):
-    """Entry of rule ``paper_b_plot_output_law`` (docs/paper-b-beyond.md#experiment-and-finding).
+    """Entry of rule ``paper_b_output_law_figure`` (docs/paper-b-beyond.md#experiment-and-finding).
 
     Rows d; columns: ECDF of ``|L_n|`` per gamma (seaborn), KS distance against n with its
     noise level, and ``E |L_n|^2`` over the Mecke value of ``E |L|^2`` (+-2 SE)."""

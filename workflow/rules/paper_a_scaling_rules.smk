@@ -4,7 +4,7 @@
 rule paper_a_scaling_rules_data:
     """m(n) and gamma_eff / gamma_c (calibration A) for every rule on the n grid."""
     input:
-        lib=lib("experiments.paper_a_rules"),
+        lib=lib("experiments.paper_a_scaling_rules"),
     output:
         csv="results/paper_a/scaling_rules.csv",
     log:
@@ -13,28 +13,26 @@ rule paper_a_scaling_rules_data:
         "benchmarks/paper_a/scaling_rules_data.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=500,
-        runtime=5,
     params:
-        entry="experiments.paper_a_rules:scaling_rules_data",
+        entry="experiments.paper_a_scaling_rules:scaling_rules_data",
         ns=CFG.grid("paper_a.scaling_rules.n").tolist(),
         overlay_n=CFG.value("paper_a.scaling_rules.overlay_n"),
     script:
         ENTRY
 
 
-rule paper_a_scaling_rules:
+rule paper_a_scaling_rules_figure:
     """Plot: rules against n, and on Figure 1's lambda map."""
     input:
         rules=rules.paper_a_scaling_rules_data.output.csv,
         figure1=rules.paper_a_lambda_summary.output.figure1,
-        lib=lib("figures.paper_a_rules"),
+        lib=lib("figures.paper_a_scaling_rules"),
     output:
         png=report(
             "figures/paper_a/scaling_rules.png",
-            caption="../report/paper_a_scaling_rules.rst",
+            caption="../report/paper_a_scaling_rules_figure.rst",
             category="Paper A",
             labels={
                 "figure": "scaling rules (ours)",
@@ -46,12 +44,8 @@ rule paper_a_scaling_rules:
         "logs/paper_a/scaling_rules.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
-        entry="figures.paper_a_rules:plot_scaling_rules",
+        entry="figures.paper_a_scaling_rules:plot_scaling_rules",
         caption=(
             "(ours) Logit multipliers m(n) of real models (formulas from their public code, "
             "docs/scaling-rules.md; SWAN-GPT and scale-invariant attention unverified and not "

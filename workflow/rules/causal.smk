@@ -15,7 +15,6 @@ rule causal_lambda:
         "benchmarks/realistic/causal/lambda/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=15,
@@ -43,7 +42,6 @@ rule causal_self_weight:
         "benchmarks/realistic/causal/self_weight/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -78,10 +76,6 @@ rule causal_summary:
         "logs/realistic/causal_summary.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="experiments.causal:causal_summary",
     script:
@@ -106,10 +100,6 @@ rule causal_figure:
         "logs/realistic/causal_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.causal:plot_causal",
         caption=(
@@ -135,7 +125,7 @@ rule causal_rules_simulated:
     """Real models' per-position multipliers under a causal mask: last query block at one n
     (docs/realistic-attention.md#real-models-scaling-rules-simulated)."""
     input:
-        lib=lib("experiments.rules_simulated"),
+        lib=lib("experiments.causal_rules_simulated"),
     output:
         csv="results/realistic/rules_simulated/n{n}.csv",
     log:
@@ -144,13 +134,12 @@ rule causal_rules_simulated:
         "benchmarks/realistic/rules_simulated/n{n}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=lambda wc: 1000
         + int(wc.n) * CFG.value("causal.rules_simulated.block") // 32768,
         runtime=15,
     params:
-        entry="experiments.rules_simulated:rules_simulated",
+        entry="experiments.causal_rules_simulated:rules_simulated",
         n=lambda wc: int(wc.n),
         d=CFG.value("causal.rules_simulated.d"),
         rhos=CFG.grid("causal.rules_simulated.rho").tolist(),
@@ -169,7 +158,7 @@ rule causal_rules_simulated_figure:
             rules.causal_rules_simulated.output.csv,
             n=CFG.ints("causal.rules_simulated.n"),
         ),
-        lib=lib("figures.rules_simulated"),
+        lib=lib("figures.causal_rules_simulated"),
     output:
         png=report(
             "figures/realistic/rules_simulated.png",
@@ -185,12 +174,8 @@ rule causal_rules_simulated_figure:
         "logs/realistic/rules_simulated_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
-        entry="figures.rules_simulated:plot_rules_simulated",
+        entry="figures.causal_rules_simulated:plot_rules_simulated",
         caption=(
             "(ours) Logit multipliers m(i) of real models (formulas from their public code, "
             "docs/scaling-rules.md) applied per query position i under a causal mask, "

@@ -28,7 +28,7 @@ def plot_rules_simulated(*, data, caption: str):
     Parameters
     ----------
     data : DataFrame or list of DataFrame
-        Rows of :func:`attnscale.experiments.rules_simulated.rules_simulated`.
+        Rows of :func:`attnscale.experiments.causal_rules_simulated.rules_simulated`.
     caption : str
     """
     apply_style()

@@ -16,7 +16,6 @@ rule realistic_learned_qk:
         "benchmarks/realistic/learned_qk/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -58,10 +57,6 @@ rule realistic_learned_qk_figure:
         "logs/realistic/learned_qk_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.realistic:plot_learned_qk",
         caption=(
@@ -94,7 +89,6 @@ rule realistic_sink:
         "benchmarks/realistic/sink/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -139,10 +133,6 @@ rule realistic_sink_figure:
         "logs/realistic/sink_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.realistic:plot_sink",
         caption=(
@@ -172,7 +162,6 @@ rule realistic_depth:
         "benchmarks/realistic/depth/trial{trial}.tsv"
     conda:
         "../../envs/environment.yaml"
-    threads: 1
     resources:
         mem_mb=1500,
         runtime=10,
@@ -210,10 +199,6 @@ rule realistic_depth_figure:
         "logs/realistic/depth_figure.log",
     conda:
         "../../envs/environment.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
     params:
         entry="figures.realistic:plot_depth",
         caption=(

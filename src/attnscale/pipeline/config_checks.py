@@ -1,0 +1,160 @@
+"""Configuration checks that involve several keys (docs/pipeline.md#configuration).
+
+Each check is a function of a :class:`attnscale.pipeline.config.Config` that calls
+:func:`attnscale.pipeline.config_ranges.fail` with the key at fault; :data:`CHECKS` lists them in
+the order :func:`attnscale.pipeline.config.check` runs them, after the single-key ranges. The last
+one checks ``backend: jax`` (docs/gpu.md#choosing-the-backend): JAX must be importable and the
+largest lambda-type job of the configuration (:data:`LAMBDA_JOBS`) must fit the memory budget.
+Which configuration keys size those jobs is the workflow's knowledge, kept here;
+:mod:`attnscale.backend` sizes the kernel for given ``(n, d)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+
+from .config_ranges import Range, fail
+
+__all__ = ["CHECKS", "LAMBDA_JOBS", "lambda_jobs"]
+
+
+def _check_eta_trials(cfg) -> None:
+    if cfg.get("paper_a.eta.trials") > cfg.get("paper_a.trials"):
+        fail("paper_a.eta.trials", "<= paper_a.trials (Figure 2 reuses Figure 1's draws)",
+             cfg.get("paper_a.eta.trials"))  # fmt: skip
+
+
+def _check_finite_d_intermediate_trials(cfg) -> None:
+    if cfg.get("finite_d.intermediate.trials") > cfg.get("paper_a.trials"):
+        fail("finite_d.intermediate.trials",
+             "<= paper_a.trials (the intermediate phase reuses Figure 1's draws)",
+             cfg.get("finite_d.intermediate.trials"))  # fmt: skip
+
+
+def _check_causal(cfg) -> None:
+    try:
+        block = cfg.get("causal.rules_simulated.block")
+        cfg.get("causal.self_weight.gamma_factors")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    n_min = min(cfg.grid("causal.rules_simulated.n"))
+    if block > n_min:
+        fail("causal.rules_simulated.block", f"<= the smallest causal.rules_simulated.n "
+             f"({int(n_min)})", block)  # fmt: skip
+    if not np.any(np.isclose(cfg.grid("causal.self_weight.gamma_factors"), 1.0)):
+        fail("causal.self_weight.gamma_factors", "a grid containing 1 (gamma = gamma_c)",
+             cfg.get("causal.self_weight.gamma_factors"))  # fmt: skip
+
+
+def _check_realistic_rank(cfg) -> None:
+    try:
+        d = cfg.get("realistic.learned_qk.d")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    r_max = max(cfg.ints("realistic.learned_qk.rank"))
+    if r_max > d:
+        fail("realistic.learned_qk.rank", f"ranks <= realistic.learned_qk.d ({d})", r_max)
+
+
+def _check_paper_b(cfg) -> None:
+    try:
+        cfg.get("paper_b.heat_drift.q")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    n = [int(round(v)) for v in cfg.grid("paper_b.phase.n")]
+    if len(set(n)) != len(n):
+        fail("paper_b.phase.n", "distinct after rounding to integers", n)
+    q = cfg.get("paper_b.heat_drift.q")
+    if not all(math.isfinite(v) for v in q) or math.hypot(*q) == 0:
+        fail("paper_b.heat_drift.q", "three finite numbers, not all zero", q)
+    if cfg.get("paper_b.heat_drift.max_contexts") < cfg.get("paper_b.heat_drift.min_contexts"):
+        fail("paper_b.heat_drift.max_contexts", ">= paper_b.heat_drift.min_contexts",
+             cfg.get("paper_b.heat_drift.max_contexts"))  # fmt: skip
+
+
+def _check_paper_b_exponent(cfg) -> None:
+    try:
+        d = cfg.get("paper_b_exponent.subsphere.d")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    k_max = max(cfg.ints("paper_b_exponent.subsphere.k"))
+    if k_max >= d:
+        fail("paper_b_exponent.subsphere.k", f"sub-sphere dimensions 3 <= k < "
+             f"paper_b_exponent.subsphere.d ({d})", k_max)  # fmt: skip
+    extra = set(cfg.ints("paper_b_exponent.rope_long.d")) - set(cfg.ints("paper_b_exponent.rope.d"))
+    if extra:
+        fail("paper_b_exponent.rope_long.d", "a subset of paper_b_exponent.rope.d (the long run "
+             "shares the job of its d)", sorted(extra))  # fmt: skip
+    for sec in ("rope", "rope_long"):
+        bad = [v for v in cfg.ints(f"paper_b_exponent.{sec}.d") if v % 2]
+        if bad:
+            fail(f"paper_b_exponent.{sec}.d", "even head dimensions (RoPE rotates planes)", bad)
+    for sec in ("uniform", "subsphere", "rope", "rope_long"):
+        n = [int(round(v)) for v in cfg.grid(f"paper_b_exponent.{sec}.n")]
+        if len(set(n)) != len(n) or len(n) < 4:
+            fail(f"paper_b_exponent.{sec}.n", "at least 4 values, distinct after rounding to "
+                 "integers (the exponent fits need them)", n)  # fmt: skip
+
+
+def _check_regimes(cfg) -> None:
+    try:
+        batches = cfg.get("regimes.batches")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    for sec in ("gap", "rem", "finite_d", "read_off"):
+        if batches > cfg.get(f"regimes.{sec}.contexts"):
+            fail("regimes.batches", f"<= regimes.{sec}.contexts "
+                 f"({cfg.get(f'regimes.{sec}.contexts')})", batches)  # fmt: skip
+    n = [int(round(v)) for v in cfg.grid("regimes.n")]
+    if len(set(n)) != len(n):
+        fail("regimes.n", "distinct after rounding to integers", n)
+
+
+#: The jobs that run the lambda-type kernels (Paper A's lambda and eta grids, the causal lambda
+#: map): what they are, and the configuration keys of their ``n`` and ``d`` (a grid of d: its
+#: largest value counts).
+LAMBDA_JOBS = [
+    ("Figures 1 and 2 (paper_a.n, paper_a.d)", "paper_a.n", "paper_a.d"),
+    ("causal lambda map (causal.n, causal.d)", "causal.n", "causal.d"),
+]
+
+
+def lambda_jobs(cfg) -> list[tuple[str, int, int]]:
+    """The largest ``(what, n, d)`` of each configured job of :data:`LAMBDA_JOBS` (a section the
+    configuration lacks is skipped)."""
+    out = []
+    for what, nkey, dkey in LAMBDA_JOBS:
+        with contextlib.suppress(KeyError):
+            n, d = cfg.get(nkey), cfg.get(dkey)
+            out.append((what, int(n), int(max(d if isinstance(d, list) else [d]))))
+    return out
+
+
+def _check_backend(cfg) -> None:
+    # backend_memory_gb: null (detect per job) or a number > 0; backend: jax needs JAX and enough
+    # memory for the largest lambda-type job (docs/gpu.md#choosing-the-backend)
+    from attnscale.backend import check_jax_fits, check_name
+
+    try:
+        gb = cfg.get("backend_memory_gb")
+    except KeyError:
+        gb = None
+    if gb is not None and (isinstance(gb, bool) or not isinstance(gb, (int, float))
+                           or not Range(low=0.0).ok(gb)):  # fmt: skip
+        fail("backend_memory_gb", "null or a finite number in (0, inf)", gb)
+    try:
+        name = cfg.get("backend")
+    except KeyError:
+        return
+    check_name(name)
+    if name == "jax":
+        check_jax_fits(lambda_jobs(cfg), gb)
+
+
+#: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
+CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
+                _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
+                _check_regimes, _check_backend]  # fmt: skip

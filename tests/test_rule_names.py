@@ -1,0 +1,110 @@
+"""Rules in one style (docs/pipeline.md#rule-names).
+
+* Plot rules, and only they, end in ``_figure``; each has its caption in
+  ``workflow/report/<rule>.rst``, and every caption there belongs to a plot rule.
+* Every rule is named after its family, the rule file it is in.
+* The old names (``workflow/rules/aliases.smk``) are target-only rules of renamed rules, listed
+  in the docs' table, and a dry run of the old names schedules the jobs of the new ones.
+* The README's figure table names current plot rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from conftest import REPO, SMOKE, copy_repo, jobs_to_run, snakemake
+
+RULES_DIR = REPO / "workflow/rules"
+
+#: rule file -> the prefix of its rules' names: the file's family, which is the file's name
+#: except for a family that takes two files (docs/pipeline.md#rule-names)
+FAMILY = {"paper_a_eta": "paper_a_", "paper_b_limits": "paper_b_", "findings": "findings",
+          "benchmark": "benchmark_"}  # fmt: skip
+
+
+def rule_blocks() -> dict[str, tuple[str, str]]:
+    """rule name -> (rule file stem, the rule's text up to the next top-level line)."""
+    out = {}
+    for smk in sorted(RULES_DIR.glob("*.smk")):
+        lines = smk.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r"^(?:rule (\w+):|use rule \w+ as (\w+) with:)", line)
+            if m:
+                j = i + 1
+                while j < len(lines) and not re.match(r"^\S", lines[j]):
+                    j += 1
+                out[m.group(1) or m.group(2)] = (smk.stem, "\n".join(lines[i:j]))
+    return out
+
+
+def renamed_rules() -> dict[str, str]:
+    """``RENAMED_RULES`` of aliases.smk (old name -> new name)."""
+    text = (RULES_DIR / "aliases.smk").read_text()
+    return ast.literal_eval(re.search(r"^RENAMED_RULES = (\{.*?^\})", text, re.M | re.S).group(1))
+
+
+def _outputs(block: str) -> str:
+    m = re.search(r"^    output:\n((?:        .*\n?|\s*\n)*)", block, re.M)
+    return m.group(1) if m else ""
+
+
+def test_plot_rules_and_only_they_end_in_figure():
+    blocks = rule_blocks()
+    assert len(blocks) > 50
+    plots = {r for r, (_, b) in blocks.items() if '"figures/' in _outputs(b)}
+    named = {r for r in blocks if r.endswith("_figure")}
+    assert plots == named, {"plot rules not named *_figure": sorted(plots - named),
+                            "named *_figure without a figure": sorted(named - plots)}  # fmt: skip
+
+
+def test_every_plot_rule_has_its_caption_and_every_caption_a_plot_rule():
+    blocks = rule_blocks()
+    plots = {r for r in blocks if r.endswith("_figure")}
+    for rule in plots:
+        captions = re.findall(r'caption="\.\./report/(\w+)\.rst"', blocks[rule][1])
+        assert captions == [rule], (rule, captions)
+    files = {p.stem for p in (REPO / "workflow/report").glob("*.rst")} - {"workflow"}
+    assert files == plots, files ^ plots
+
+
+def test_every_rule_is_named_after_its_family():
+    bad = [f"{stem}.smk: {rule}" for rule, (stem, _) in rule_blocks().items()
+           if not rule.startswith(FAMILY.get(stem, stem + "_"))]  # fmt: skip
+    assert not bad, bad
+
+
+def test_old_names_are_aliases_of_renamed_rules_and_documented():
+    blocks, renamed = rule_blocks(), renamed_rules()
+    assert not set(renamed) & set(blocks), "an old name is again the name of a rule that runs"
+    assert set(renamed.values()) <= set(blocks)
+    table = dict(re.findall(r"^\| `(\w+)` \| `(\w+)` \|$",
+                            (REPO / "docs/pipeline.md").read_text(), re.M))  # fmt: skip
+    assert table == renamed, "the docs' table of old names differs from aliases.smk"
+
+
+def test_the_readme_table_names_current_plot_rules():
+    blocks = rule_blocks()
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("| Paper figure | Rule (plot) |") :].split("\n\n")[0]
+    named = re.findall(r"^\|[^|]*\| `(\w+)` \|", table, re.M)
+    assert len(named) > 20
+    bad = [
+        r for r in named if r not in blocks or not (r.endswith("_figure") or r == "benchmark_suite")
+    ]
+    assert not bad, bad
+
+
+@pytest.mark.workflow
+def test_a_dry_run_of_the_old_names_schedules_the_jobs_of_the_new_names(tmp_path):
+    """``snakemake <old name>`` builds what ``snakemake <new name>`` builds; the dry run adds one
+    line per old name (the target-only rule, as ``all``)."""
+    work = copy_repo(tmp_path / "repo")
+    renamed = renamed_rules()
+    old = jobs_to_run(snakemake(work, "-n", *renamed, *SMOKE).stdout)
+    new = jobs_to_run(snakemake(work, "-n", *renamed.values(), *SMOKE).stdout)
+    assert {r: old[r] for r in renamed} == dict.fromkeys(renamed, 1)
+    assert {r: k for r, k in old.items() if r not in renamed} == new
+    assert len(new) > 20
