@@ -159,3 +159,17 @@ def test_the_command_line_and_estimator_are_public():
     assert {"critical_report", "estimate_report", "main"} <= set(cli.__all__)
     assert {"estimate_rho_q", "TokenEstimate"} <= set(tokens.__all__)
     assert "first_order_crossover_log_n" in finite_d.__all__
+
+
+@pytest.mark.parametrize("old", sorted(["workflow_jobs", "check_workflow"]))
+def test_backend_functions_that_moved_to_the_pipeline_warn_and_still_work(old):
+    """Issue 26: the workflow's keys left the backend; the old names still import."""
+    import attnscale.backend as backend
+    from attnscale.pipeline import config_checks
+
+    module, new = backend.MOVED_TO_PIPELINE[old]
+    with pytest.warns(DeprecationWarning, match=re.escape(f"moved to {module}.{new}")):
+        namespace: dict = {}
+        exec(f"from attnscale.backend import {old}", namespace)
+    assert namespace[old] is getattr(config_checks, new)
+    assert new in config_checks.__all__

@@ -18,7 +18,7 @@ import numpy as np
 
 from .config_ranges import Range, fail
 
-__all__ = ["CHECKS", "LAMBDA_JOBS", "lambda_jobs"]
+__all__ = ["CHECKS", "LAMBDA_JOBS", "check_backend", "lambda_jobs"]
 
 
 def _check_eta_trials(cfg) -> None:
@@ -133,7 +133,9 @@ def lambda_jobs(cfg) -> list[tuple[str, int, int]]:
     return out
 
 
-def _check_backend(cfg) -> None:
+def check_backend(cfg) -> None:
+    """Parse-time check of ``backend`` and ``backend_memory_gb`` (docs/gpu.md#choosing-the-backend):
+    ``backend: jax`` needs JAX and enough memory for the largest job of :data:`LAMBDA_JOBS`."""
     # backend_memory_gb: null (detect per job) or a number > 0; backend: jax needs JAX and enough
     # memory for the largest lambda-type job (docs/gpu.md#choosing-the-backend)
     from attnscale.backend import check_jax_fits, check_name
@@ -157,4 +159,4 @@ def _check_backend(cfg) -> None:
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
 CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
                 _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
-                _check_regimes, _check_backend]  # fmt: skip
+                _check_regimes, check_backend]  # fmt: skip
