@@ -1,5 +1,7 @@
-"""Shared by every other package: argument checks (:mod:`attnscale.core.validation`) and random
-streams derived from a job's identity (:mod:`attnscale.core.seeding`). Imports nothing else of
-attnscale (docs/pipeline.md#the-package-layout)."""
+"""Shared by every other package: argument checks (:mod:`attnscale.core.validation`), random
+streams derived from a job's identity (:mod:`attnscale.core.seeding`), and two quadratures used
+on both sides of the library: the Gauss-Legendre rules (:mod:`attnscale.core.quadrature`) and the
+Laplace-identity integral (:mod:`attnscale.core.laplace`). Imports nothing else of attnscale
+(docs/pipeline.md#the-package-layout)."""
 
 __all__: list[str] = []
