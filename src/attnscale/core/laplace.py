@@ -35,7 +35,7 @@ SERIES_TERMS = 14
 
 
 def series_terms() -> tuple[np.ndarray, np.ndarray]:
-    """``k = 1 .. SERIES_TERMS`` and the coefficients ``(-1)^{k+1} / k!`` of
+    """The powers ``k`` (1 to ``SERIES_TERMS``) and coefficients ``(-1)^{k+1} / k!`` of the series
     ``psi(s) = 1 - E[e^{-s Y}] = sum_k (-1)^{k+1} s^k E[Y^k] / k!``
     (docs/finite-d.md#exact-self-weight).
 
