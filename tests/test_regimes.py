@@ -25,7 +25,7 @@ from attnscale.experiments import regimes_tokens as rgt
 from attnscale.figures import regimes as fr
 from attnscale.layer import finite_d, tokens
 from attnscale.pipeline.config import ConfigError
-from attnscale.regimes import gap, observable, rem, samplers, ties
+from attnscale.regimes import gap, observable, rem, rem_samplers, ties, token_samplers
 
 SEED = 271828182845904523536028747135266249775
 
@@ -251,8 +251,8 @@ def test_rem_scores_above_is_the_tail_of_a_full_draw():
     """Count Binomial(n, Q(t)) and values from the tail: KS against the tail of full draws."""
     n, t = 2000, 1.5
     r1, r2 = rng(5), rng(6)
-    tails = np.concatenate([samplers.rem_scores_above(n, t, r1) for _ in range(200)])
-    full = np.concatenate([x[x > t] for x in (samplers.rem_scores(n, r2) for _ in range(200))])
+    tails = np.concatenate([rem_samplers.rem_scores_above(n, t, r1) for _ in range(200)])
+    full = np.concatenate([x[x > t] for x in (rem_samplers.rem_scores(n, r2) for _ in range(200))])
     assert stats.ks_2samp(tails, full).pvalue > 1e-3
     q = stats.norm.sf(t)
     assert abs(tails.size / 200 - n * q) < 4 * math.sqrt(n * q * (1 - q) / 200)
@@ -275,7 +275,9 @@ def test_token_draw_against_full_tokens(d, rho):
     row, the row minimum and maximum (rows are independent; tokens within a row are not)."""
     n, rows = 6, 6000
     r = rng(7, d, 1)
-    fast = np.array([samplers.gaussian_token_draw(n, d, rho, r)["others"] for _ in range(rows)])
+    fast = np.array(
+        [token_samplers.gaussian_token_draw(n, d, rho, r)["others"] for _ in range(rows)]
+    )
     full = brute_rows(n, d, rho, rows, rng(8, d))
     for f in (lambda a: a[:, 0], lambda a: a.min(axis=1), lambda a: a.max(axis=1)):
         assert stats.ks_2samp(f(fast), f(full)).pvalue > 1e-3
@@ -289,7 +291,7 @@ def test_token_row_self_weight_against_finite_d_theory():
         w = np.array(
             [
                 observable.group_weight(
-                    [0.0], samplers.gaussian_token_row(n, d, rho, r)[1:] - 1, beta
+                    [0.0], token_samplers.gaussian_token_row(n, d, rho, r)[1:] - 1, beta
                 )[0]
                 for _ in range(3000)
             ]
@@ -301,9 +303,9 @@ def test_token_row_self_weight_against_finite_d_theory():
 def test_token_row_copies():
     """Copies replace tokens 1..k-1 of the same draw (common random numbers) and their cosines
     follow copy_cosines; exact copies have cosine 1."""
-    a = samplers.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.2)
-    b = samplers.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.0)
-    c = samplers.gaussian_token_draw(50, 8, 0.5, rng(10), copies=4)
+    a = token_samplers.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.2)
+    b = token_samplers.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.0)
+    c = token_samplers.gaussian_token_draw(50, 8, 0.5, rng(10), copies=4)
     assert a[0] == 1.0 and np.all(b[:5] == 1.0) and np.all(a[1:5] < 1.0)
     np.testing.assert_array_equal(a[5:], c["others"][4:])
     np.testing.assert_array_equal(a[1:5], ties.copy_cosines(0.2, c["copy_a"], c["copy_w"], 8))
@@ -530,16 +532,16 @@ def test_figure_draws_from_the_table():
         (lambda: rem.rem_top_weight_mean(100, 1.0, s=0.0), "s must lie in"),
         (lambda: rem.rem_critical_beta(100, method="pd"), "method must be one of"),
         (lambda: rem.pd_top_weight_mean(1.0), "alpha must lie in (0, 1)"),
-        (lambda: samplers.rem_scores_above(100, -1.0, rng(0)), "threshold must lie in"),
+        (lambda: rem_samplers.rem_scores_above(100, -1.0, rng(0)), "threshold must lie in"),
         (lambda: rem.rem_truncation_threshold(100, 3.0, 0.0), "eps must lie in"),
-        (lambda: samplers.gaussian_token_draw(10, 2, 0.0, rng(0)), "d must be >= 3"),
+        (lambda: token_samplers.gaussian_token_draw(10, 2, 0.0, rng(0)), "d must be >= 3"),
         (
-            lambda: samplers.gaussian_token_draw(10, 8, 0.0, rng(0), copies=10),
+            lambda: token_samplers.gaussian_token_draw(10, 8, 0.0, rng(0), copies=10),
             "copies must be <= 9",
         ),
-        (lambda: samplers.gaussian_token_draw(10, 8, 0.0, np.random.default_rng(0)), None),
+        (lambda: token_samplers.gaussian_token_draw(10, 8, 0.0, np.random.default_rng(0)), None),
         (
-            lambda: samplers.gaussian_token_draw(10, 8, 0.0, 5),
+            lambda: token_samplers.gaussian_token_draw(10, 8, 0.0, 5),
             "rng must be a numpy.random.Generator",
         ),
         (lambda: ties.copy_cosines(-0.1, [0.0], [1.0], 8), "noise must lie in"),

@@ -67,7 +67,8 @@ SPLIT: dict[str, tuple[str, ...]] = {
         "regimes.gap",
         "regimes.ties",
         "regimes.rem",
-        "regimes.samplers",
+        "regimes.rem_samplers",
+        "regimes.token_samplers",
         "regimes.observable",
     ),
     "experiments.regimes": (

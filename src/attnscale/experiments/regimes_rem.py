@@ -22,7 +22,7 @@ from attnscale.regimes.rem import (
     rem_truncation_bias,
     rem_truncation_threshold,
 )
-from attnscale.regimes.samplers import rem_scores, rem_scores_above
+from attnscale.regimes.rem_samplers import rem_scores, rem_scores_above
 
 __all__ = ["REM_STREAM", "rem_points"]
 
@@ -46,7 +46,7 @@ def rem_points(
     Each row is one query against ``n`` i.i.d. ``N(0, s^2)`` scores; the top group is the highest
     score. Where :func:`attnscale.regimes.rem.rem_truncation_threshold` finds a threshold ``t``
     whose bias bound at the grid's smallest beta is ``<= truncation_eps``, only the scores above
-    ``t`` are drawn (:func:`attnscale.regimes.samplers.rem_scores_above`, exact in law);
+    ``t`` are drawn (:func:`attnscale.regimes.rem_samplers.rem_scores_above`, exact in law);
     otherwise all ``n``. Row ``c`` at ``n`` uses
     ``job_rng(root_seed, spawn_key(REM_STREAM, n, c))``.
 

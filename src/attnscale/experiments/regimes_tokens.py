@@ -1,6 +1,6 @@
 """Simulated ``beta*(n)`` for one query row of Paper A's Gaussian near-simplex tokens: the gap
 regime (large ``d``), the finite-``d`` regime (small ``d``) and ``k`` exact or noisy copies of the
-query (near-ties), all from :func:`attnscale.regimes.samplers.gaussian_token_draw`
+query (near-ties), all from :func:`attnscale.regimes.token_samplers.gaussian_token_draw`
 (:func:`token_points`); and the practical head, exact near-ties around the number that moves
 ``gamma*`` by the configured shift (:func:`read_off_points`) (docs/regimes.md#gap-regime-paper-a,
 docs/regimes.md#finite-d-where-log-n-ends, docs/regimes.md#near-ties,
@@ -24,7 +24,6 @@ from attnscale.experiments.regimes_simulation import (
 )
 from attnscale.layer import finite_d
 from attnscale.regimes.observable import group_weight_grid
-from attnscale.regimes.samplers import gaussian_token_draw
 from attnscale.regimes.ties import (
     copy_cosines,
     copy_factor,
@@ -32,6 +31,7 @@ from attnscale.regimes.ties import (
     ties_for_shift,
     ties_shift,
 )
+from attnscale.regimes.token_samplers import gaussian_token_draw
 
 __all__ = ["TOKEN_STREAM", "token_points", "read_off_points"]
 

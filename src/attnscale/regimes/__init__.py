@@ -15,8 +15,10 @@ imports none of them, so a rule depends only on the modules it uses):
 :mod:`attnscale.regimes.rem`
     ``n`` i.i.d. Gaussian scores, no self-score (random-energy model): the exact finite-``n`` law,
     its Poisson-Dirichlet limit and the freezing point
-:mod:`attnscale.regimes.samplers`
-    random rows of the REM and of Gaussian near-simplex tokens
+:mod:`attnscale.regimes.rem_samplers`
+    random rows of the REM, all scores or only those above a threshold
+:mod:`attnscale.regimes.token_samplers`
+    one random query row of Gaussian near-simplex tokens, with copies of the query
 :mod:`attnscale.regimes.observable`
     the top-group weight of one row and its beta-derivative
 :mod:`attnscale.regimes.common`

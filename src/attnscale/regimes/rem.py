@@ -7,7 +7,7 @@
 the Gaussian tail scale :func:`gaussian_tail_scale`: order ``sqrt(log n) / s``. The bound
 :func:`rem_truncation_bias` on what the scores below a threshold can change, and the threshold
 :func:`rem_truncation_threshold` that keeps it below a target, size the truncated sampler
-:func:`attnscale.regimes.samplers.rem_scores_above` (docs/regimes.md#samplers).
+:func:`attnscale.regimes.rem_samplers.rem_scores_above` (docs/regimes.md#samplers).
 """
 
 from __future__ import annotations

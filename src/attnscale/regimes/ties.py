@@ -182,11 +182,7 @@ def ties_critical_beta(
 
         def f(b, nv=nv, kv=kv):
             return (
-                b * delta
-                - 0.5 * b * b * s2
-                - math.log(nv - kv)
-                + math.log1p((kv - 1) * m(b))
-                - lg
+                b * delta - 0.5 * b * b * s2 - math.log(nv - kv) + math.log1p((kv - 1) * m(b)) - lg
             )
 
         out[i] = optimize.brentq(f, lo, hi, xtol=1e-13, rtol=1e-13) if f(lo) < 0 < f(hi) else lo

@@ -1,10 +1,7 @@
-"""Samplers of the score models (docs/regimes.md#samplers): random numbers only from a
-:class:`numpy.random.Generator` built by :mod:`attnscale.core.seeding`.
-
-:func:`rem_scores`, :func:`rem_scores_above` (the keys above a threshold, exactly; the threshold
-from :func:`attnscale.regimes.rem.rem_truncation_threshold`), :func:`gaussian_token_draw` /
-:func:`gaussian_token_row` (one query row of Gaussian near-simplex tokens in ``O(n)`` work, any
-``d``, with optional copies of the query, :func:`attnscale.regimes.ties.copy_cosines`).
+"""Sampler of one query row of Paper A's Gaussian near-simplex tokens, through sufficient
+statistics, in ``O(n)`` work for any ``d`` and with optional exact or noisy copies of the query
+(:func:`gaussian_token_draw`, :func:`gaussian_token_row`; docs/regimes.md#samplers). Random
+numbers only from a :class:`numpy.random.Generator` built by :mod:`attnscale.core.seeding`.
 """
 
 from __future__ import annotations
@@ -12,42 +9,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
-from attnscale.core.validation import check_int, check_real
+from attnscale.core.validation import check_int
 from attnscale.regimes.common import check_rho, check_rng
 from attnscale.regimes.ties import copy_cosines
 
-__all__ = [
-    "rem_scores",
-    "rem_scores_above",
-    "gaussian_token_draw",
-    "gaussian_token_row",
-]
-
-
-def rem_scores(n: int, rng: np.random.Generator, *, mu: float = 0.0, s: float = 1.0) -> np.ndarray:
-    """``n`` i.i.d. ``N(mu, s^2)`` scores (docs/regimes.md#samplers)."""
-    n = check_int("n", n, minimum=1)
-    mu = check_real("mu", mu)
-    s = check_real("s", s, low=0.0, low_open=True)
-    check_rng(rng)
-    return mu + s * rng.standard_normal(n)
-
-
-def rem_scores_above(n: int, threshold: float, rng: np.random.Generator) -> np.ndarray:
-    """The standard-normal scores above ``threshold`` among ``n`` i.i.d. draws, exactly in law
-    (docs/regimes.md#samplers): their number is ``Binomial(n, Q(threshold))`` and, given it, they
-    are i.i.d. from the tail, ``X = Q^{-1}(Q(threshold) U)`` with ``U`` uniform on ``(0, 1]``.
-    Unordered; may be empty. ``threshold`` must have ``Q(threshold) <= 1/2`` (``>= 0``): below
-    that, draw all ``n`` with :func:`rem_scores`."""
-    n = check_int("n", n, minimum=1)
-    threshold = check_real("threshold", threshold, low=0.0)
-    check_rng(rng)
-    q = float(special.ndtr(-threshold))
-    m = int(rng.binomial(n, q))
-    u = 1.0 - rng.random(m)
-    return -special.ndtri(q * u)
+__all__ = ["gaussian_token_draw", "gaussian_token_row"]
 
 
 def gaussian_token_draw(
