@@ -33,6 +33,7 @@ LEVEL = {
     "layer": 1,
     "sphere": 1,
     "backend": 0,
+    "regimes": 2,
     "pipeline": 2,
     "experiments": 3,
     "figures": 4,
@@ -111,6 +112,23 @@ def test_old_flat_path_imports_the_new_module_with_a_warning(old):
     assert mod is new
 
 
+@pytest.mark.parametrize("old", sorted(_moved.SPLIT))
+def test_split_module_path_re_exports_its_new_homes_with_a_warning(old):
+    """A module split by concern imports from its old path: every public name of the modules
+    that hold its contents now, the very objects, and a warning that names them."""
+    full = f"attnscale.{old}"
+    homes = _moved.split_homes(full)
+    assert homes and all(deps.module_file(h, SRC) for h in homes)
+    assert deps.module_file(full, SRC) is None, f"{full} is a file again; remove it from SPLIT"
+    sys.modules.pop(full, None)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{full} was split into {homes[0]}")):
+        mod = importlib.import_module(full)
+    for home in homes:
+        new = importlib.import_module(home)
+        assert all(getattr(mod, name) is getattr(new, name) for name in new.__all__)
+        assert set(new.__all__) <= set(mod.__all__)
+
+
 def test_old_submodule_path_is_the_same_module():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -142,7 +160,8 @@ def test_new_modules_import_no_old_path():
                 names = [a.name for a in node.names]
             else:
                 continue
-            bad += [f"{path.relative_to(SRC)}: {n}" for n in names if _moved.new_name(n or "")]
+            old = [n for n in names if _moved.new_name(n or "") or _moved.split_homes(n or "")]
+            bad += [f"{path.relative_to(SRC)}: {n}" for n in old]
     assert not bad, bad
 
 

@@ -16,11 +16,16 @@ import pytest
 from scipy import integrate, optimize, stats
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.experiments import regimes as rg
+from attnscale.experiments import regimes_common as rgc
+from attnscale.experiments import regimes_rem as rgr
+from attnscale.experiments import regimes_simulation as rgs
+from attnscale.experiments import regimes_summary as rgsum
+from attnscale.experiments import regimes_theory as rgth
+from attnscale.experiments import regimes_tokens as rgt
 from attnscale.figures import regimes as fr
 from attnscale.layer import finite_d, tokens
-from attnscale.layer import score_regimes as sr
 from attnscale.pipeline.config import ConfigError
+from attnscale.regimes import gap, observable, rem, rem_samplers, ties, token_samplers
 
 SEED = 271828182845904523536028747135266249775
 
@@ -43,9 +48,9 @@ def test_gap_critical_beta_against_direct_softmax(n, rho):
     softmax self-weight equals ln(n - 1) / (1 - rho)."""
     scores = np.r_[1.0, np.full(n - 1, rho)]
     b = optimize.brentq(lambda x: softmax_group(scores, [0], x) - 0.5, 0.0, 200.0, xtol=1e-13)
-    assert sr.gap_critical_beta(n, rho) == pytest.approx(b, rel=1e-10, abs=1e-10)
-    assert sr.gap_top_weight(n, rho, b) == pytest.approx(0.5, abs=1e-12)
-    assert sr.gap_critical_beta(n, rho) == pytest.approx(math.log(n - 1) / (1 - rho), abs=1e-12)
+    assert gap.gap_critical_beta(n, rho) == pytest.approx(b, rel=1e-10, abs=1e-10)
+    assert gap.gap_top_weight(n, rho, b) == pytest.approx(0.5, abs=1e-12)
+    assert gap.gap_critical_beta(n, rho) == pytest.approx(math.log(n - 1) / (1 - rho), abs=1e-12)
 
 
 @pytest.mark.parametrize("n, k, rho", [(10, 3, 0.0), (1000, 31, 0.5), (5000, 70, 0.8)])
@@ -54,8 +59,8 @@ def test_ties_critical_beta_against_direct_softmax(n, k, rho):
     scores = np.r_[np.ones(k), np.full(n - k, rho)]
     group = np.arange(k)
     b = optimize.brentq(lambda x: softmax_group(scores, group, x) - 0.5, 0.0, 100.0, xtol=1e-13)
-    assert sr.ties_critical_beta(n, k, 1 - rho) == pytest.approx(b, rel=1e-10)
-    assert sr.ties_critical_beta(n, k, 1 - rho) == pytest.approx(
+    assert ties.ties_critical_beta(n, k, 1 - rho) == pytest.approx(b, rel=1e-10)
+    assert ties.ties_critical_beta(n, k, 1 - rho) == pytest.approx(
         math.log((n - k) / k) / (1 - rho), rel=1e-12
     )
 
@@ -67,7 +72,7 @@ def test_copies_at_a_fixed_cosine_against_direct_softmax(n, k, gap):
     scores = np.r_[1.0, np.full(k - 1, 1.0 - gap), np.full(n - k, rho)]
     group = np.arange(k)
     b = optimize.brentq(lambda x: softmax_group(scores, group, x) - 0.5, 0.0, 200.0, xtol=1e-13)
-    assert sr.ties_critical_beta(n, k, 1 - rho, copy_gap=gap) == pytest.approx(b, rel=1e-9)
+    assert ties.ties_critical_beta(n, k, 1 - rho, copy_gap=gap) == pytest.approx(b, rel=1e-9)
 
 
 def test_ties_kappa_limit_and_vectorisation():
@@ -76,23 +81,25 @@ def test_ties_kappa_limit_and_vectorisation():
     n = np.array([1e2, 1e4, 1e8, 1e16, 1e32])
     for kappa, rho in ((0.25, 0.5), (0.5, 0.0), (0.75, 0.3)):
         k = n**kappa
-        g = sr.ties_critical_beta(n, k, 1 - rho) / np.log(n)
+        g = ties.ties_critical_beta(n, k, 1 - rho) / np.log(n)
         ratio = g / ((1 - kappa) / (1 - rho))
         expect = 1 + np.log1p(-(n ** (kappa - 1))) / ((1 - kappa) * np.log(n))
         np.testing.assert_allclose(ratio, expect, rtol=1e-12)
         assert abs(ratio[-1] - 1) < 1e-8
-    assert np.shape(sr.ties_critical_beta(n, 2.0, 0.5)) == n.shape
-    assert isinstance(sr.ties_critical_beta(100, 2, 0.5), float)
+    assert np.shape(ties.ties_critical_beta(n, 2.0, 0.5)) == n.shape
+    assert isinstance(ties.ties_critical_beta(100, 2, 0.5), float)
 
 
 def test_ties_first_order_reduces_to_finite_d_first_order():
     """With s2 the within-row variance, k = 1 is docs/finite-d.md's first-order beta*."""
     for n, d, rho in ((1000, 128, 0.5), (131072, 128, 0.0), (10**6, 4096, 0.5)):
         s2 = finite_d.first_order_variance(d, rho)
-        assert sr.ties_critical_beta(n, 1, 1 - rho, s2=s2) == pytest.approx(
+        assert ties.ties_critical_beta(n, 1, 1 - rho, s2=s2) == pytest.approx(
             finite_d.first_order_critical_beta(n, d, rho), rel=1e-12
         )
-    assert math.isnan(sr.ties_critical_beta(10**6, 1, 1.0, s2=finite_d.first_order_variance(8, 0)))
+    assert math.isnan(
+        ties.ties_critical_beta(10**6, 1, 1.0, s2=finite_d.first_order_variance(8, 0))
+    )
 
 
 def test_copy_cosines_and_copy_factor_against_monte_carlo():
@@ -107,27 +114,29 @@ def test_copy_cosines_and_copy_factor_against_monte_carlo():
     direct = (c @ y) / np.linalg.norm(c, axis=1)
     a = math.sqrt(d) * (xi @ y)
     w = d * (np.sum(xi * xi, axis=1) - (xi @ y) ** 2)
-    np.testing.assert_allclose(sr.copy_cosines(noise, a, w, d), direct, rtol=1e-12)
+    np.testing.assert_allclose(ties.copy_cosines(noise, a, w, d), direct, rtol=1e-12)
     for beta in (1.0, 10.0, 40.0):
         vals = np.exp(-beta * (1 - direct))
         se = vals.std(ddof=1) / math.sqrt(vals.size)
-        assert abs(sr.copy_factor(beta, noise, d) - vals.mean()) < 4 * se
-    big = sr.copy_factor(5.0, 0.3, 10**6)  # large d: the cosine concentrates on 1/sqrt(1 + noise^2)
+        assert abs(ties.copy_factor(beta, noise, d) - vals.mean()) < 4 * se
+    big = ties.copy_factor(
+        5.0, 0.3, 10**6
+    )  # large d: the cosine concentrates on 1/sqrt(1 + noise^2)
     assert big == pytest.approx(math.exp(-5.0 * (1 - 1 / math.sqrt(1.09))), rel=1e-3)
-    assert sr.copy_factor(7.0, 0.0, 16) == 1.0
+    assert ties.copy_factor(7.0, 0.0, 16) == 1.0
 
 
 def test_noisy_ties_solve_their_group_equation():
     n, k, rho, d, noise = 10**5, 316, 0.5, 4096, 0.3
     s2 = finite_d.first_order_variance(d, rho)
-    b = sr.ties_critical_beta(n, k, 1 - rho, s2=s2, copy_noise=noise, d=d)
-    k_eff = 1 + (k - 1) * sr.copy_factor(b, noise, d)
+    b = ties.ties_critical_beta(n, k, 1 - rho, s2=s2, copy_noise=noise, d=d)
+    k_eff = 1 + (k - 1) * ties.copy_factor(b, noise, d)
     w = k_eff / (k_eff + (n - k) * math.exp(-b * (1 - rho) + 0.5 * b * b * s2))
     assert w == pytest.approx(0.5, abs=1e-10)
     assert (
-        sr.ties_critical_beta(n, k, 1 - rho, s2=s2)
+        ties.ties_critical_beta(n, k, 1 - rho, s2=s2)
         < b
-        < sr.ties_critical_beta(n, 1, 1 - rho, s2=s2)
+        < ties.ties_critical_beta(n, 1, 1 - rho, s2=s2)
     )
 
 
@@ -135,10 +144,10 @@ def test_ties_for_shift_round_trip():
     """ties_shift at the real-valued k of ties_for_shift is the requested shift
     (docs/regimes.md#practical-reading)."""
     for c in (1.0, 0.95, 0.8):
-        k = sr.ties_for_shift(131072, 128, 0.0, shift=0.1, copy_cosine=c)
+        k = ties.ties_for_shift(131072, 128, 0.0, shift=0.1, copy_cosine=c)
         assert 1 < k < 131071
-        assert sr.ties_shift(131072, k, 128, 0.0, copy_cosine=c) == pytest.approx(0.1, abs=1e-9)
-    assert sr.ties_for_shift(131072, 128, 0.0) == pytest.approx(3.078, abs=1e-3)
+        assert ties.ties_shift(131072, k, 128, 0.0, copy_cosine=c) == pytest.approx(0.1, abs=1e-9)
+    assert ties.ties_for_shift(131072, 128, 0.0) == pytest.approx(3.078, abs=1e-3)
 
 
 # =========================================================================== REM
@@ -152,7 +161,7 @@ def test_rem_top_weight_against_brute_force(n, beta):
     z = np.exp(beta * (x - x.max(axis=1, keepdims=True)))
     a1 = 1.0 / z.sum(axis=1)
     se = a1.std(ddof=1) / math.sqrt(rows)
-    assert abs(sr.rem_top_weight_mean(n, beta) - a1.mean()) < 4 * se + 1e-4
+    assert abs(rem.rem_top_weight_mean(n, beta) - a1.mean()) < 4 * se + 1e-4
 
 
 def test_rem_two_scores_closed_form_and_resolution():
@@ -164,14 +173,15 @@ def test_rem_two_scores_closed_form_and_resolution():
             0,
             np.inf,
         )[0]
-        assert sr.rem_top_weight_mean(2, beta) == pytest.approx(ref, abs=1e-10)
+        assert rem.rem_top_weight_mean(2, beta) == pytest.approx(ref, abs=1e-10)
     for n, b in ((100, 3.0), (1e6, 7.0), (1e30, 18.0)):
         assert (
-            abs(sr.rem_top_weight_mean(n, b, resolution=2.0) - sr.rem_top_weight_mean(n, b)) < 1e-9
+            abs(rem.rem_top_weight_mean(n, b, resolution=2.0) - rem.rem_top_weight_mean(n, b))
+            < 1e-9
         )
-    assert sr.rem_top_weight_mean(50, 0.0) == pytest.approx(1 / 50)
-    assert sr.rem_top_weight_mean(100, [1.0, 2.0], s=2.0)[0] == pytest.approx(
-        sr.rem_top_weight_mean(100, 2.0)
+    assert rem.rem_top_weight_mean(50, 0.0) == pytest.approx(1 / 50)
+    assert rem.rem_top_weight_mean(100, [1.0, 2.0], s=2.0)[0] == pytest.approx(
+        rem.rem_top_weight_mean(100, 2.0)
     )
 
 
@@ -181,19 +191,19 @@ def test_pd_top_weight_against_poisson_points():
     (docs/regimes.md#poisson-dirichlet-limit)."""
     r = rng(3)
     gam = np.cumsum(r.exponential(size=(4000, 5000)), axis=1)
-    for alpha in (0.3, 0.5, sr.pd_critical_alpha()):
+    for alpha in (0.3, 0.5, rem.pd_critical_alpha()):
         u = gam ** (-1.0 / alpha)
         v1 = u[:, 0] / u.sum(axis=1)
         se = v1.std(ddof=1) / math.sqrt(v1.size)
-        assert abs(sr.pd_top_weight_mean(alpha) - v1.mean()) < 4 * se + 2e-4
+        assert abs(rem.pd_top_weight_mean(alpha) - v1.mean()) < 4 * se + 2e-4
     # g_alpha in closed form against its defining integral
     for alpha, t in ((0.3, 0.7), (0.65, 5.0), (0.9, 40.0)):
         ref = integrate.quad(
             lambda w, a=alpha, t=t: a * (1 - math.exp(-t * w)) * w ** (-a - 1), 0, 1
         )[0]
-        assert sr._pd_g(alpha, np.float64(t)) == pytest.approx(ref, rel=1e-8)
-    assert sr.pd_critical_alpha() == pytest.approx(0.645496, abs=1e-6)
-    assert sr.pd_top_weight_mean(sr.pd_critical_alpha()) == pytest.approx(0.5, abs=1e-12)
+        assert rem._pd_g(alpha, np.float64(t)) == pytest.approx(ref, rel=1e-8)
+    assert rem.pd_critical_alpha() == pytest.approx(0.645496, abs=1e-6)
+    assert rem.pd_top_weight_mean(rem.pd_critical_alpha()) == pytest.approx(0.5, abs=1e-12)
 
 
 def test_rem_freezing_point_and_poisson_dirichlet_limit():
@@ -202,24 +212,24 @@ def test_rem_freezing_point_and_poisson_dirichlet_limit():
     w_n/alpha_c lies above the exact one by less than 1/ln n
     (docs/regimes.md#freezing-point-and-finite-n-corrections)."""
     ns = [1e2, 1e4, 1e8, 1e16, 1e30]
-    below = [sr.rem_top_weight_mean(n, 0.8 * sr.rem_freezing_beta(n)) for n in ns]
+    below = [rem.rem_top_weight_mean(n, 0.8 * rem.rem_freezing_beta(n)) for n in ns]
     assert np.all(np.diff(below) < 0) and below[-1] < 0.02
     for kappa in (1.5, 2.0):
         gaps = [
             abs(
-                sr.rem_top_weight_mean(n, kappa * sr.rem_freezing_beta(n))
-                - sr.pd_top_weight_mean(1 / kappa)
+                rem.rem_top_weight_mean(n, kappa * rem.rem_freezing_beta(n))
+                - rem.pd_top_weight_mean(1 / kappa)
             )
             for n in ns
         ]
         assert np.all(np.diff(gaps) < 0) and gaps[-1] < 0.02
-    exact = sr.rem_critical_beta(ns)
-    ratio = exact / sr.rem_freezing_beta(ns)
-    assert np.all(np.diff(ratio) > 0) and 1.0 < ratio[-1] < 1 / sr.pd_critical_alpha()
-    assert ratio[-1] == pytest.approx(1 / sr.pd_critical_alpha(), rel=0.03)
-    excess = sr.rem_critical_beta(ns, method="penultimate") / exact - 1
+    exact = rem.rem_critical_beta(ns)
+    ratio = exact / rem.rem_freezing_beta(ns)
+    assert np.all(np.diff(ratio) > 0) and 1.0 < ratio[-1] < 1 / rem.pd_critical_alpha()
+    assert ratio[-1] == pytest.approx(1 / rem.pd_critical_alpha(), rel=0.03)
+    excess = rem.rem_critical_beta(ns, method="penultimate") / exact - 1
     assert np.all(excess > 0) and np.all(excess * np.log(ns) < 1.0)
-    assert sr.rem_critical_beta(1e4, s=2.0) == pytest.approx(sr.rem_critical_beta(1e4) / 2)
+    assert rem.rem_critical_beta(1e4, s=2.0) == pytest.approx(rem.rem_critical_beta(1e4) / 2)
 
 
 def test_rem_truncation_bias_is_the_dropped_mass():
@@ -231,18 +241,18 @@ def test_rem_truncation_bias_is_the_dropped_mass():
     R = np.where(x < t, np.exp(beta * (x - top)), 0.0).sum(axis=1)
     R = np.where(top[:, 0] >= t, R, 1.0)
     se = R.std(ddof=1) / math.sqrt(R.size)
-    assert abs(sr.rem_truncation_bias(n, t, beta) - R.mean()) < 4 * se
-    th = sr.rem_truncation_threshold(10**6, 6.0, 1e-6)
-    assert 0 < th and sr.rem_truncation_bias(10**6, th, 6.0) == pytest.approx(1e-6, rel=1e-3)
-    assert sr.rem_truncation_threshold(100, 3.0, 1e-6) is None
+    assert abs(rem.rem_truncation_bias(n, t, beta) - R.mean()) < 4 * se
+    th = rem.rem_truncation_threshold(10**6, 6.0, 1e-6)
+    assert 0 < th and rem.rem_truncation_bias(10**6, th, 6.0) == pytest.approx(1e-6, rel=1e-3)
+    assert rem.rem_truncation_threshold(100, 3.0, 1e-6) is None
 
 
 def test_rem_scores_above_is_the_tail_of_a_full_draw():
     """Count Binomial(n, Q(t)) and values from the tail: KS against the tail of full draws."""
     n, t = 2000, 1.5
     r1, r2 = rng(5), rng(6)
-    tails = np.concatenate([sr.rem_scores_above(n, t, r1) for _ in range(200)])
-    full = np.concatenate([x[x > t] for x in (sr.rem_scores(n, r2) for _ in range(200))])
+    tails = np.concatenate([rem_samplers.rem_scores_above(n, t, r1) for _ in range(200)])
+    full = np.concatenate([x[x > t] for x in (rem_samplers.rem_scores(n, r2) for _ in range(200))])
     assert stats.ks_2samp(tails, full).pvalue > 1e-3
     q = stats.norm.sf(t)
     assert abs(tails.size / 200 - n * q) < 4 * math.sqrt(n * q * (1 - q) / 200)
@@ -265,7 +275,9 @@ def test_token_draw_against_full_tokens(d, rho):
     row, the row minimum and maximum (rows are independent; tokens within a row are not)."""
     n, rows = 6, 6000
     r = rng(7, d, 1)
-    fast = np.array([sr.gaussian_token_draw(n, d, rho, r)["others"] for _ in range(rows)])
+    fast = np.array(
+        [token_samplers.gaussian_token_draw(n, d, rho, r)["others"] for _ in range(rows)]
+    )
     full = brute_rows(n, d, rho, rows, rng(8, d))
     for f in (lambda a: a[:, 0], lambda a: a.min(axis=1), lambda a: a.max(axis=1)):
         assert stats.ks_2samp(f(fast), f(full)).pvalue > 1e-3
@@ -278,7 +290,9 @@ def test_token_row_self_weight_against_finite_d_theory():
         r = rng(9, d)
         w = np.array(
             [
-                sr.group_weight([0.0], sr.gaussian_token_row(n, d, rho, r)[1:] - 1, beta)[0]
+                observable.group_weight(
+                    [0.0], token_samplers.gaussian_token_row(n, d, rho, r)[1:] - 1, beta
+                )[0]
                 for _ in range(3000)
             ]
         )
@@ -289,12 +303,12 @@ def test_token_row_self_weight_against_finite_d_theory():
 def test_token_row_copies():
     """Copies replace tokens 1..k-1 of the same draw (common random numbers) and their cosines
     follow copy_cosines; exact copies have cosine 1."""
-    a = sr.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.2)
-    b = sr.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.0)
-    c = sr.gaussian_token_draw(50, 8, 0.5, rng(10), copies=4)
+    a = token_samplers.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.2)
+    b = token_samplers.gaussian_token_row(50, 8, 0.5, rng(10), copies=4, copy_noise=0.0)
+    c = token_samplers.gaussian_token_draw(50, 8, 0.5, rng(10), copies=4)
     assert a[0] == 1.0 and np.all(b[:5] == 1.0) and np.all(a[1:5] < 1.0)
     np.testing.assert_array_equal(a[5:], c["others"][4:])
-    np.testing.assert_array_equal(a[1:5], sr.copy_cosines(0.2, c["copy_a"], c["copy_w"], 8))
+    np.testing.assert_array_equal(a[1:5], ties.copy_cosines(0.2, c["copy_a"], c["copy_w"], 8))
 
 
 # =========================================================================== observable and root
@@ -303,13 +317,14 @@ def test_group_weight_grid_matches_group_weight_and_finite_differences():
     group = np.r_[0.0, -0.05 * r.random(3)]
     others = -r.random(500) * 1.5
     betas = np.linspace(2.0, 9.0, 8)
-    W, dW = sr.group_weight_grid(group, others, betas)
+    W, dW = observable.group_weight_grid(group, others, betas)
     for j, b in enumerate(betas):
-        w, dw = sr.group_weight(group, others, b)
+        w, dw = observable.group_weight(group, others, b)
         assert W[j] == pytest.approx(w, rel=1e-13) and dW[j] == pytest.approx(dw, rel=1e-11)
         h = 1e-6
         fd = (
-            sr.group_weight(group, others, b + h)[0] - sr.group_weight(group, others, b - h)[0]
+            observable.group_weight(group, others, b + h)[0]
+            - observable.group_weight(group, others, b - h)[0]
         ) / (2 * h)
         assert dw == pytest.approx(fd, rel=1e-6)
 
@@ -321,16 +336,16 @@ def test_curve_root_against_exact_root_finding():
     n, C = 3000, 64
     rows = [r.standard_normal(n) for _ in range(C)]
     data = [(np.zeros(1), np.delete(x, x.argmax()) - x.max()) for x in rows]
-    guess = sr.rem_critical_beta(n)
-    grid = rg.beta_grid(guess, sr.rem_top_weight_slope(n, guess), 7)
+    guess = rem.rem_critical_beta(n)
+    grid = rgs.beta_grid(guess, rem.rem_top_weight_slope(n, guess), 7)
     W = np.empty((7, C))
     dW = np.empty((7, C))
     for c, (g, o) in enumerate(data):
-        W[:, c], dW[:, c] = sr.group_weight_grid(g, o, grid)
-    res = rg.curve_root(grid, W, dW, level=0.5, batches=8)
+        W[:, c], dW[:, c] = observable.group_weight_grid(g, o, grid)
+    res = rgs.curve_root(grid, W, dW, level=0.5, batches=8)
 
     def mean(b):
-        return np.mean([sr.group_weight(g, o, b)[0] for g, o in data]) - 0.5
+        return np.mean([observable.group_weight(g, o, b)[0] for g, o in data]) - 0.5
 
     exact = optimize.brentq(mean, grid[0], grid[-1], xtol=1e-12)
     assert res["status"] == "ok"
@@ -338,13 +353,13 @@ def test_curve_root_against_exact_root_finding():
     assert abs(res["beta_star"] - exact) < 1e-3 * res["se"]
     assert res["w_mean"] == pytest.approx(0.5, abs=1e-6)
     assert 0.5 < res["se_batches"] / res["se"] < 2.0
-    assert rg.curve_root(grid, W + 1, dW, level=0.5, batches=8)["status"] == "low"
-    assert rg.curve_root(grid, W - 1, dW, level=0.5, batches=8)["status"] == "high"
+    assert rgs.curve_root(grid, W + 1, dW, level=0.5, batches=8)["status"] == "low"
+    assert rgs.curve_root(grid, W - 1, dW, level=0.5, batches=8)["status"] == "high"
 
 
 # =========================================================================== experiments
 def small_rem(seed=SEED, n=(100, 1000), contexts=600):
-    return rg.rem_points(
+    return rgr.rem_points(
         n=list(n),
         s=1.0,
         contexts=contexts,
@@ -358,14 +373,14 @@ def small_rem(seed=SEED, n=(100, 1000), contexts=600):
 
 def test_simulated_rem_within_4se_of_exact_prediction():
     df = small_rem()
-    z = (df["beta_sim"] - sr.rem_critical_beta(df["n"].to_numpy(float))) / df["beta_sim_se"]
+    z = (df["beta_sim"] - rem.rem_critical_beta(df["n"].to_numpy(float))) / df["beta_sim_se"]
     assert np.all(np.abs(z) < 4), z.tolist()
     assert np.all(df["attempts"] == 1)
 
 
 def test_simulated_tokens_within_4se_of_predictions():
     """Gap (large d), near-ties (exact and noisy) and finite d against their predictions."""
-    gap = rg.token_points(
+    gap_sim = rgt.token_points(
         regime="gap",
         n=[200, 2000],
         d=1024,
@@ -377,7 +392,7 @@ def test_simulated_tokens_within_4se_of_predictions():
         root_seed=SEED,
         ties=[[0.5, 0.0], [0.5, 0.3]],
     )
-    fd = rg.token_points(
+    fd = rgt.token_points(
         regime="finite_d",
         n=[200, 2000],
         d=[8],
@@ -388,7 +403,7 @@ def test_simulated_tokens_within_4se_of_predictions():
         batches=4,
         root_seed=SEED,
     )
-    th = rg.theory_table(
+    th = rgth.theory_table(
         n=[200, 2000],
         theory_n=[200, 2000],
         gap_d=1024,
@@ -399,7 +414,7 @@ def test_simulated_tokens_within_4se_of_predictions():
         fd_rho=0.0,
         level=0.5,
     )
-    ro = rg.read_off_points(
+    ro = rgt.read_off_points(
         n=5000,
         d=64,
         rho=0.0,
@@ -410,12 +425,12 @@ def test_simulated_tokens_within_4se_of_predictions():
         batches=4,
         root_seed=SEED,
     )
-    rt = rg.read_off_theory(n=5000, d=64, rho=0.0, shift=0.1, copy_cosine=[1.0, 0.9], level=0.5)
-    out = rg.critical_scale_table(
-        simulations=[gap, fd], theory=th, read_off_sim=ro, read_off_theory=rt
+    rt = rgth.read_off_theory(n=5000, d=64, rho=0.0, shift=0.1, copy_cosine=[1.0, 0.9], level=0.5)
+    out = rgsum.critical_scale_table(
+        simulations=[gap_sim, fd], theory=th, read_off_sim=ro, read_off_theory=rt
     )
     t = out["table"]
-    assert list(t.columns) == rg.SUMMARY_COLUMNS
+    assert list(t.columns) == rgsum.SUMMARY_COLUMNS
     sim = t[t["kind"] == "simulation"]
     assert len(sim) == 8 and np.all(np.abs(sim["z_pred"]) < 4), sim[["series", "n", "z_pred"]]
     # the k = 1 predictions are the exact finite-d theory
@@ -444,9 +459,9 @@ def test_rerun_is_byte_identical():
         "batches": 2,
         "ties": [[0.5, 0.3]],
     }
-    a = rg.token_points(regime="finite_d", root_seed=SEED, **kw).to_csv(index=False)
-    b = rg.token_points(regime="finite_d", root_seed=SEED, **kw).to_csv(index=False)
-    c = rg.token_points(regime="finite_d", root_seed=SEED + 1, **kw).to_csv(index=False)
+    a = rgt.token_points(regime="finite_d", root_seed=SEED, **kw).to_csv(index=False)
+    b = rgt.token_points(regime="finite_d", root_seed=SEED, **kw).to_csv(index=False)
+    c = rgt.token_points(regime="finite_d", root_seed=SEED + 1, **kw).to_csv(index=False)
     assert a.encode() == b.encode() and a != c
     r1 = small_rem(n=(200,), contexts=16).to_csv(index=False)
     assert r1.encode() == small_rem(n=(200,), contexts=16).to_csv(index=False).encode()
@@ -456,14 +471,14 @@ def test_table_provenance_and_spawn_keys():
     df = small_rem(n=(150,), contexts=8)
     row = df.iloc[0]
     assert row["root_seed"] == str(SEED)
-    prefix = "-".join(map(str, spawn_key(rg.REM_STREAM, 150)))
+    prefix = "-".join(map(str, spawn_key(rgr.REM_STREAM, 150)))
     assert row["spawn_keys"] == prefix + "-{0..7}"
-    for c in rg.PROV:
+    for c in rgc.PROV:
         assert c in df.columns
 
 
 def test_figure_draws_from_the_table():
-    th = rg.theory_table(
+    th = rgth.theory_table(
         n=[100, 1000],
         theory_n=[100, 1000, 10000],
         gap_d=64,
@@ -475,7 +490,7 @@ def test_figure_draws_from_the_table():
         level=0.5,
     )
     sim = small_rem(n=(100, 1000), contexts=16)
-    ro = rg.read_off_points(
+    ro = rgt.read_off_points(
         n=2000,
         d=32,
         rho=0.0,
@@ -486,8 +501,10 @@ def test_figure_draws_from_the_table():
         batches=2,
         root_seed=SEED,
     )
-    rt = rg.read_off_theory(n=2000, d=32, rho=0.0, shift=0.1, copy_cosine=[1.0], level=0.5)
-    out = rg.critical_scale_table(simulations=[sim], theory=th, read_off_sim=ro, read_off_theory=rt)
+    rt = rgth.read_off_theory(n=2000, d=32, rho=0.0, shift=0.1, copy_cosine=[1.0], level=0.5)
+    out = rgsum.critical_scale_table(
+        simulations=[sim], theory=th, read_off_sim=ro, read_off_theory=rt
+    )
     fig = fr.plot_regimes(table=out["table"], read_off=out["read_off"], caption="test")
     assert len(fig.axes) == 3
     import matplotlib.pyplot as plt
@@ -499,31 +516,37 @@ def test_figure_draws_from_the_table():
 @pytest.mark.parametrize(
     "call, needle",
     [
-        (lambda: sr.gap_critical_beta(1, 0.5), "n must be"),
-        (lambda: sr.gap_critical_beta(10, 1.0), "rho must lie in"),
-        (lambda: sr.gap_top_weight(10, 0.5, -1.0), "beta must lie in"),
-        (lambda: sr.ties_critical_beta(10, 10, 0.5), "k must be smaller than n"),
-        (lambda: sr.ties_critical_beta(10, 0.5, 0.5), "k must be finite and >= 1"),
-        (lambda: sr.ties_critical_beta(10, 2, 0.0), "delta must lie in"),
-        (lambda: sr.ties_critical_beta(10, 2, 0.5, copy_gap=0.1, copy_noise=0.1), "at most one"),
-        (lambda: sr.ties_critical_beta(10, 2, 0.5, copy_noise=0.1), "d must be given"),
-        (lambda: sr.ties_critical_beta(10, 2, 0.5, level=1.0), "level must lie in"),
-        (lambda: sr.ties_for_shift(100, 128, 0.0, shift=0.0), "shift must lie in"),
-        (lambda: sr.ties_for_shift(100, 128, 0.0, copy_cosine=1.5), "copy_cosine must lie in"),
-        (lambda: sr.copy_factor(-1.0, 0.1, 8), "beta must be finite and >= 0"),
-        (lambda: sr.rem_top_weight_mean(100, -1.0), "beta must be finite and >= 0"),
-        (lambda: sr.rem_top_weight_mean(100, 1.0, s=0.0), "s must lie in"),
-        (lambda: sr.rem_critical_beta(100, method="pd"), "method must be one of"),
-        (lambda: sr.pd_top_weight_mean(1.0), "alpha must lie in (0, 1)"),
-        (lambda: sr.rem_scores_above(100, -1.0, rng(0)), "threshold must lie in"),
-        (lambda: sr.rem_truncation_threshold(100, 3.0, 0.0), "eps must lie in"),
-        (lambda: sr.gaussian_token_draw(10, 2, 0.0, rng(0)), "d must be >= 3"),
-        (lambda: sr.gaussian_token_draw(10, 8, 0.0, rng(0), copies=10), "copies must be <= 9"),
-        (lambda: sr.gaussian_token_draw(10, 8, 0.0, np.random.default_rng(0)), None),
-        (lambda: sr.gaussian_token_draw(10, 8, 0.0, 5), "rng must be a numpy.random.Generator"),
-        (lambda: sr.copy_cosines(-0.1, [0.0], [1.0], 8), "noise must lie in"),
+        (lambda: gap.gap_critical_beta(1, 0.5), "n must be"),
+        (lambda: gap.gap_critical_beta(10, 1.0), "rho must lie in"),
+        (lambda: gap.gap_top_weight(10, 0.5, -1.0), "beta must lie in"),
+        (lambda: ties.ties_critical_beta(10, 10, 0.5), "k must be smaller than n"),
+        (lambda: ties.ties_critical_beta(10, 0.5, 0.5), "k must be finite and >= 1"),
+        (lambda: ties.ties_critical_beta(10, 2, 0.0), "delta must lie in"),
+        (lambda: ties.ties_critical_beta(10, 2, 0.5, copy_gap=0.1, copy_noise=0.1), "at most one"),
+        (lambda: ties.ties_critical_beta(10, 2, 0.5, copy_noise=0.1), "d must be given"),
+        (lambda: ties.ties_critical_beta(10, 2, 0.5, level=1.0), "level must lie in"),
+        (lambda: ties.ties_for_shift(100, 128, 0.0, shift=0.0), "shift must lie in"),
+        (lambda: ties.ties_for_shift(100, 128, 0.0, copy_cosine=1.5), "copy_cosine must lie in"),
+        (lambda: ties.copy_factor(-1.0, 0.1, 8), "beta must be finite and >= 0"),
+        (lambda: rem.rem_top_weight_mean(100, -1.0), "beta must be finite and >= 0"),
+        (lambda: rem.rem_top_weight_mean(100, 1.0, s=0.0), "s must lie in"),
+        (lambda: rem.rem_critical_beta(100, method="pd"), "method must be one of"),
+        (lambda: rem.pd_top_weight_mean(1.0), "alpha must lie in (0, 1)"),
+        (lambda: rem_samplers.rem_scores_above(100, -1.0, rng(0)), "threshold must lie in"),
+        (lambda: rem.rem_truncation_threshold(100, 3.0, 0.0), "eps must lie in"),
+        (lambda: token_samplers.gaussian_token_draw(10, 2, 0.0, rng(0)), "d must be >= 3"),
         (
-            lambda: rg.rem_points(
+            lambda: token_samplers.gaussian_token_draw(10, 8, 0.0, rng(0), copies=10),
+            "copies must be <= 9",
+        ),
+        (lambda: token_samplers.gaussian_token_draw(10, 8, 0.0, np.random.default_rng(0)), None),
+        (
+            lambda: token_samplers.gaussian_token_draw(10, 8, 0.0, 5),
+            "rng must be a numpy.random.Generator",
+        ),
+        (lambda: ties.copy_cosines(-0.1, [0.0], [1.0], 8), "noise must lie in"),
+        (
+            lambda: rgr.rem_points(
                 n=[100],
                 s=1.0,
                 contexts=2,
@@ -536,7 +559,7 @@ def test_figure_draws_from_the_table():
             "contexts must be >= 4",
         ),
         (
-            lambda: rg.rem_points(
+            lambda: rgr.rem_points(
                 n=[100],
                 s=1.0,
                 contexts=8,
@@ -549,7 +572,7 @@ def test_figure_draws_from_the_table():
             "batches must be <= 8",
         ),
         (
-            lambda: rg.rem_points(
+            lambda: rgr.rem_points(
                 n=[300, 100],
                 s=1.0,
                 contexts=8,
@@ -562,7 +585,7 @@ def test_figure_draws_from_the_table():
             "strictly increasing",
         ),
         (
-            lambda: rg.token_points(
+            lambda: rgt.token_points(
                 regime="rem",
                 n=[100],
                 d=8,
@@ -576,7 +599,7 @@ def test_figure_draws_from_the_table():
             "regime must be",
         ),
         (
-            lambda: rg.token_points(
+            lambda: rgt.token_points(
                 regime="gap",
                 n=[100],
                 d=8,
@@ -591,12 +614,12 @@ def test_figure_draws_from_the_table():
             "ties[0] kappa must lie in",
         ),
         (
-            lambda: rg.read_off_theory(
+            lambda: rgth.read_off_theory(
                 n=100, d=8, rho=0.0, shift=0.1, copy_cosine=[1.2], level=0.5
             ),
             "copy_cosine must be <= 1",
         ),
-        (lambda: rg.beta_grid(5.0, 0.0, 7), "slope must lie in"),
+        (lambda: rgs.beta_grid(5.0, 0.0, 7), "slope must lie in"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_argument(call, needle):

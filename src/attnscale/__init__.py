@@ -4,7 +4,8 @@ The folder tree is the architecture (docs/pipeline.md#the-package-layout); a pac
 the ones above it in this list:
 
 core
-    argument checks and random streams from a job's identity
+    argument checks, random streams from a job's identity, Gauss-Legendre rules and the
+    Laplace-identity integral
 backend
     the kernel backend (numpy or JAX) of a job and its memory sizing
 layer
@@ -12,6 +13,9 @@ layer
     scores, sinks, depth, the scaling rules of real models
 sphere
     one query against n keys on the sphere: Paper B and its limits
+regimes
+    what sets the order of the critical scale: score models (gap, near-ties, the random-energy
+    model), their samplers and the top-group weight
 pipeline
     the workflow's plumbing: adapter, configuration, dependencies, I/O, lineage
 experiments

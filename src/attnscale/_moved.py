@@ -1,4 +1,4 @@
-"""Old module paths of the flat layout, kept importable (docs/pipeline.md#the-package-layout).
+"""Old module paths, kept importable (docs/pipeline.md#the-package-layout).
 
 Until the library was grouped by domain every module sat directly under ``attnscale``
 (``attnscale.attention``, ``attnscale.sphere_theory``, ...). Code and documentation written
@@ -8,6 +8,10 @@ same module object, so attributes and monkeypatches are shared) and emits a
 module's command line. Modules renamed inside their package, to be named like their workflow
 family (``attnscale.experiments.paper_a_rules`` -> ``attnscale.experiments.paper_a_scaling_rules``,
 docs/pipeline.md#rule-names), are kept importable the same way.
+
+A module later split by concern into several (:data:`SPLIT`) keeps its path too: importing it
+gives a module that re-exports every public name (``__all__``) of the modules that hold its
+contents now (the same objects), with a :class:`DeprecationWarning` that names them.
 """
 
 from __future__ import annotations
@@ -63,6 +67,38 @@ MOVED: dict[str, str] = {
 }
 
 
+#: old module (full name under ``attnscale``) that was split by concern -> the modules that hold
+#: its public names now (docs/pipeline.md#the-package-layout)
+SPLIT: dict[str, tuple[str, ...]] = {
+    "layer.score_regimes": (
+        "regimes.common",
+        "regimes.gap",
+        "regimes.ties",
+        "regimes.rem",
+        "regimes.rem_samplers",
+        "regimes.token_samplers",
+        "regimes.observable",
+    ),
+    "experiments.regimes": (
+        "experiments.regimes_common",
+        "experiments.regimes_simulation",
+        "experiments.regimes_rem",
+        "experiments.regimes_tokens",
+        "experiments.regimes_theory",
+        "experiments.regimes_summary",
+    ),
+}
+
+
+def split_homes(old: str) -> tuple[str, ...]:
+    """The full names of the modules that hold what the split module ``old`` (a full name,
+    ``attnscale.layer.score_regimes``) held, or ``()`` if ``old`` was not split."""
+    rest = old.removeprefix("attnscale.")
+    if rest == old or rest not in SPLIT:
+        return ()
+    return tuple(f"attnscale.{m}" for m in SPLIT[rest])
+
+
 def new_name(old: str) -> str | None:
     """The current full name of an old full module name (``attnscale.finite_d.laws`` ->
     ``attnscale.layer.finite_d.laws``), or ``None`` if ``old`` is not an old path."""
@@ -101,12 +137,38 @@ class _AliasLoader(importlib.abc.Loader):
         return False
 
 
+class _SplitLoader(importlib.abc.Loader):
+    def __init__(self, old: str, homes: tuple[str, ...]):
+        self.old, self.homes = old, homes
+
+    def create_module(self, spec):
+        warnings.warn(
+            f"{self.old} was split into {', '.join(self.homes)}; import from there",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return None  # a fresh module, filled by exec_module
+
+    def exec_module(self, module):
+        names: list[str] = []
+        for home in self.homes:
+            mod = importlib.import_module(home)
+            for name in mod.__all__:
+                setattr(module, name, getattr(mod, name))
+                names.append(name)
+        module.__all__ = names
+        module.__doc__ = f"Deprecated: {self.old} was split into {', '.join(self.homes)}."
+
+
 class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         new = new_name(fullname)
-        if new is None:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
+        if new is not None:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
+        homes = split_homes(fullname)
+        if homes:
+            return importlib.machinery.ModuleSpec(fullname, _SplitLoader(fullname, homes))
+        return None
 
 
 def install() -> None:

@@ -8,7 +8,7 @@ rule regimes_rem:
     """Simulated beta*(n) of the random-energy model: n i.i.d. Gaussian scores per query row,
     no self-score (docs/regimes.md#no-gap-the-random-energy-model)."""
     input:
-        lib=lib("experiments.regimes"),
+        lib=lib("experiments.regimes_rem"),
     output:
         csv="results/regimes/rem.csv",
     log:
@@ -22,7 +22,7 @@ rule regimes_rem:
         mem_mb=500 + 3 * 8e-6 * max(CFG.grid("regimes.n")),
         runtime=15,
     params:
-        entry="experiments.regimes:rem_points",
+        entry="experiments.regimes_rem:rem_points",
         n=CFG.ints("regimes.n"),
         s=CFG.value("regimes.rem.s"),
         contexts=CFG.value("regimes.rem.contexts"),
@@ -40,7 +40,7 @@ rule regimes_gap_ties:
     rows with n^kappa exact or noisy copies of the query (near-ties)
     (docs/regimes.md#gap-regime-paper-a, docs/regimes.md#near-ties)."""
     input:
-        lib=lib("experiments.regimes"),
+        lib=lib("experiments.regimes_tokens"),
     output:
         csv="results/regimes/gap_ties.csv",
     log:
@@ -53,7 +53,7 @@ rule regimes_gap_ties:
         mem_mb=500 + 6 * 8e-6 * max(CFG.grid("regimes.n")),
         runtime=15,
     params:
-        entry="experiments.regimes:token_points",
+        entry="experiments.regimes_tokens:token_points",
         regime="gap",
         n=CFG.ints("regimes.n"),
         d=[CFG.value("regimes.gap.d")],
@@ -72,7 +72,7 @@ rule regimes_finite_d:
     """Simulated beta*(n) of Gaussian tokens at small d, where the log n scale ends
     (docs/regimes.md#finite-d-where-log-n-ends)."""
     input:
-        lib=lib("experiments.regimes"),
+        lib=lib("experiments.regimes_tokens"),
     output:
         csv="results/regimes/finite_d.csv",
     log:
@@ -85,7 +85,7 @@ rule regimes_finite_d:
         mem_mb=500 + 6 * 8e-6 * max(CFG.grid("regimes.n")),
         runtime=15,
     params:
-        entry="experiments.regimes:token_points",
+        entry="experiments.regimes_tokens:token_points",
         regime="finite_d",
         n=CFG.ints("regimes.n"),
         d=CFG.ints("regimes.finite_d.d"),
@@ -103,7 +103,7 @@ rule regimes_read_off:
     """The practical reading simulated: one head with the exact near-ties around the number that
     lowers gamma* by the configured shift (docs/regimes.md#practical-reading)."""
     input:
-        lib=lib("experiments.regimes"),
+        lib=lib("experiments.regimes_tokens"),
     output:
         csv="results/regimes/read_off_sim.csv",
     log:
@@ -116,7 +116,7 @@ rule regimes_read_off:
         mem_mb=500 + 6 * 8e-6 * CFG.value("regimes.read_off.n"),
         runtime=10,
     params:
-        entry="experiments.regimes:read_off_points",
+        entry="experiments.regimes_tokens:read_off_points",
         n=CFG.value("regimes.read_off.n"),
         d=CFG.value("regimes.read_off.d"),
         rho=CFG.value("regimes.read_off.rho"),
@@ -134,7 +134,7 @@ rule regimes_theory:
     """Every prediction of the figure on a line grid and at the simulated points, and the
     practical reading in theory (docs/regimes.md)."""
     input:
-        lib=lib("experiments.regimes"),
+        lib=lib("experiments.regimes_theory"),
     output:
         lines="results/regimes/theory.csv",
         read_off="results/regimes/read_off_theory.csv",
@@ -147,7 +147,7 @@ rule regimes_theory:
     resources:
         runtime=10,
     params:
-        entry="experiments.regimes:theory",
+        entry="experiments.regimes_theory:theory",
         n=CFG.ints("regimes.n"),
         theory_n=CFG.grid("regimes.theory_n").tolist(),
         gap_d=CFG.value("regimes.gap.d"),
@@ -180,7 +180,7 @@ rule regimes_summary:
         theory=rules.regimes_theory.output.lines,
         read_off_sim=rules.regimes_read_off.output.csv,
         read_off_theory=rules.regimes_theory.output.read_off,
-        lib=lib("experiments.regimes"),
+        lib=lib("experiments.regimes_summary"),
     output:
         table="results/regimes/critical_scale.csv",
         read_off="results/regimes/read_off.csv",
@@ -189,7 +189,7 @@ rule regimes_summary:
     conda:
         "../../envs/environment.yaml"
     params:
-        entry="experiments.regimes:critical_scale_table",
+        entry="experiments.regimes_summary:critical_scale_table",
     script:
         ENTRY
 

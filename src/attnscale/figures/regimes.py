@@ -74,7 +74,7 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str):
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`attnscale.experiments.regimes.critical_scale_table` ``table``.
+        :func:`attnscale.experiments.regimes_summary.critical_scale_table` ``table``.
     read_off : pandas.DataFrame
         Its ``read_off`` table.
     caption : str

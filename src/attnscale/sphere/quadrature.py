@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale.core.quadrature import gauss_legendre_panels
 from attnscale.core.validation import check_real
 from attnscale.sphere.theory import normaliser_x1x2, score_x1x2, tangent_frame, unit_query
 
@@ -30,13 +31,8 @@ def _cap_nodes(q, beta: float, t_max: float, n_theta: int, n_phi: int):
     th_max = float(np.arccos(1.0 - t_max))
     t1 = min(t_max, 60.0 / beta) if beta > 0 else t_max
     th1 = float(np.arccos(1.0 - t1))
-    g, gw = np.polynomial.legendre.leggauss(n_theta)
-    pieces = [(0.0, th1)] + ([(th1, th_max)] if th_max > th1 * (1 + 1e-12) else [])
-    th, tw = [], []
-    for lo, hi in pieces:
-        th.append(lo + (hi - lo) * (g + 1) / 2)
-        tw.append(gw * (hi - lo) / 2)
-    th, tw = np.concatenate(th), np.concatenate(tw)
+    edges = [0.0, th1] + ([th_max] if th_max > th1 * (1 + 1e-12) else [])
+    th, tw = (a.ravel() for a in gauss_legendre_panels(edges, n_theta, routine="numpy"))
     phi = 2 * np.pi * np.arange(n_phi) / n_phi
     TH, PH = np.meshgrid(th, phi, indexing="ij")
     X = (

@@ -55,7 +55,7 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
     ----------
     table : pandas.DataFrame
         ``results/regimes/critical_scale.csv``
-        (:func:`attnscale.experiments.regimes.critical_scale_table`): simulated points
+        (:func:`attnscale.experiments.regimes_summary.critical_scale_table`): simulated points
         (``kind = "simulation"``: ``beta``, its delta-method ``beta_se`` over contexts, the
         batch-means ``beta_se_batches``, the prediction ``beta_pred``, ``z_pred`` and
         ``beta_leading``) and the theory rows (``role = "point"`` at the simulated ``n``).

@@ -11,9 +11,10 @@ from functools import cache, lru_cache
 import numpy as np
 from scipy.special import gammaln, ive
 
+from attnscale.core.quadrature import gauss_legendre_panels
 from attnscale.core.roots import brentq
 
-from .laws import LEVELS, gauss_legendre_01, normal_score_rule, r0_nodes, tau_law
+from .laws import LEVELS, normal_score_rule, r0_nodes, tau_law
 
 __all__ = [
     "log_vmf",
@@ -181,10 +182,9 @@ def _log_poisson_g(a: float) -> tuple[np.ndarray, np.ndarray]:
     from ``-30`` to ``ln(3 a + 100)`` (beyond, ``s e^{-x} < e^{-90}`` for every ``s`` used).
     Everything is kept in logs (``x^a`` overflows for ``a > ~100``).
     """
-    g, gw = gauss_legendre_01(8)
     edges = np.arange(-30.0, max(6.0, np.log(3.0 * a + 100.0)) + 0.25, 0.25)
-    u = (edges[:-1, None] + 0.25 * g).ravel()
-    lw = np.log(np.tile(0.25 * gw, edges.size - 1)) + np.log(a) + a * u
+    u, wu = (v.ravel() for v in gauss_legendre_panels(edges, 8))
+    lw = np.log(wu) + np.log(a) + a * u
     t = np.arange(-40.0, 4.7, 0.2)
     with np.errstate(divide="ignore"):
         lh = np.log(-np.expm1(-np.exp(t[:, None] - np.exp(u)[None, :])))

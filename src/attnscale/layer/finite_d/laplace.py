@@ -1,50 +1,43 @@
-"""Mean self-weight by the Laplace identity (docs/finite-d.md#exact-self-weight)."""
+"""Mean self-weight by the Laplace identity (docs/finite-d.md#exact-self-weight); the identity's
+integral is :func:`attnscale.core.laplace.reciprocal_mean`, shared with the random-energy model."""
 
 from __future__ import annotations
 
-from math import factorial
-
 import numpy as np
+
+from attnscale.core import laplace
 
 from .laws import LEVELS, Table
 
 __all__ = ["conditional_self_weight", "mean_self_weight"]
-
-_K_SERIES = 14  # terms of the small-s series of psi; e^{-3 k}/k! < 1e-28 beyond
-_T_SWITCH = -3.0  # below: series in e^t, above: direct sums
 
 
 def conditional_self_weight(tab: Table, n: int, beta: float, level: str = "standard") -> np.ndarray:
     """``E[A_ii | R_0, tau_i]`` at every node of ``tab`` (array of shape ``(nodes,)``).
 
     ``E[A_ii | .] = int_R exp(t - e^t + (n-1) ln phi(e^t)) dt`` with ``s = e^t`` and
-    ``phi(s) = E[exp(-s e^{-beta y})]``, ``y = 1 - c``. ``psi = 1 - phi`` is evaluated from the
-    series ``sum_k (-1)^{k+1} e^{k t} E[e^{-k beta y}] / k!`` for ``t < -3`` and directly above;
-    ``ln phi = log1p(-psi)`` while ``psi < 1/2``. The trapezoid rule in ``t`` converges
-    exponentially (the integrand is analytic in a strip of half-width pi/2).
+    ``phi(s) = E[exp(-s e^{-beta y})]``, ``y = 1 - c`` (:func:`attnscale.core.laplace.reciprocal_mean`).
+    ``psi = 1 - phi`` is evaluated from the series ``sum_k (-1)^{k+1} e^{k t} E[e^{-k beta y}] / k!``
+    for ``t < -3`` and directly above; ``ln phi = log1p(-psi)`` while ``psi < 1/2``. The grid
+    starts at ``t = -ln(1 + (n - 1) max E[e^{-beta y}]) - 34`` (at most ``-4``), where the
+    integrand is below ``e^{-34}``.
     """
     h = LEVELS[level]["t_step"]
     x = -beta * tab.y  # (nodes, n_v), <= 0
     vw = tab.v_weight
-    ks = np.arange(1, _K_SERIES + 1)
+    ks, coef = laplace.series_terms()
     mk = np.exp(x[:, :, None] * ks).transpose(0, 2, 1) @ vw  # (nodes, K)
     m1max = float(np.max(mk[:, 0]))
-    t_lo = min(-np.log1p((n - 1) * m1max) - 34.0, _T_SWITCH - 1.0)
-    t_hi = 4.7  # exp(-e^4.7) = 1e-48
-    t = np.arange(t_hi, t_lo, -h)[::-1]
-    ts = t[t < _T_SWITCH]
-    td = t[t >= _T_SWITCH]
-    coef = (-1.0) ** (ks + 1) / np.array([factorial(k) for k in ks], dtype=float)
-    psi_s = (mk * coef) @ np.exp(np.outer(ks, ts))  # (nodes, len(ts))
-    lphi_s = np.log1p(-psi_s)
-    z = np.exp(td[None, :, None] + x[:, None, :])  # (nodes, len(td), n_v)
-    psi_d = -np.expm1(-z) @ vw
-    phi_d = np.exp(-z) @ vw
-    with np.errstate(divide="ignore"):
-        lphi_d = np.where(psi_d < 0.5, np.log1p(-np.minimum(psi_d, 0.5)), np.log(phi_d))
-    lphi = np.concatenate([lphi_s, lphi_d], axis=1)
-    integrand = np.exp(t - np.exp(t) + (n - 1.0) * lphi)
-    return h * integrand.sum(axis=1)
+    t_lo = min(-np.log1p((n - 1) * m1max) - 34.0, laplace.T_SWITCH - 1.0)
+
+    def series(ts):
+        return laplace.log_one_minus((mk * coef) @ np.exp(np.outer(ks, ts)))
+
+    def direct(td):
+        z = np.exp(td[None, :, None] + x[:, None, :])  # (nodes, len(td), n_v)
+        return laplace.log_one_minus(-np.expm1(-z) @ vw, np.exp(-z) @ vw)
+
+    return laplace.reciprocal_mean(n, series, direct, h=h, t_lo=t_lo)
 
 
 def mean_self_weight(tab: Table, n: int, beta: float, level: str = "standard") -> float:

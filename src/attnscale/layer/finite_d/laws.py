@@ -20,8 +20,12 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import betaincinv, gammainccinv, gammaincinv, ndtr, roots_jacobi, roots_legendre
+from scipy.special import betaincinv, gammainccinv, gammaincinv, ndtr, roots_jacobi
 
+from attnscale.core.quadrature import gauss_legendre_01, gauss_legendre_panels
+
+#: ``gauss_legendre_01`` lives in :mod:`attnscale.core.quadrature` (the library's one Gauss-Legendre
+#: source) and is re-exported here, where it was documented.
 __all__ = [
     "LEVELS",
     "gauss_legendre_01",
@@ -73,13 +77,6 @@ LEVELS = {
         t_step=0.25,
     ),
 }
-
-
-@lru_cache(maxsize=32)
-def gauss_legendre_01(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Legendre nodes and weights on [0, 1]."""
-    x, w = roots_legendre(n)
-    return (x + 1.0) / 2.0, w / 2.0
 
 
 def log_j(k: int, a: np.ndarray) -> np.ndarray:
@@ -208,9 +205,7 @@ def v_nodes(level: str) -> tuple[np.ndarray, np.ndarray]:
     p = LEVELS[level]
     wmax = np.sqrt(p["v_cap"])
     edges = np.arange(0.0, wmax + p["w_panel"], p["w_panel"])
-    g, gw = gauss_legendre_01(p["w_nodes"])
-    w = (edges[:-1, None] + np.diff(edges)[:, None] * g).ravel()
-    ww = (np.diff(edges)[:, None] * gw).ravel()
+    w, ww = (a.ravel() for a in gauss_legendre_panels(edges, p["w_nodes"]))
     v = w * w
     wt = ww * 2.0 * w * np.exp(-v)
     return v, wt / wt.sum()
@@ -218,12 +213,9 @@ def v_nodes(level: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _panels(boundaries: np.ndarray, npt: int):
     """GL nodes in ``ln y`` on consecutive panels; returns nodes, weights (for dy), panel index."""
-    g, gw = gauss_legendre_01(npt)
-    lb = np.log(boundaries)
-    du = np.diff(lb)
-    u = lb[:-1, None] + du[:, None] * g
+    u, wu = gauss_legendre_panels(np.log(boundaries), npt)
     y = np.exp(u)
-    return y, du[:, None] * gw * y
+    return y, wu * y
 
 
 def score_quantiles(d: int, rho: float, law: TauLaw, tau_i: float, level: str) -> np.ndarray:
