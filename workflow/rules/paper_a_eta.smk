@@ -104,7 +104,7 @@ rule paper_a_theorem_rows:
     """Simulation beside theory at gamma = f gamma_c(rho_hat) for the draws of one (n, d, rho)."""
     input:
         draws=token_draws(CFG.value("paper_a.theorem_table.trials")),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/theorem_table/n{n}/d{d}/rho{rho}.csv",
     log:
@@ -118,7 +118,7 @@ rule paper_a_theorem_rows:
         mem_mb=mem_mb_dense,
         runtime=15,
     params:
-        entry="experiments.paper_a_eta:theory_rows_all",
+        entry="experiments.paper_a_theorem:theory_rows_all",
         rho=lambda wc: CFG.exact("paper_a.theorem_table.rho", wc.rho),
         gamma_factors=CFG.grid("paper_a.theorem_table.gamma_factors").tolist(),
         alphas=CFG.grid("paper_a.theorem_table.alpha").tolist(),
@@ -135,7 +135,7 @@ rule paper_a_theorem_table_data:
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.theorem_table.rho"),
         ),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/theorem_table.csv",
     log:
@@ -147,7 +147,7 @@ rule paper_a_theorem_table_data:
         mem_mb=1000,
         runtime=5,
     params:
-        entry="experiments.paper_a_eta:theorem_table_data",
+        entry="experiments.paper_a_theorem:theorem_table_data",
     script:
         ENTRY
 
@@ -194,7 +194,7 @@ rule paper_a_theorem_table:
 use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
     input:
         draws=token_draws(CFG.value("paper_a.finite_size.trials")),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/finite_size/n{n}/d{d}/rho{rho}.csv",
     log:
@@ -202,7 +202,7 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
     benchmark:
         "benchmarks/paper_a/finite_size/n{n}/d{d}/rho{rho}.tsv"
     params:
-        entry="experiments.paper_a_eta:theory_rows_all",
+        entry="experiments.paper_a_theorem:theory_rows_all",
         rho=lambda wc: CFG.exact("paper_a.finite_size.rho", wc.rho),
         gamma_factors=[1.0],
         alphas=CFG.grid("paper_a.finite_size.alpha").tolist(),
@@ -217,7 +217,7 @@ rule paper_a_finite_size_data:
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.finite_size.rho"),
         ),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/finite_size_data.csv",
     log:
@@ -229,7 +229,7 @@ rule paper_a_finite_size_data:
         mem_mb=1000,
         runtime=5,
     params:
-        entry="experiments.paper_a_eta:theorem_table_data",
+        entry="experiments.paper_a_theorem:theorem_table_data",
     script:
         ENTRY
 
