@@ -26,7 +26,7 @@ rule findings:
         # the per-draw tables (the figure reads their summary, which the findings do not use)
         causal_lambda=rules.causal_summary.input.data,
         causal_self_weight=rules.causal_summary.input.self_weight,
-        rules_simulated=rules.causal_rules_simulated_figure.input.data,
+        rules_simulated=rules.causal_rules_simulated_summary.input.data,
         learned_curves=rules.realistic_learned_qk_figure.input.curves,
         learned_critical=rules.realistic_learned_qk_figure.input.critical,
         sink_curves=rules.realistic_sink_figure.input.curves,
