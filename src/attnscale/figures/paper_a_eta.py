@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.colors import Normalize
 
 from attnscale.figures.style import apply_style
+
 from .paper_a import heatmap_panels
 
 __all__ = ["plot_figure2", "plot_theorem_table", "plot_finite_size"]
