@@ -219,8 +219,9 @@ rule realistic_depth:
 
 
 rule realistic_depth_summary:
-    """Figure data of the depth figure: per (alpha, f, layer) the mean and SE over draws of
-    1 - rho_l and lambda_l, simulated and simplex (docs/realistic-attention.md#depth)."""
+    """Figure data of the depth figure: per (alpha, f, layer) the mean and SE over draws
+    of 1 - rho_l and lambda_l, simulated and simplex
+    (docs/realistic-attention.md#depth)."""
     input:
         data=expand(
             rules.realistic_depth.output.csv,
