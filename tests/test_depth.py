@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscale.experiments import realistic
+from attnscale.experiments import realistic, realistic_summaries
 from attnscale.layer import depth, theory, tokens
 
 
@@ -106,7 +106,7 @@ def test_depth_summary_is_draw_means_and_the_plot_runs_on_it():
     kw = dict(root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0],
               layers=3)  # fmt: skip
     runs = [realistic.depth_iteration(**kw, trial=t) for t in range(3)]
-    out = realistic.depth_summary(data=runs)
+    out = realistic_summaries.depth_summary(data=runs)
     assert len(out) == 2 * 2 * 4 and (out["trials"] == 3).all()
     for _, row in out.iterrows():
         v = np.array([r.loc[(r.alpha == row.alpha) & (r.gamma_factor == row.gamma_factor)

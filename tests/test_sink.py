@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from attnscale.experiments import realistic
+from attnscale.experiments import realistic, realistic_summaries
 from attnscale.layer import score_attention as sa
 from attnscale.layer import sink, tokens
 
@@ -145,7 +145,7 @@ def test_sink_figure_data_is_draw_means_and_theory_at_the_mean_rho_hat():
     kw = dict(root_seed=7, n=20, d=12, rho=0.5, c_s=[0.0, 0.3], kappa=[1.0, 2.0],
               gammas=[1.0, 3.0])  # fmt: skip
     runs = [realistic.attention_sink(**kw, trial=t) for t in range(3)]
-    out = realistic.sink_figure_data(curves=[r["curves"] for r in runs],
+    out = realistic_summaries.sink_figure_data(curves=[r["curves"] for r in runs],
                                       critical=[r["critical"] for r in runs])  # fmt: skip
     cur = out["curves"]
     assert len(cur) == 2 * 2 * 2 and (cur["trials"] == 3).all()

@@ -125,7 +125,7 @@ rule realistic_sink_summary:
             rules.realistic_sink.output.critical,
             trial=range(CFG.value("realistic.sink.trials")),
         ),
-        lib=lib("experiments.realistic"),
+        lib=lib("experiments.realistic_summaries"),
     output:
         curves="results/realistic/sink_curves_summary.csv",
         theory="results/realistic/sink_theory.csv",
@@ -140,7 +140,7 @@ rule realistic_sink_summary:
         mem_mb=1000,
         runtime=5,
     params:
-        entry="experiments.realistic:sink_figure_data",
+        entry="experiments.realistic_summaries:sink_figure_data",
     script:
         ENTRY
 
@@ -227,7 +227,7 @@ rule realistic_depth_summary:
             rules.realistic_depth.output.csv,
             trial=range(CFG.value("realistic.depth.trials")),
         ),
-        lib=lib("experiments.realistic"),
+        lib=lib("experiments.realistic_summaries"),
     output:
         csv="results/realistic/depth_summary.csv",
     log:
@@ -241,7 +241,7 @@ rule realistic_depth_summary:
         mem_mb=1000,
         runtime=5,
     params:
-        entry="experiments.realistic:depth_summary",
+        entry="experiments.realistic_summaries:depth_summary",
     script:
         ENTRY
 

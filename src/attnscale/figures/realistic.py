@@ -169,8 +169,8 @@ def plot_sink(*, curves, critical, theory, caption: str):
 
     ``critical``: the per-draw table(s) of :func:`attnscale.experiments.realistic.attention_sink`
     (one point per draw); ``curves`` and ``theory``: the figure data of
-    :func:`attnscale.experiments.realistic.sink_figure_data` (means over draws, theory lines);
-    returns the Figure."""
+    :func:`attnscale.experiments.realistic_summaries.sink_figure_data` (means over draws, theory
+    lines); returns the Figure."""
     critical = _frame(critical)
     apply_style()
     fig, axes = plt.subplots(1, 3, figsize=(11.5, 3.9))
@@ -254,7 +254,7 @@ def plot_depth(*, data, caption: str):
     """``1 - rho_l`` and the layer's lambda against the layer index for ``gamma = f
     gamma_c(rho_hat_0)``, ``alpha = 0`` and 1, simulation (markers, mean over draws) against the
     iterated finite-n simplex map (lines) (``docs/realistic-attention.md#depth``). ``data``: the
-    figure data, :func:`attnscale.experiments.realistic.depth_summary`."""
+    figure data, :func:`attnscale.experiments.realistic_summaries.depth_summary`."""
     apply_style()
     alphas = sorted(data["alpha"].unique())
     fig, axes = plt.subplots(2, len(alphas), figsize=(4.3 * len(alphas), 6.2), squeeze=False,
