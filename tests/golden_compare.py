@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from attnscale.experiments.paper_a_eta import FINITE_D_ABS_TOL
+from attnscale.experiments.paper_a_theorem import FINITE_D_ABS_TOL
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests/golden"
@@ -86,7 +86,7 @@ _D = ("diff_mean", "diff_se")
 _FD = ("diff_fd_mean", "diff_fd_se")
 _NORMS = ("sim_mean - simplex_n_norms", "(sim_mean - simplex_n_norms) / z_norms")
 
-THEOREM = {  # theorem_table.csv and finite_size_data.csv (experiments/paper_a_eta.theorem_table)
+THEOREM = {  # theorem_table.csv and finite_size_data.csv (experiments/paper_a_theorem.theorem_table)
     "d": X, "n": X, "trials": X, "rho": P, "alpha": P, "gamma_factor": P,
     "rho_hat_mean": P, "q_hat_mean": P, "gamma_mean": P,
     "sim_mean": P, "sim_se": se("sim_mean", "trials"),

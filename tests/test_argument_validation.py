@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from attnscale.experiments import paper_a_eta as pae
+from attnscale.experiments import paper_a_theorem as pth
 from attnscale.experiments import paper_b_drift as pbd
 from attnscale.experiments import paper_b_fields as pbf
 from attnscale.experiments import paper_b_laws as pbl
@@ -203,7 +204,7 @@ def test_theory_rows_all_without_usable_draw_names_d_and_rho():
     assert tokens_at(draw, 0.5)["rho_hat"] == pytest.approx(-1.0)
     msg = r"^no token draw of d = 2 at rho = 0\.5 has rho_hat in \(0, 1\)$"
     with pytest.raises(ValueError, match=msg):
-        pae.theory_rows_all(draws=[draw], rho=0.5, gamma_factors=[1.0], alphas=[0.0])
+        pth.theory_rows_all(draws=[draw], rho=0.5, gamma_factors=[1.0], alphas=[0.0])
 
 
 def test_token_draws_of_another_job_are_refused_with_the_size_named():

@@ -19,6 +19,8 @@ import pytest
 from scipy import stats
 
 from attnscale.experiments import paper_b_exponent as ex
+from attnscale.experiments import paper_b_exponent_fits as exf
+from attnscale.experiments import paper_b_exponent_rope as exr
 from attnscale.figures import paper_b_exponent as fx
 from attnscale.sphere import critical_exponent as ce
 from attnscale.sphere import structured_keys as sk
@@ -187,10 +189,10 @@ def test_subsphere_and_rope_points_and_fits():
     S = ex.subsphere_points(d=6, k=3, n=[50, 200, 800, 3200, 12800], contexts=16, level=0.5,
                             full_keys_max_n=800, root_seed=SEED)  # fmt: skip
     assert set(S["method"]) == {"d2q", "full"} and (S["alpha_theory"] == 1.0).all()
-    R = ex.rope_points(d=8, kappa_per_d=np.inf, base=10000.0, n=[50, 100, 200, 400, 800],
-                       contexts=16, level=0.5, root_seed=SEED)  # fmt: skip
+    R = exr.rope_points(d=8, kappa_per_d=np.inf, base=10000.0, n=[50, 100, 200, 400, 800],
+                        contexts=16, level=0.5, root_seed=SEED)  # fmt: skip
     assert (R["alpha_orbit"] == 2.0).all() and (R["family"] == "rope").all()
-    out = ex.exponent_tables(points=[S, R], upper_n_min=200)
+    out = exf.exponent_tables(points=[S, R], upper_n_min=200)
     F = out["fits"]
     assert len(out["points"]) == len(S) + len(R)
     sel = F[(F["family"] == "subsphere") & (F["method"] == "d2q")]
@@ -201,6 +203,11 @@ def test_subsphere_and_rope_points_and_fits():
                 fx.plot_rope(points=out["points"], fits=F, caption="c")):  # fmt: skip
         assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) >= 3
         matplotlib.pyplot.close(fig)
+    # the former one-job entry still works, warns, and fits in the experiments module only
+    with pytest.warns(DeprecationWarning, match="paper_b_exponent_fits.exponent_tables"):
+        old = fx.exponent_figure(points=[S, R], upper_n_min=200, caption="c")
+    pd.testing.assert_frame_equal(old["fits"], F)
+    matplotlib.pyplot.close(old["png"])
 
 
 @pytest.mark.parametrize(
@@ -208,9 +215,9 @@ def test_subsphere_and_rope_points_and_fits():
     [
         (ex.subsphere_points, {"d": 5, "k": 6}, "k"),
         (ex.subsphere_points, {"d": 5, "k": 1}, "k"),
-        (ex.rope_points, {"d": 8, "kappa_per_d": 0.0, "base": 1.0}, "base"),
-        (ex.rope_points, {"d": 9, "kappa_per_d": 0.0, "base": 1e4}, "d must be even"),
-        (ex.rope_points, {"d": 8, "kappa_per_d": -1.0, "base": 1e4}, "kappa"),
+        (exr.rope_points, {"d": 8, "kappa_per_d": 0.0, "base": 1.0}, "base"),
+        (exr.rope_points, {"d": 9, "kappa_per_d": 0.0, "base": 1e4}, "d must be even"),
+        (exr.rope_points, {"d": 8, "kappa_per_d": -1.0, "base": 1e4}, "kappa"),
         (ex.uniform_points, {"d": 2}, "d"),
         (ex.uniform_points, {"d": 4, "level": 1.0}, "level"),
         (ex.uniform_points, {"d": 4, "n": [100, 50]}, "increasing"),

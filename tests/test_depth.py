@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscale.experiments import realistic
+from attnscale.experiments import realistic, realistic_summaries
 from attnscale.layer import depth, theory, tokens
 
 
@@ -99,3 +99,23 @@ def test_depth_entry_reproducible():
     assert len(a) == 2 * 2 * 5
     first = a[a["layer"] == 1]
     np.testing.assert_allclose(first["gamma_over_gc_input"], first["gamma_factor"], rtol=1e-12)
+
+
+def test_depth_summary_is_draw_means_and_the_plot_runs_on_it():
+    """The figure data of the depth figure: plain means and ddof-1 SEs over draws (numpy)."""
+    kw = dict(root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0],
+              layers=3)  # fmt: skip
+    runs = [realistic.depth_iteration(**kw, trial=t) for t in range(3)]
+    out = realistic_summaries.depth_summary(data=runs)
+    assert len(out) == 2 * 2 * 4 and (out["trials"] == 3).all()
+    for _, row in out.iterrows():
+        v = np.array([r.loc[(r.alpha == row.alpha) & (r.gamma_factor == row.gamma_factor)
+                            & (r.layer == row.layer), "delta"].iloc[0] for r in runs])  # fmt: skip
+        assert row["delta_mean"] == pytest.approx(v.mean(), rel=1e-13)
+        assert row["delta_se"] == pytest.approx(v.std(ddof=1) / np.sqrt(3), rel=1e-10)
+    rho0 = np.mean([r["rho_hat0"].iloc[0] for r in runs])
+    assert out["rho_hat0_mean"].iloc[0] == pytest.approx(rho0, rel=1e-14)
+    from attnscale.figures.realistic import plot_depth
+
+    fig = plot_depth(data=out, caption="t")
+    assert len(fig.axes) == 4

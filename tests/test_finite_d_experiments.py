@@ -249,9 +249,9 @@ def test_gamma_star_line_hits_the_theory_at_its_nodes():
 def test_theorem_table_finite_d_columns_and_acceptance():
     """Paired differences against the finite-d column: z_fd = mean / SE, accept_fd uses
     max(3 SE, 0.002)."""
-    from attnscale.experiments import paper_a_eta as E
+    from attnscale.experiments import paper_a_theorem as pth
 
-    qs = E.QUANTITIES
+    qs = pth.QUANTITIES
     rows = pd.DataFrame(
         {
             "d": 32, "n": 16, "rho": 0.5, "alpha": 0.0, "gamma_factor": 1.0, "trial": [0, 1, 2],
@@ -266,7 +266,7 @@ def test_theorem_table_finite_d_columns_and_acceptance():
             "eta_finite_d": np.nan,
         }
     )  # fmt: skip
-    tab = E.theorem_table(rows).set_index("quantity")
+    tab = pth.theorem_table(rows).set_index("quantity")
     diff = np.array([0.001, 0.001, 0.002])
     se = diff.std(ddof=1) / np.sqrt(3)
     assert tab.loc["self_weight", "z_fd"] == pytest.approx(diff.mean() / se)

@@ -3,8 +3,10 @@
 The import graph of ``src/attnscale`` is read with :mod:`attnscale.pipeline.deps` (an :mod:`ast`
 walk that also sees imports inside functions) and checked for three things: no import circle, no
 import upward or sideways between the top-level packages (``LEVEL`` below is the drawing in the
-docs, as data), and no private name imported from another module. The old flat module paths
-(``attnscale.attention``, ...) must keep importing, as the very module at its new home."""
+docs, as data), and no private name imported from another module. Every package docstring states
+exactly what its package imports (checked against the same graph). The old flat module paths
+(``attnscale.attention``, ...) must keep importing, as the very module at its new home, and so
+must every public name of a module split by concern."""
 
 from __future__ import annotations
 
@@ -149,6 +151,40 @@ def test_old_command_line_path_runs_the_new_module():
     assert "Print the parameters and inputs behind any output" in proc.stdout
 
 
+#: The public names of the modules split by concern (issue 26), as they were before the split:
+#: each still imports from the old module; one that moved warns, naming its new home.
+SPLIT = {
+    "attnscale.experiments.paper_a_eta": [
+        "choose_method", "eta_plateau", "eta_table", "eta_rows", "figure2_data",
+        "eta_critical_data", "eta_summary", "theory_rows", "theory_rows_all", "theorem_table",
+        "theorem_table_data", "norm_moments", "probe_key", "PROBES_STREAM", "METHODS",
+        "QUANTITIES", "FINITE_D_QUANTITIES", "FINITE_D_ABS_TOL", "THEORY_KEYS",
+    ],
+    "attnscale.experiments.paper_b_exponent": [
+        "uniform_points", "subsphere_points", "sphere_points", "rope_points", "exponent_tables",
+        "exponent_fits", "UNIFORM_STREAM", "SUBSPHERE_STREAM", "ROPE_STREAM", "DENSE_MAX_N",
+        "BLOCK_ENTRIES", "FIT_MODELS",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module, name", [(m, n) for m, names in SPLIT.items() for n in names])
+def test_a_split_module_still_provides_every_old_public_name(module, name):
+    mod = importlib.import_module(module)
+    if name in vars(mod):
+        return  # it stayed
+    with pytest.warns(DeprecationWarning, match=rf"{re.escape(module)}\.{name} moved to ") as rec:
+        obj = getattr(mod, name)
+    new = re.search(r"moved to (attnscale\.[\w.]+)\.\w+;", str(rec[0].message)).group(1)
+    assert name in vars(importlib.import_module(new)) and obj is getattr(sys.modules[new], name)
+    namespace: dict = {}
+    with pytest.warns(DeprecationWarning, match=re.escape(new)):
+        exec(f"from {module} import {name}", namespace)  # the documented spelling
+    assert namespace[name] is obj
+    with pytest.raises(AttributeError):
+        mod.no_such_name  # noqa: B018
+
+
 def test_new_modules_import_no_old_path():
     """Inside the package every import uses the new homes (an old path would warn)."""
     bad = []
@@ -171,6 +207,66 @@ def test_package_docstring_lists_every_top_level_package():
     tops = {p.name for p in (SRC / "attnscale").iterdir() if (p / "__init__.py").is_file()}
     listed = {ln.split()[0] for ln in attnscale.__doc__.splitlines() if ln and not ln[0].isspace()}
     assert tops <= listed, sorted(tops - listed)
+
+
+def _imports_by_top_level() -> dict[str, set[str]]:
+    """Top-level name under ``attnscale`` (a package, a module such as ``cli`` or ``_moved``, or
+    ``""`` for ``attnscale/__init__``) -> the top-level names its modules import (itself and the
+    root package excluded): the real import graph, imports inside functions included."""
+    out: dict[str, set[str]] = {}
+    for m, targets in _edges().items():
+        a = m.split(".")[1] if "." in m else ""
+        for t in targets:
+            b = t.split(".")[1] if "." in t else ""
+            if b and b != a:
+                out.setdefault(a, set()).add(b)
+    return out
+
+
+def _stated_imports(doc: str) -> set[str] | None:
+    """What a package docstring says the package imports: the ``attnscale.X`` names in its
+    sentence that begins a line with "Imports" (``None`` if it has none; no names: nothing)."""
+    m = re.search(r"^Imports\b(.*?)\.(?:\s|$)", doc or "", flags=re.S | re.M)
+    return None if m is None else set(re.findall(r"\battnscale\.(\w+)", m.group(1)))
+
+
+PACKAGES = sorted(p.name for p in (SRC / "attnscale").iterdir() if (p / "__init__.py").is_file())
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_package_docstring_states_exactly_what_the_package_imports(package):
+    """Each package docstring has a sentence "Imports ..." naming the parts of attnscale its
+    modules import; it must name exactly the real ones, so it cannot go stale either way."""
+    doc = importlib.import_module(f"attnscale.{package}").__doc__
+    stated = _stated_imports(doc)
+    assert stated is not None, f"attnscale.{package}: no sentence 'Imports ...' in its docstring"
+    real = _imports_by_top_level().get(package, set())
+    assert stated == real, (
+        f"attnscale.{package}'s docstring says it imports {sorted(stated)}; "
+        f"its modules import {sorted(real)}"
+    )
+
+
+def test_top_level_docstring_states_the_import_order_and_the_command_line():
+    """``attnscale.__doc__``: a package imports only packages listed above it on a lower floor
+    (the floors it names are LEVEL's) and ``attnscale._moved``; the command line imports what the
+    docstring says."""
+    import attnscale
+
+    doc = attnscale.__doc__
+    listed = [ln.split()[0] for ln in doc.splitlines()
+              if ln and not ln[0].isspace() and ln.split()[0] in LEVEL]  # fmt: skip
+    real = _imports_by_top_level()
+    assert ":mod:`attnscale._moved`" in doc and real[""] == {"_moved"}
+    for i, pkg in enumerate(listed):
+        allowed = {q for q in listed[:i] if LEVEL[q] < LEVEL[pkg]} | {"_moved"}
+        assert real.get(pkg, set()) <= allowed, (pkg, sorted(real.get(pkg, set()) - allowed))
+    floors = re.search(r"not the other one of its floor \(([^)]*)\)", doc)
+    pairs = {frozenset(p) for p in re.findall(r"(\w+)\s+and\s+(\w+)", floors.group(1))}
+    shared = {frozenset(q for q in LEVEL if LEVEL[q] == lv) for lv in set(LEVEL.values())}
+    assert pairs == {f for f in shared if len(f) == 2}
+    cli = re.search(r"it imports ``(\w+)`` only", doc)
+    assert cli and real["cli"] == {cli.group(1)}
 
 
 def test_every_dotted_name_in_the_library_and_rules_resolves():

@@ -1,10 +1,12 @@
-"""Paper A backward-pass experiment steps (attnscale.experiments.paper_a_eta)."""
+"""Paper A backward-pass experiment steps (attnscale.experiments.paper_a_eta) and the theorem
+table (attnscale.experiments.paper_a_theorem)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from attnscale.experiments import paper_a_eta as E
+from attnscale.experiments import paper_a_theorem as pth
 from attnscale.layer import eta_exact, tokens
 
 SEED = 271828182845904523536028747135266249775
@@ -29,13 +31,13 @@ def test_theory_rows_on_exact_simplex_tokens_equal_the_finite_n_values(rho):
     """On exact simplex tokens every simulated quantity is its finite-n simplex value (rounding:
     the Gram matrix of simplex_exact is exact to ~1e-15, amplified by beta ~ 20 in the softmax)."""
     X = tokens.simplex_exact(48, rho, q=1.7)
-    rows = E.theory_rows(_tok(X, rho), [0.5, 1.0, 2.0], [0.0, 0.5], {})
+    rows = pth.theory_rows(_tok(X, rho), [0.5, 1.0, 2.0], [0.0, 0.5], {})
     assert len(rows) == 6
-    for q in E.QUANTITIES:
+    for q in pth.QUANTITIES:
         np.testing.assert_allclose(rows[q], rows[f"{q}_simplex_n"], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(rows["eta"], rows["eta_simplex_n_norms"], rtol=1e-9)
-    tab = E.theorem_table(pd.concat([rows, rows.assign(trial=1)]))
-    assert len(tab) == 3 * 2 * len(E.QUANTITIES)
+    tab = pth.theorem_table(pd.concat([rows, rows.assign(trial=1)]))
+    assert len(tab) == 3 * 2 * len(pth.QUANTITIES)
     assert np.all(np.abs(tab["diff_mean"]) < 1e-9)
 
 
@@ -45,13 +47,13 @@ def test_theorem_table_paired_z():
         {
             "d": 8, "n": 16, "rho": 0.5, "alpha": 0.0, "gamma_factor": 1.0, "trial": [0, 1, 2],
             "rho_hat": 0.5, "q_hat": 1.0, "gamma": 2.0,
-            **{q: [1.0, 2.0, 3.0] for q in E.QUANTITIES},
-            **{f"{q}_simplex_n": [0.0, 1.5, 1.5] for q in E.QUANTITIES},
-            **{f"{q}_limit": 0.0 for q in E.QUANTITIES},
+            **{q: [1.0, 2.0, 3.0] for q in pth.QUANTITIES},
+            **{f"{q}_simplex_n": [0.0, 1.5, 1.5] for q in pth.QUANTITIES},
+            **{f"{q}_limit": 0.0 for q in pth.QUANTITIES},
             "eta_simplex_n_norms": 2.0,
         }
     )  # fmt: skip
-    tab = E.theorem_table(rows).set_index("quantity")
+    tab = pth.theorem_table(rows).set_index("quantity")
     diff = np.array([1.0, 0.5, 1.5])
     se = diff.std(ddof=1) / np.sqrt(3)
     assert tab.loc["eta", "z"] == pytest.approx(diff.mean() / se)
@@ -105,7 +107,7 @@ def test_draws_without_gamma_c_are_skipped():
     X = np.array([[1.0, 0.0], [-1.0, 0.1], [0.0, 1.0], [0.1, -1.0]])
     tok = _tok(X, 0.5)
     assert tok["rho_hat"] < 0
-    assert E.theory_rows(tok, [1.0], [0.0], {}).empty
+    assert pth.theory_rows(tok, [1.0], [0.0], {}).empty
     t = E.eta_table(tok, [1.0, 2.0], 0.0, method="exact", probes=1, probe_kind="rademacher",
                     root_seed=SEED, params={})  # fmt: skip
     assert list(t["gamma_kind"]) == ["grid", "grid"] and t["eta_limit"].isna().all()

@@ -18,6 +18,7 @@ import pytest
 
 from attnscale.experiments import paper_a as pa
 from attnscale.experiments import paper_a_eta as pe
+from attnscale.experiments import paper_a_theorem as pth
 from attnscale.experiments import paper_a_tokens as ptok
 from attnscale.layer import theory
 
@@ -219,7 +220,7 @@ def test_theory_rows_recomputed_from_the_definition():
     rows against the dense definitions (n = 7, d = 3, two draws, alpha = 0 and 0.5)."""
     n, d, rho = 7, 3, 0.5
     draws = gaussian_draws(n, d, 2)
-    df = pe.theory_rows_all(draws=draws, rho=rho, gamma_factors=[0.5, 1.0, 2.0], alphas=[0.0, 0.5])
+    df = pth.theory_rows_all(draws=draws, rho=rho, gamma_factors=[0.5, 1.0, 2.0], alphas=[0.0, 0.5])
     assert len(df) == 2 * 3 * 2
     for _, row in df.iterrows():
         X = ptok.tokens_at(draws[int(row["trial"])], rho)["X"]
@@ -248,7 +249,7 @@ def test_theory_rows_recomputed_from_the_definition():
 def test_theory_rows_on_equicorrelated_tokens_hit_every_simplex_column():
     """On the equicorrelated configuration the dense values are the finite-n simplex columns."""
     n, rho, q = 6, 0.6, 1.3
-    df = pe.theory_rows_all(draws=[equicorrelated_draw(n, rho, q)], rho=rho,
+    df = pth.theory_rows_all(draws=[equicorrelated_draw(n, rho, q)], rho=rho,
                             gamma_factors=[0.5, 1.0, 2.0], alphas=[0.0, 0.5])  # fmt: skip
     X = ptok.tokens_at(equicorrelated_draw(n, rho, q), rho)["X"]
     for _, row in df.iterrows():
@@ -284,28 +285,28 @@ def test_theorem_table_z_threshold_and_trial_counts():
     def rows(diffs):
         t = len(diffs)
         cols = {**base, "trial": list(range(t))}
-        for q in pe.QUANTITIES:
+        for q in pth.QUANTITIES:
             cols[q] = list(diffs)
             cols[f"{q}_simplex_n"] = [0.0] * t
             cols[f"{q}_limit"] = [0.0] * t
         return pd.DataFrame(cols)
 
     # diffs 1 +- 0.4: mean 1, SE 0.4 -> z = 2.5
-    tab = pe.theorem_table_data(csvs=[rows([0.6, 1.4])]).set_index("quantity")
+    tab = pth.theorem_table_data(csvs=[rows([0.6, 1.4])]).set_index("quantity")
     assert tab.loc["eta", "z"] == pytest.approx(2.5, rel=1e-12)
     assert not tab.loc["eta", "within_2se"]
     assert tab.loc["eta", "sim_se"] == pytest.approx(0.4, rel=1e-12)
-    one = pe.theorem_table_data(csvs=[rows([1.0])]).set_index("quantity")
+    one = pth.theorem_table_data(csvs=[rows([1.0])]).set_index("quantity")
     assert np.isnan(one.loc["eta", "z"]) and np.isnan(one.loc["eta", "sim_se"])
     assert not one.loc["eta", "within_2se"]
 
 
 def test_theorem_table_paired_statistics_by_hand():
     """diff = sim - simplex per draw; z = mean(diff) / SE(diff); SE with ddof 1."""
-    rows = pe.theory_rows_all(draws=gaussian_draws(7, 3, 3), rho=0.5, gamma_factors=[1.0],
+    rows = pth.theory_rows_all(draws=gaussian_draws(7, 3, 3), rho=0.5, gamma_factors=[1.0],
                               alphas=[0.0])  # fmt: skip
-    tab = pe.theorem_table_data(csvs=[rows]).set_index("quantity")
-    for qty in pe.QUANTITIES:
+    tab = pth.theorem_table_data(csvs=[rows]).set_index("quantity")
+    for qty in pth.QUANTITIES:
         diff = rows[qty].to_numpy() - rows[f"{qty}_simplex_n"].to_numpy()
         se = diff.std(ddof=1) / np.sqrt(3)
         assert tab.loc[qty, "diff_mean"] == pytest.approx(diff.mean(), rel=1e-12, abs=1e-15)

@@ -3,6 +3,7 @@
 last-block entry against a brute-force full causal pass, bad input."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from attnscale.core.seeding import job_rng
@@ -73,7 +74,8 @@ def test_figures_render():
     """Both plot entries run on tiny tables and return one figure each."""
     rules = rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=list(sr.RULE_KEYS), block=8,
                                trials=2, root_seed=3)  # fmt: skip
-    fig = plot_rules_simulated(data=[rules, rules.assign(n=128)], caption="test")
+    summary = rs.rules_simulated_summary(data=[rules, rules.assign(n=128)])
+    fig = plot_rules_simulated(data=summary, caption="test")
     assert len(fig.axes) == 3
     lam = exp_causal.causal_lambda(n=32, d=8, rhos=[0.3, 0.6], gammas=[0.5, 2.0, 6.0], trial=0,
                                    root_seed=3)  # fmt: skip
@@ -84,6 +86,30 @@ def test_figures_render():
     fig = plot_causal(data=summary["lambda_summary"], self_weight=summary["self_weight_summary"],
                       caption="t")  # fmt: skip
     assert len(fig.axes) >= 6
+
+
+def test_rules_simulated_summary_equals_plain_means_and_standard_errors():
+    """The figure data of the simulated rules are the per-draw tables reduced over draws: means
+    and sample SEs (ddof = 1, nan for one draw) recomputed here with numpy, rules in the order
+    of the per-draw tables."""
+    keys = ["ssmax", "qwen", "llama4"]
+    tabs = [rs.rules_simulated(n=n, d=6, rhos=[0.3, 0.6], rules=keys, block=4, trials=3,
+                               root_seed=11) for n in (16, 32)]  # fmt: skip
+    out = rs.rules_simulated_summary(data=tabs)
+    raw = pd.concat(tabs, ignore_index=True)
+    assert len(out) == 2 * 2 * len(keys) and (out["trials"] == 3).all()
+    assert list(dict.fromkeys(out["rule"])) == list(dict.fromkeys(raw["rule"]))
+    for _, row in out.iterrows():
+        g = raw[(raw.rho == row.rho) & (raw.rule == row.rule) & (raw.n == row.n)]
+        for col in rs.SUMMARY_COLUMNS:
+            v = g[col].to_numpy()
+            assert row[f"{col}_mean"] == pytest.approx(v.mean(), rel=1e-14, abs=1e-300)
+            se = np.std(v, ddof=1) / np.sqrt(v.size)
+            assert row[f"{col}_se"] == pytest.approx(se, rel=1e-12, abs=1e-15)
+    one = rs.rules_simulated_summary(data=tabs[0][tabs[0].trial == 0])
+    assert one["self_weight_se"].isna().all() and (one["trials"] == 1).all()
+    with pytest.raises(ValueError, match="columns missing"):
+        rs.rules_simulated_summary(data=tabs[0].drop(columns="lambda_block"))
 
 
 def test_causal_summary_equals_plain_means_and_standard_errors():

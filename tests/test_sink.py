@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from attnscale.experiments import realistic
+from attnscale.experiments import realistic, realistic_summaries
 from attnscale.layer import score_attention as sa
 from attnscale.layer import sink, tokens
 
@@ -136,3 +136,41 @@ def test_entry_reproducible_and_common_tokens():
     # the gamma_c(rho_hat) row of the curves equals the critical table's entries
     cur = a["curves"][a["curves"]["gamma_kind"] == "gamma_c_hat"]
     np.testing.assert_allclose(cur["sink_mass"].to_numpy(), crit["sink_mass_at_gc"].to_numpy())
+
+
+def test_sink_figure_data_is_draw_means_and_theory_at_the_mean_rho_hat():
+    """The figure data of the sink figure: plain means and ddof-1 SEs over draws (numpy), and
+    the theory lines evaluated directly at the draws' mean rho_hat and score spread; the plot
+    runs on them."""
+    kw = dict(root_seed=7, n=20, d=12, rho=0.5, c_s=[0.0, 0.3], kappa=[1.0, 2.0],
+              gammas=[1.0, 3.0])  # fmt: skip
+    runs = [realistic.attention_sink(**kw, trial=t) for t in range(3)]
+    out = realistic_summaries.sink_figure_data(curves=[r["curves"] for r in runs],
+                                      critical=[r["critical"] for r in runs])  # fmt: skip
+    cur = out["curves"]
+    assert len(cur) == 2 * 2 * 2 and (cur["trials"] == 3).all()
+    for _, row in cur.iterrows():
+        v = np.array([c.loc[(c.kappa == row.kappa) & (c.c_s == row.c_s) & (c.gamma == row.gamma)
+                            & (c.gamma_kind == "grid"), "sink_mass"].iloc[0]
+                      for c in (r["curves"] for r in runs)])  # fmt: skip
+        assert row["sink_mass_mean"] == pytest.approx(v.mean(), rel=1e-13)
+        assert row["sink_mass_se"] == pytest.approx(v.std(ddof=1) / np.sqrt(3), rel=1e-10)
+    crit = np.array([r["critical"]["rho_hat"].iloc[0] for r in runs])
+    th = out["theory"]
+    assert th["rho_hat_mean"].iloc[0] == pytest.approx(crit.mean(), rel=1e-14)
+    n, rh = 20, th["rho_hat_mean"].iloc[0]
+    gc = 1.0 / (1.0 - rh)
+    m = th[(th["line"] == "sink_mass") & (th["kappa"] == 2.0)]
+    assert len(m) == 200 and m["x"].min() == 0.0 and m["x"].max() == 0.3
+    x = float(m["x"].iloc[57])
+    ref = sink.simplex_sink_weights(n, rh, x, gc * np.log(n), 2.0)[2]
+    assert m["value"].iloc[57] == pytest.approx(ref, rel=1e-13)
+    c = th[th["line"] == "critical_spread"]
+    sd = th["sd_cross_mean"].iloc[0]
+    x = float(c["x"].iloc[123])
+    ref = sink.simplex_sink_critical_beta(n, rh, x, 1.0, sd) / np.log(n)
+    assert c["value"].iloc[123] == pytest.approx(ref, rel=1e-13)
+    from attnscale.figures.realistic import plot_sink
+
+    fig = plot_sink(curves=cur, theory=th, critical=[r["critical"] for r in runs], caption="t")
+    assert len(fig.axes) == 3

@@ -28,6 +28,7 @@ from attnscale.core.seeding import spawn_key, value_id
 from attnscale.experiments import paper_a as pa
 from attnscale.experiments import paper_a_eta as pe
 from attnscale.experiments import paper_a_scaling_rules as par
+from attnscale.experiments import paper_a_theorem as pth
 from attnscale.experiments import paper_a_tokens as ptok
 from attnscale.experiments import paper_b_common as pbc
 from attnscale.experiments import paper_b_drift as pbd
@@ -212,7 +213,7 @@ def _eta_rows(t):
 
 
 def _theory(d):
-    return lambda t: pe.theory_rows_all(
+    return lambda t: pth.theory_rows_all(
         draws=draws(N_A, d), rho=RHO_A, gamma_factors=FACTORS, alphas=ALPHAS
     )
 
@@ -231,8 +232,8 @@ PAPER_A = {
     "eta_critical": lambda t: t["eta_summary"]["critical"],
     "theory_rows": _theory(3),
     "theory_rows_d2": _theory(2),
-    "theorem_table": lambda t: pe.theorem_table_data(csvs=[t["theory_rows"], t["theory_rows_d2"]]),
-    "theorem_table_d2": lambda t: pe.theorem_table(t["theory_rows_d2"]),
+    "theorem_table": lambda t: pth.theorem_table_data(csvs=[t["theory_rows"], t["theory_rows_d2"]]),
+    "theorem_table_d2": lambda t: pth.theorem_table(t["theory_rows_d2"]),
     "scaling_rules": lambda t: par.scaling_rules_data(ns=[8192, 1024], overlay_n=4096),
 }
 
@@ -402,7 +403,7 @@ def test_theory_rows_provenance(paper_a, name):
 
 def test_theorem_table_provenance_lists_the_draws_behind_each_row(paper_a):
     tab = paper_a["theorem_table"]
-    assert len(tab) == 2 * len(ALPHAS) * len(FACTORS) * len(pe.QUANTITIES)
+    assert len(tab) == 2 * len(ALPHAS) * len(FACTORS) * len(pth.QUANTITIES)
     for d, sub in tab.groupby("d"):
         keys = ";".join(sorted(token_key(N_A, int(d), t) for t in (0, 1)))
         assert (sub["root_seed"] == str(SEED)).all()
@@ -420,18 +421,18 @@ def test_theory_rows_finite_d_columns_are_the_theory_of_each_draw(paper_a):
     """At d >= 3 and alpha = 0 the ``*_finite_d`` columns are ``theory_given_draw`` at the draw's
     nominal rho, its betas and its own ``||z_0||``; NaN at alpha > 0, at d = 2, without ``r0``
     (a token dict of :func:`tokens_at` alone), and always for eta (no theory derived)."""
-    rows, fd_cols = paper_a["theory_rows"], [f"{q}_finite_d" for q in pe.FINITE_D_QUANTITIES]
+    rows, fd_cols = paper_a["theory_rows"], [f"{q}_finite_d" for q in pth.FINITE_D_QUANTITIES]
     for t, draw in enumerate(draws(N_A, 3)):
         sub = rows[(rows["trial"] == t) & (rows["alpha"] == 0.0)].sort_values("gamma_factor")
         r0 = float(np.linalg.norm(draw["z0"]))
         want = theory_given_draw(N_A, 3, RHO_A, sub["beta"].to_numpy(), r0)
-        for q in pe.FINITE_D_QUANTITIES:
+        for q in pth.FINITE_D_QUANTITIES:
             assert np.isfinite(sub[f"{q}_finite_d"]).all()
             np.testing.assert_allclose(sub[f"{q}_finite_d"], want[q], rtol=1e-12)
     assert rows.loc[rows["alpha"] > 0, fd_cols].isna().all().all()
     assert rows["eta_finite_d"].isna().all()
     assert paper_a["theory_rows_d2"][[*fd_cols, "eta_finite_d"]].isna().all().all()
-    no_r0 = pe.theory_rows(ptok.tokens_at(draws(N_A, 3)[0], RHO_A), FACTORS, [0.0],
+    no_r0 = pth.theory_rows(ptok.tokens_at(draws(N_A, 3)[0], RHO_A), FACTORS, [0.0],
                            theory_params())  # fmt: skip
     assert no_r0[fd_cols].isna().all().all() and len(no_r0) == len(FACTORS)
 
@@ -460,13 +461,13 @@ def finite_d_reference(sim: np.ndarray, fd: np.ndarray) -> dict:
 
 def check_finite_d_columns(rows: pd.DataFrame, tab: pd.DataFrame) -> None:
     """Every row of the theorem table ``tab`` against :func:`finite_d_reference` of its draws."""
-    assert len(tab) == len(rows.groupby(pe.THEORY_KEYS)) * len(pe.QUANTITIES)
+    assert len(tab) == len(rows.groupby(pth.THEORY_KEYS)) * len(pth.QUANTITIES)
     for col in FD_NUM:
         assert tab[col].dtype == np.float64, col
     for col in FD_FLAGS:
         assert tab[col].dtype == bool, col
     for _, row in tab.iterrows():
-        g = rows[(rows[pe.THEORY_KEYS] == row[pe.THEORY_KEYS].to_numpy()).all(axis=1)]
+        g = rows[(rows[pth.THEORY_KEYS] == row[pth.THEORY_KEYS].to_numpy()).all(axis=1)]
         qty = row["quantity"]
         fcol = f"{qty}_finite_d"
         fd = g[fcol].to_numpy(float) if fcol in g else np.full(len(g), np.nan)
@@ -484,7 +485,7 @@ def test_theorem_table_finite_d_columns_recomputed_from_the_rows(paper_a):
     rows = pd.concat([paper_a["theory_rows"], paper_a["theory_rows_d2"]], ignore_index=True)
     tab = paper_a["theorem_table"]
     check_finite_d_columns(rows, tab)
-    has_fd = (tab["d"] == 3) & (tab["alpha"] == 0.0) & tab["quantity"].isin(pe.FINITE_D_QUANTITIES)
+    has_fd = (tab["d"] == 3) & (tab["alpha"] == 0.0) & tab["quantity"].isin(pth.FINITE_D_QUANTITIES)
     assert tab.loc[has_fd, FD_NUM].notna().all().all()  # two draws: finite SE and z
     assert tab.loc[~has_fd, FD_NUM].isna().all().all()
     assert not tab.loc[~has_fd, FD_FLAGS].any().any()
@@ -509,11 +510,11 @@ def synthetic_rows() -> pd.DataFrame:
         sim = np.array([0.5, 0.75, 0.625][:t])
         cols = {"d": 8, "n": 16, "rho": 0.5, "alpha": 0.0, "gamma_factor": f, "trial": range(t),
                 "rho_hat": 0.5, "q_hat": 1.0, "gamma": 2.0 * f, "eta_simplex_n_norms": 0.4}  # fmt: skip
-        for q in pe.QUANTITIES:
+        for q in pth.QUANTITIES:
             cols[q] = sim
             cols[f"{q}_simplex_n"] = 0.5
             cols[f"{q}_limit"] = 0.5
-        for q in pe.FINITE_D_QUANTITIES:
+        for q in pth.FINITE_D_QUANTITIES:
             cols[f"{q}_finite_d"] = sim - np.array(diffs)
         cols["eta_finite_d"] = np.nan
         frames.append(pd.DataFrame(cols))
@@ -524,7 +525,7 @@ def test_theorem_table_finite_d_edge_cases():
     """Zero SE, |z| > 3, |z| < 2, one draw inside and outside the 0.002 tolerance."""
     rows = synthetic_rows()
     assert (rows["self_weight"] - rows["self_weight_finite_d"])[:3].tolist() == [0.25] * 3
-    tab = pe.theorem_table(rows)
+    tab = pth.theorem_table(rows)
     check_finite_d_columns(rows, tab)
     sw = tab[tab["quantity"] == "self_weight"].set_index("gamma_factor")
     assert np.isnan(sw.loc[0.5, "z_fd"]) and sw.loc[0.5, "diff_fd_se"] == 0.0
@@ -536,8 +537,8 @@ def test_theorem_table_finite_d_edge_cases():
 def test_theorem_table_without_finite_d_columns():
     """Rows written before the finite-d theory (no ``*_finite_d`` column): the same columns,
     NaN statistics and False flags."""
-    rows = synthetic_rows().drop(columns=[f"{q}_finite_d" for q in pe.QUANTITIES])
-    tab = pe.theorem_table(rows)
+    rows = synthetic_rows().drop(columns=[f"{q}_finite_d" for q in pth.QUANTITIES])
+    tab = pth.theorem_table(rows)
     fd_cols = COLUMNS["theorem_table"][-len(FD_NUM) - len(FD_FLAGS) :]
     assert fd_cols == [*FD_NUM, *FD_FLAGS] and list(tab.columns)[-len(fd_cols) :] == fd_cols
     check_finite_d_columns(rows, tab)

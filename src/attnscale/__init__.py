@@ -1,11 +1,12 @@
 """attnscale: numerics for attention scaling in long-context transformers.
 
-The folder tree is the architecture (docs/pipeline.md#the-package-layout); a package imports only
-the ones above it in this list:
+The folder tree is the architecture (docs/pipeline.md#the-package-layout). A package imports only
+packages above it in this list, not the other one of its floor (core and backend, layer and
+sphere, regimes and pipeline, figures and bench), and :mod:`attnscale._moved` (old module paths and old names):
 
 core
-    argument checks, random streams from a job's identity, Gauss-Legendre rules and the
-    Laplace-identity integral
+    argument checks, random streams from a job's identity, the mean and its standard error,
+    Gauss-Legendre rules, the Laplace-identity integral and Brent's root finder
 backend
     the kernel backend (numpy or JAX) of a job and its memory sizing
 layer
@@ -26,8 +27,8 @@ bench
     benchmarks against the GEMM peak measured in the same run
 
 The command line ``attnscale`` (:mod:`attnscale.cli`, docs/ask-the-theory.md) is a top-level
-module outside this list: it uses ``layer``, and no module imports it. Every public module lists
-its public names in ``__all__`` (docs/pipeline.md#the-package-layout).
+module outside this list: it imports ``layer`` only, and no module imports it. Every public
+module lists its public names in ``__all__`` (docs/pipeline.md#the-package-layout).
 
 Old flat paths (``attnscale.attention``, ``attnscale.sphere_theory``, ...) still import, with a
 DeprecationWarning naming the new home (:mod:`attnscale._moved`).

@@ -191,3 +191,22 @@ def renamed(module: str, names: dict[str, str]):
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def moved_names(module: str, names: dict[str, str]):
+    """A module ``__getattr__`` for a module that was split: each public name that moved out of
+    ``module`` (``names``: name -> its new module) is served as the object at its new home, with
+    a :class:`DeprecationWarning` naming it (docs/pipeline.md#the-package-layout)."""
+
+    def __getattr__(name: str):
+        if name in names:
+            new = names[name]
+            warnings.warn(
+                f"{module}.{name} moved to {new}.{name}; import it from there",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(new), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -151,13 +151,33 @@ rule causal_rules_simulated:
         ENTRY
 
 
-rule causal_rules_simulated_figure:
-    """Plot: each rule's scale, self-weight and lambda of the last block against n."""
+rule causal_rules_simulated_summary:
+    """Figure data of the simulated rules: mean and standard error over draws per (rho, rule, n)
+    (docs/realistic-attention.md#real-models-scaling-rules-simulated)."""
     input:
         data=expand(
             rules.causal_rules_simulated.output.csv,
             n=CFG.ints("causal.rules_simulated.n"),
         ),
+        lib=lib("experiments.causal_rules_simulated"),
+    output:
+        csv="results/realistic/rules_simulated_summary.csv",
+    log:
+        "logs/realistic/rules_simulated_summary.log",
+    benchmark:
+        "benchmarks/realistic/rules_simulated_summary.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.causal_rules_simulated:rules_simulated_summary",
+    script:
+        ENTRY
+
+
+rule causal_rules_simulated_figure:
+    """Plot: each rule's scale, self-weight and lambda of the last block against n."""
+    input:
+        data=rules.causal_rules_simulated_summary.output.csv,
         lib=lib("figures.causal_rules_simulated"),
     output:
         png=report(

@@ -99,7 +99,7 @@ rule paper_a_theorem_rows:
     """Simulation beside theory at gamma = f gamma_c(rho_hat) for the draws of one (n, d, rho)."""
     input:
         draws=token_draws(CFG.value("paper_a.theorem_table.trials")),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/theorem_table/n{n}/d{d}/rho{rho}.csv",
     log:
@@ -112,7 +112,7 @@ rule paper_a_theorem_rows:
         mem_mb=mem_mb_dense,
         runtime=15,
     params:
-        entry="experiments.paper_a_eta:theory_rows_all",
+        entry="experiments.paper_a_theorem:theory_rows_all",
         n=lambda wc: int(wc.n),
         d=lambda wc: int(wc.d),
         rho=lambda wc: CFG.exact("paper_a.theorem_table.rho", wc.rho),
@@ -131,7 +131,7 @@ rule paper_a_theorem_table_summary:
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.theorem_table.rho"),
         ),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/theorem_table.csv",
     log:
@@ -139,7 +139,7 @@ rule paper_a_theorem_table_summary:
     conda:
         "../../envs/environment.yaml"
     params:
-        entry="experiments.paper_a_eta:theorem_table_data",
+        entry="experiments.paper_a_theorem:theorem_table_data",
     script:
         ENTRY
 
@@ -182,7 +182,7 @@ rule paper_a_theorem_table_figure:
 use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
     input:
         draws=token_draws(CFG.value("paper_a.finite_size.trials")),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/finite_size/n{n}/d{d}/rho{rho}.csv",
     log:
@@ -190,7 +190,7 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
     benchmark:
         "benchmarks/paper_a/finite_size/n{n}/d{d}/rho{rho}.tsv"
     params:
-        entry="experiments.paper_a_eta:theory_rows_all",
+        entry="experiments.paper_a_theorem:theory_rows_all",
         n=lambda wc: int(wc.n),
         d=lambda wc: int(wc.d),
         rho=lambda wc: CFG.exact("paper_a.finite_size.rho", wc.rho),
@@ -207,7 +207,7 @@ rule paper_a_finite_size_summary:
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.finite_size.rho"),
         ),
-        lib=lib("experiments.paper_a_eta"),
+        lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/finite_size_data.csv",
     log:
@@ -215,7 +215,7 @@ rule paper_a_finite_size_summary:
     conda:
         "../../envs/environment.yaml"
     params:
-        entry="experiments.paper_a_eta:theorem_table_data",
+        entry="experiments.paper_a_theorem:theorem_table_data",
     script:
         ENTRY
 

@@ -1,5 +1,5 @@
 # Critical exponent of beta*(n) (ours, issue 11 items 2-4): uniform keys across d, keys on great
-# sub-spheres, RoPE-rotated keys, the exponent fits and two figures
+# sub-spheres, RoPE-rotated keys, the exponent fits (a compute rule) and two figures
 # (docs/paper-b-beyond.md#critical-exponent-across-dimensions). Rule files hold rules only: values
 # come from CFG (src/attnscale/pipeline/config.py), each rule names its library function in params.entry.
 
@@ -49,7 +49,7 @@ rule paper_b_exponent_rope:
     relative positions 0 .. n-1; for d in rope_long.d also the repeated key up to long contexts
     (docs/paper-b-beyond.md#rope-like-keys)."""
     input:
-        lib=lib("experiments.paper_b_exponent"),
+        lib=lib("experiments.paper_b_exponent_rope"),
     output:
         csv="results/paper_b_exponent/rope/d{d}.csv",
     log:
@@ -62,7 +62,7 @@ rule paper_b_exponent_rope:
         mem_mb=2000,
         runtime=10,
     params:
-        entry="experiments.paper_b_exponent:rope_points",
+        entry="experiments.paper_b_exponent_rope:rope_points",
         d=lambda wc: int(wc.d),
         kappa_per_d=CFG.grid("paper_b_exponent.rope.kappa_per_d").tolist()
         + ([math.inf] if CFG.get("paper_b_exponent.rope.repeated_key") else []),
@@ -81,8 +81,10 @@ rule paper_b_exponent_rope:
         ENTRY
 
 
-rule paper_b_exponent_figure:
-    """Tables (all beta*(n) points, the exponent fits) and the exponent figure, one job (ours)."""
+rule paper_b_exponent_fits:
+    """All beta*(n) points in one table and the exponent fits of every curve: weighted least
+    squares of log beta* on log n under four models (ours,
+    docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
     input:
         points=[
             rules.paper_b_exponent_sphere.output.csv,
@@ -91,10 +93,31 @@ rule paper_b_exponent_figure:
                 d=CFG.ints("paper_b_exponent.rope.d"),
             ),
         ],
-        lib=lib("figures.paper_b_exponent"),
+        lib=lib("experiments.paper_b_exponent_fits"),
     output:
         points="results/paper_b_exponent/points.csv",
         fits="results/paper_b_exponent/fits.csv",
+    log:
+        "logs/paper_b_exponent/fits.log",
+    benchmark:
+        "benchmarks/paper_b_exponent/fits.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.paper_b_exponent_fits:exponent_tables",
+        upper_n_min=CFG.value("paper_b_exponent.upper_n_min"),
+    script:
+        ENTRY
+
+
+rule paper_b_exponent_figure:
+    """The exponent figure (ours): the fitted exponents across d, the compensated beta*(n) and
+    the sub-spheres."""
+    input:
+        points=rules.paper_b_exponent_fits.output.points,
+        fits=rules.paper_b_exponent_fits.output.fits,
+        lib=lib("figures.paper_b_exponent"),
+    output:
         png=report(
             "figures/paper_b_exponent/exponent.png",
             caption="../report/paper_b_exponent_figure.rst",
@@ -107,8 +130,7 @@ rule paper_b_exponent_figure:
     conda:
         "../../envs/environment.yaml"
     params:
-        entry="figures.paper_b_exponent:exponent_figure",
-        upper_n_min=CFG.value("paper_b_exponent.upper_n_min"),
+        entry="figures.paper_b_exponent:plot_exponent",
         caption=(
             f"beta*(n): the beta where the mean top weight E A_(1) equals "
             f"{CFG.value('paper_b_exponent.level')} [choice], by Brent's method on the mean over "
@@ -129,8 +151,8 @@ rule paper_b_exponent_figure:
 rule paper_b_exponent_rope_figure:
     """beta*(n) for RoPE-rotated keys against uniform keys, and the repeated key at long n (ours)."""
     input:
-        points=rules.paper_b_exponent_figure.output.points,
-        fits=rules.paper_b_exponent_figure.output.fits,
+        points=rules.paper_b_exponent_fits.output.points,
+        fits=rules.paper_b_exponent_fits.output.fits,
         lib=lib("figures.paper_b_exponent"),
     output:
         png=report(

@@ -106,8 +106,10 @@ rule realistic_sink:
         ENTRY
 
 
-rule realistic_sink_figure:
-    """Plot: sink mass at gamma_c, the critical line against kappa c_s, weights against gamma."""
+rule realistic_sink_summary:
+    """Figure data of the sink figure: self-weight and sink mass averaged over draws, and the
+    simplex-with-sink theory lines at the draws' mean rho_hat
+    (docs/realistic-attention.md#attention-sink)."""
     input:
         curves=expand(
             rules.realistic_sink.output.curves,
@@ -117,6 +119,28 @@ rule realistic_sink_figure:
             rules.realistic_sink.output.critical,
             trial=range(CFG.value("realistic.sink.trials")),
         ),
+        lib=lib("experiments.realistic_summaries"),
+    output:
+        curves="results/realistic/sink_curves_summary.csv",
+        theory="results/realistic/sink_theory.csv",
+    log:
+        "logs/realistic/sink_summary.log",
+    benchmark:
+        "benchmarks/realistic/sink_summary.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.realistic_summaries:sink_figure_data",
+    script:
+        ENTRY
+
+
+rule realistic_sink_figure:
+    """Plot: sink mass at gamma_c, the critical line against kappa c_s, weights against gamma."""
+    input:
+        curves=rules.realistic_sink_summary.output.curves,
+        theory=rules.realistic_sink_summary.output.theory,
+        critical=rules.realistic_sink_summary.input.critical,
         lib=lib("figures.realistic"),
     output:
         png=report(
@@ -179,13 +203,34 @@ rule realistic_depth:
         ENTRY
 
 
-rule realistic_depth_figure:
-    """Plot: 1 - rho_l and lambda_l against the layer, simulation vs iterated simplex map."""
+rule realistic_depth_summary:
+    """Figure data of the depth figure: per (alpha, f, layer) the mean and SE over draws
+    of 1 - rho_l and lambda_l, simulated and simplex
+    (docs/realistic-attention.md#depth)."""
     input:
         data=expand(
             rules.realistic_depth.output.csv,
             trial=range(CFG.value("realistic.depth.trials")),
         ),
+        lib=lib("experiments.realistic_summaries"),
+    output:
+        csv="results/realistic/depth_summary.csv",
+    log:
+        "logs/realistic/depth_summary.log",
+    benchmark:
+        "benchmarks/realistic/depth_summary.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.realistic_summaries:depth_summary",
+    script:
+        ENTRY
+
+
+rule realistic_depth_figure:
+    """Plot: 1 - rho_l and lambda_l against the layer, simulation vs iterated simplex map."""
+    input:
+        data=rules.realistic_depth_summary.output.csv,
         lib=lib("figures.realistic"),
     output:
         png=report(

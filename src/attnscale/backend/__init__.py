@@ -12,6 +12,9 @@ The kernels are in :mod:`attnscale.layer.jax_kernels` (Paper A: lambda, eta, wei
 statistics, learned scores) and :mod:`attnscale.sphere.jax_kernels` (Paper B: top and ordered
 weights); importing either switches JAX to float64 (``jax_enable_x64``) before any array is made.
 
+Imports nothing else of attnscale: the kernels import the backend, never the other way round
+(docs/pipeline.md#the-package-layout).
+
 Memory (``docs/gpu.md#memory-sizing``)
 --------------------------------------
 :func:`memory_budget` is the number of bytes a job may use on the device: a configured budget

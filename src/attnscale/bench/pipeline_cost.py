@@ -61,7 +61,7 @@ def counted_work(cfg) -> list[dict]:
     )
 
     def theory(n_, trials_, n_rho_, factors, alphas):
-        # per draw (experiments.paper_a_eta.theory_rows): exact eta for every factor (alphas
+        # per draw (experiments.paper_a_theorem.theory_rows): exact eta for every factor (alphas
         # share it), lambda per alpha (Gram once + 4 n^2 d per factor), the self-weight pass
         # (Gram once + A Y per factor)
         fl = ex = 0.0

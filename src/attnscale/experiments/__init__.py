@@ -1,3 +1,10 @@
-"""Experiment-level functions called by the workflow scripts (one per compute rule)."""
+"""The function behind every compute rule (a tidy table from tables, arrays and parameters), and
+the findings computed from those tables (:mod:`attnscale.experiments.findings`;
+docs/pipeline.md#how-a-rule-runs, docs/pipeline.md#numbers-in-the-prose).
+
+Imports :mod:`attnscale.core`, :mod:`attnscale.layer`, :mod:`attnscale.sphere`,
+:mod:`attnscale.regimes` (the score models of the regimes figure), :mod:`attnscale.pipeline` (I/O,
+provenance, progress logging) and :mod:`attnscale._moved` (names
+of split modules), nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
 
 __all__: list[str] = []

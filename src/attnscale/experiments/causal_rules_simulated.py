@@ -20,9 +20,19 @@ from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import causal, causal_theory, finite_d, scaling_rules, theory, tokens
 from attnscale.pipeline.io import provenance
 
-__all__ = ["rules_simulated"]
+from .summaries import mean_se
+
+__all__ = ["rules_simulated", "rules_simulated_summary"]
 
 STREAM = "realistic/rules_tokens"
+
+#: One row of the figure data per these keys ...
+SUMMARY_KEYS = ["d", "block", "rho", "rule", "n"]
+#: ... with the mean and standard error over draws of these per-draw columns.
+SUMMARY_COLUMNS = [
+    "gamma_ratio", "self_weight", "self_weight_simplex", "self_weight_finite_d", "lambda_block",
+    "lambda_block_simplex", "beta_critical_finite_d",
+]  # fmt: skip
 
 
 def draw_key(d: int, rho: float, trial: int) -> tuple[int, ...]:
@@ -118,3 +128,26 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
                     "git_commit": prov["git_commit"],
                 })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def rules_simulated_summary(*, data) -> pd.DataFrame:
+    """Entry of rule ``causal_rules_simulated_summary``: the figure data of the simulated scaling
+    rules (docs/realistic-attention.md#real-models-scaling-rules-simulated).
+
+    Parameters
+    ----------
+    data : DataFrame or list of DataFrame
+        Tables of :func:`rules_simulated` (one per context length ``n``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(d, block, rho, rule, n)`` (rules in the order of the per-draw tables):
+        ``<col>_mean`` and ``<col>_se`` over draws of every column of :data:`SUMMARY_COLUMNS`
+        (:func:`attnscale.experiments.summaries.mean_se`; ``nan`` SE for one draw), ``trials``.
+    """
+    rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
+    missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(rows.columns))
+    if missing:
+        raise ValueError(f"data must be tables of rules_simulated; columns missing: {missing}")
+    return mean_se(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)

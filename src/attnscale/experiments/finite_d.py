@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_rhos, check_vector
 from attnscale.layer import tokens, weight_stats
 from attnscale.layer.theory import gamma_c
@@ -115,7 +116,7 @@ def simulated_critical_beta(
         raise RuntimeError("root finding on beta did not converge in 200 steps")
     a, slope = f(beta)
     t = len(gaps)
-    a_se = float(a.std(ddof=1) / np.sqrt(t)) if t > 1 else np.nan
+    a_se = float(mean_se(a)[1])
     return {
         "beta_star": float(beta),
         "beta_star_se": a_se / slope if t > 1 else np.nan,
@@ -207,8 +208,9 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
         if theory:
             a = np.array([weight_stats.self_weight_curve(g, bt)[0].mean() for g in gaps])
             rec["beta_theory"] = bt
-            rec["a_at_theory"] = float(a.mean())
-            rec["a_at_theory_se"] = float(a.std(ddof=1) / np.sqrt(trials)) if trials > 1 else np.nan
+            a_mean, a_se = mean_se(a)
+            rec["a_at_theory"] = float(a_mean)
+            rec["a_at_theory_se"] = float(a_se)
         rec.update(
             root_seed=prov["root_seed"],
             spawn_keys=keys,
@@ -302,10 +304,7 @@ def intermediate_phase(
                     st["n_eff_others"].mean(axis=0),
                 )
             )
-        arr = np.array(per_draw)  # (draws, 5, gammas)
-        t = arr.shape[0]
-        mean = arr.mean(axis=0)
-        se = arr.std(axis=0, ddof=1) / np.sqrt(t) if t > 1 else np.full_like(mean, np.nan)
+        mean, se = mean_se(np.array(per_draw))  # over draws of (draws, 5, gammas)
         out.append(
             pd.DataFrame(
                 {
@@ -323,7 +322,7 @@ def intermediate_phase(
                     "n_eff_others_mean": mean[4],
                     "n_eff_others_se": se[4],
                     "mass": mass,
-                    "trials": t,
+                    "trials": len(per_draw),
                     "rows": m,
                     "gamma_star": g_star[ir],
                     "gamma_c": gamma_c(r),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import Progress
@@ -132,11 +132,11 @@ def heat_drift_summary(*, csvs: list, q, theory_betas) -> dict:
                 "n": int(sub["n"].iloc[0]),
                 "contexts": len(sub),
                 "ratio_mean": sub["ratio"].mean(),
-                "ratio_se": stats.sem(sub["ratio"]),
+                "ratio_se": mean_se(sub["ratio"])[1],
                 "perp_mean": sub["perp"].mean(),
-                "perp_se": stats.sem(sub["perp"]),
+                "perp_se": mean_se(sub["perp"])[1],
                 "normal_mean": sub["normal"].mean(),
-                "normal_se": stats.sem(sub["normal"]),
+                "normal_se": mean_se(sub["normal"])[1],
                 "ratio_quadrature": th["ratio"],
                 "normal_quadrature": th["normal"],
                 "max_neglected_mass_bound": sub["neglected_mass_bound"].max(),

@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import special, stats
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
@@ -65,12 +66,12 @@ def weight_profile(
             "k": k,
             "x": x,
             "ratio_mean": R.mean(axis=0),
-            "ratio_se": stats.sem(R),
+            "ratio_se": mean_se(R)[1],
             "ratio_limit": st.profile_limit(x, d),
             "ratio_finite_beta": st.profile_finite_beta(k, n, beta, d),
             "ratio_finite_beta_shifted": st.profile_finite_beta(k, n, beta, d, shifted=True),
             "mass_mean": M.mean(axis=0),
-            "mass_se": stats.sem(M),
+            "mass_se": mean_se(M)[1],
             "mass_limit": st.cumulative_mass_limit(x, d),
             "mass_finite_beta": st.cumulative_mass_finite_beta(n, beta, d),
             **prov_columns(root_seed, key, params),
@@ -165,7 +166,7 @@ def critical_laws(
         )
         summ.append(
             {"d": d, "n": 0, "gamma": float(g), "stat": "top_weight", "source": "poisson_limit",
-             "samples": limit_trials, "mean": w.mean(), "se": stats.sem(w), **prov}
+             "samples": limit_trials, "mean": w.mean(), "se": mean_se(w)[1], **prov}
         )  # fmt: skip
     ecdf_rows.append(
         pd.DataFrame(
@@ -205,8 +206,8 @@ def critical_laws(
             summ.append(
                 {"d": d, "n": n, "gamma": float(g), "beta": float(betas[j]), "stat": "top_weight",
                  "source": "finite_n", "samples": trials, "mean": A[:, j].mean(),
-                 "se": stats.sem(A[:, j]), "limit_mean": limits[float(g)].mean(),
-                 "limit_se": stats.sem(limits[float(g)]), "ks_vs_limit": ks.statistic,
+                 "se": mean_se(A[:, j])[1], "limit_mean": limits[float(g)].mean(),
+                 "limit_se": mean_se(limits[float(g)])[1], "ks_vs_limit": ks.statistic,
                  "ks_pvalue": ks.pvalue, **prov}
             )  # fmt: skip
         ks_lim = stats.kstest(s, lambda v: 1.0 - st.nearest_key_sf_limit(v, c, d))
@@ -241,7 +242,7 @@ def critical_laws(
         )
         summ.append(
             {"d": d, "n": n, "gamma": np.nan, "stat": "nearest_scaled", "source": "finite_n",
-             "samples": trials, "mean": s.mean(), "se": stats.sem(s),
+             "samples": trials, "mean": s.mean(), "se": mean_se(s)[1],
              "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
              "ks_vs_limit": ks_lim.statistic, "ks_pvalue": ks_lim.pvalue,
              "ks_vs_exact": ks_ex.statistic, "ks_exact_pvalue": ks_ex.pvalue, **prov}

@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import marked_poisson as mp
@@ -50,7 +51,8 @@ def _ecdf_rows(d, g, n, source, r, points: int, key) -> pd.DataFrame:
 
 
 def _summary_row(common: dict, source: str, n: int, r, prov: tuple, ks=None) -> dict:
-    """One summary row: sample moments with SEs (scipy), KS to the limit, provenance."""
+    """One summary row: sample moments with SEs (:func:`attnscale.core.stats.mean_se`), KS to the
+    limit, provenance."""
     d, g = common["d"], common["gamma"]
     return {
         **common,
@@ -59,9 +61,9 @@ def _summary_row(common: dict, source: str, n: int, r, prov: tuple, ks=None) -> 
         "beta": g * n ** st.alpha_exponent(d) if n else np.nan,
         "samples": r.size,
         "norm_mean": r.mean(),
-        "norm_se": stats.sem(r),
+        "norm_se": mean_se(r)[1],
         "m2_mean": np.mean(r * r),
-        "m2_se": stats.sem(r * r),
+        "m2_se": mean_se(r * r)[1],
         "ks_vs_limit": np.nan if ks is None else ks.statistic,
         "ks_pvalue": np.nan if ks is None else ks.pvalue,
         **prov_columns(*prov),

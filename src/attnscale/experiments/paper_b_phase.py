@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
@@ -64,7 +64,7 @@ def phase_column(
             "trials": trials,
             "method": method,
             "top_weight_mean": A.mean(axis=0),
-            "top_weight_se": stats.sem(A),
+            "top_weight_se": mean_se(A)[1],
             "m_n": m,
             "subcritical_asymptote": st.subcritical_top_weight_limit(d) / m,
             **prov_columns(root_seed, key, params),
@@ -102,9 +102,9 @@ def poisson_limit_table(
                 "c": c,
                 "trials": trials,
                 "top_weight_mean": w.mean(),
-                "top_weight_se": stats.sem(w),
+                "top_weight_se": mean_se(w)[1],
                 "inv_top_weight_mean": (1 / w).mean(),
-                "inv_top_weight_se": stats.sem(1 / w),
+                "inv_top_weight_se": mean_se(1 / w)[1],
                 "inv_top_weight_closed_form": inv_top_weight_limit_d3(g, c) if d == 3 else np.nan,
                 "subcritical_asymptote": st.subcritical_top_weight_limit(d)
                 * g ** (1 / st.alpha_exponent(d))

@@ -27,8 +27,9 @@ def plot_rules_simulated(*, data, caption: str):
 
     Parameters
     ----------
-    data : DataFrame or list of DataFrame
-        Rows of :func:`attnscale.experiments.causal_rules_simulated.rules_simulated`.
+    data : DataFrame
+        The figure data, :func:`attnscale.experiments.causal_rules_simulated.rules_simulated_summary`
+        (means and standard errors over draws; a plot function reduces nothing).
     caption : str
     """
     apply_style()
@@ -38,35 +39,28 @@ def plot_rules_simulated(*, data, caption: str):
     colours = {r: f"C{k}" for k, r in enumerate(names)}
     fig, axes = plt.subplots(len(rhos), 3, figsize=(13.5, 4.3 * len(rhos) + 1.6), squeeze=False)
     for row, rho in zip(axes, rhos, strict=True):
-        sub = df[df["rho"] == rho]
-        agg = sub.groupby(["rule", "n"]).agg(
-            ratio=("gamma_ratio", "mean"), sw=("self_weight", "mean"), sw_sd=("self_weight", "std"),
-            sws=("self_weight_simplex", "mean"), swfd=("self_weight_finite_d", "mean"),
-            lam=("lambda_block", "mean"),
-            lam_sd=("lambda_block", "std"), lams=("lambda_block_simplex", "mean"),
-            k=("trial", "count"), bfd=("beta_critical_finite_d", "mean"),
-        ).reset_index()  # fmt: skip
-        # standard error of the mean over draws (sample sd, ddof = 1; 0 with a single draw)
-        agg["sw_se"] = agg["sw_sd"].fillna(0.0) / np.sqrt(agg["k"])
-        agg["lam_se"] = agg["lam_sd"].fillna(0.0) / np.sqrt(agg["k"])
+        agg = df[df["rho"] == rho]
         for r in names:
             a = agg[agg["rule"] == r].sort_values("n")
             c = colours[r]
-            row[0].plot(a["n"], a["ratio"], "-o", ms=3, color=c, lw=1.2, label=r)
-            row[1].errorbar(a["n"], a["sw"], yerr=a["sw_se"], fmt="-o", ms=3, color=c, lw=1.2,
-                            capsize=2, label=r)  # fmt: skip
-            row[1].plot(a["n"], a["sws"], "--", color=c, lw=0.9)
-            row[1].plot(a["n"], a["swfd"], ":", color=c, lw=1.4)
-            row[2].errorbar(a["n"], a["lam"], yerr=a["lam_se"], fmt="-o", ms=3, color=c, lw=1.2,
-                            capsize=2)  # fmt: skip
-            row[2].plot(a["n"], a["lams"], "--", color=c, lw=0.9)
+            # no error bar (not a nan one) where a single draw has no standard error
+            sw_se, lam_se = a["self_weight_se"].fillna(0.0), a["lambda_block_se"].fillna(0.0)
+            row[0].plot(a["n"], a["gamma_ratio_mean"], "-o", ms=3, color=c, lw=1.2, label=r)
+            row[1].errorbar(a["n"], a["self_weight_mean"], yerr=sw_se, fmt="-o", ms=3, color=c,
+                            lw=1.2, capsize=2, label=r)  # fmt: skip
+            row[1].plot(a["n"], a["self_weight_simplex_mean"], "--", color=c, lw=0.9)
+            row[1].plot(a["n"], a["self_weight_finite_d_mean"], ":", color=c, lw=1.4)
+            row[2].errorbar(a["n"], a["lambda_block_mean"], yerr=lam_se, fmt="-o", ms=3, color=c,
+                            lw=1.2, capsize=2)  # fmt: skip
+            row[2].plot(a["n"], a["lambda_block_simplex_mean"], "--", color=c, lw=0.9)
         row[0].axhline(1.0, color="k", ls="--", lw=1.4,
                        label=r"simplex critical $\beta = \gamma_c(\rho) \ln n$")  # fmt: skip
-        crit = agg.groupby("n")["bfd"].mean()
+        # the finite-d critical beta is the same for every rule: one value per n
+        crit = agg.groupby("n")["beta_critical_finite_d_mean"].mean()
         if crit.notna().any():  # finite-d critical beta (nominal rho) in units of gamma_c ln n
             ratio = crit * (1.0 - rho) / np.log(crit.index.to_numpy(dtype=float))
             row[0].plot(crit.index, ratio, "k:", lw=1.8,
-                        label=f"finite-d critical beta (d = {int(sub['d'].iloc[0])})")  # fmt: skip
+                        label=f"finite-d critical beta (d = {int(agg['d'].iloc[0])})")  # fmt: skip
         row[0].set_yscale("log")
         row[0].yaxis.set_major_locator(mticker.LogLocator(base=2.0))
         row[0].yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))

@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.colors import Normalize
 
 from attnscale.figures.style import apply_style
+
 from .paper_a import heatmap_panels
 
 __all__ = ["plot_figure2", "plot_theorem_table", "plot_finite_size"]
@@ -72,7 +73,7 @@ def plot_theorem_table(*, data: pd.DataFrame, caption: str):
     for each quantity the simulation (mean ± SE over draws), the finite-n simplex value, the
     n -> inf limit and the paired z-score. Simulation cells are green when ``|z| <= 2``.
 
-    With finite-d theory columns (:func:`attnscale.experiments.paper_a_eta.theorem_table`,
+    With finite-d theory columns (:func:`attnscale.experiments.paper_a_theorem.theorem_table`,
     docs/finite-d.md) each quantity also gets the finite-d value and its paired z-score
     ``z fd``, green when the issue-9 criterion ``|sim - theory| <= max(3 SE, 0.002)`` holds."""
     apply_style()

@@ -6,13 +6,15 @@ docs/paper-b-beyond.md#keys-on-a-submanifold, docs/paper-b-beyond.md#rope-like-k
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from attnscale.figures.style import add_caption, apply_style
 
-__all__ = ["plot_exponent", "exponent_figure", "plot_rope"]
+__all__ = ["plot_exponent", "plot_rope"]
 
 _MODEL_LABEL = {
     "correction": r"all $n$, with $B/\beta^*$ term",
@@ -38,8 +40,9 @@ def _fit_text(fits: pd.DataFrame, models=("correction", "plain"), **sel) -> str:
 
 
 def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
-    """Exponent of ``beta*(n)`` (ours): (a) fitted minus ``2/(d-1)`` for uniform keys, three fit
-    models, +-2 SE; (b) ``beta*(n) / n^{2/(d-1)}`` relative to its largest-n value; (c) keys on
+    """Exponent of ``beta*(n)`` (ours) from the tables of
+    :func:`attnscale.experiments.paper_b_exponent_fits.exponent_tables`: (a) fitted minus
+    ``2/(d-1)`` for uniform keys, three fit models, +-2 SE; (b) ``beta*(n) / n^{2/(d-1)}`` relative to its largest-n value; (c) keys on
     great sub-spheres ``S^{k-1}`` of ``S^{d-1}``: ``beta*(n)`` with fitted slopes
     (docs/paper-b-beyond.md#critical-exponent-across-dimensions,
     docs/paper-b-beyond.md#keys-on-a-submanifold).
@@ -120,12 +123,18 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
 
 
 def exponent_figure(*, points: list, upper_n_min: float, caption: str) -> dict:
-    """One job for the tables and the exponent figure (saves a job start-up): the points of every
-    curve in one table, the fits (:func:`attnscale.experiments.paper_b_exponent.exponent_tables`)
-    and :func:`plot_exponent`; returns ``{"points", "fits", "png"}``
-    (docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
-    # imported here: the RoPE figure job does not need the experiment module (job start-up)
-    from ..experiments.paper_b_exponent import exponent_tables
+    """Deprecated (issue 26: a plot function fits nothing): the tables of
+    :func:`attnscale.experiments.paper_b_exponent_fits.exponent_tables` (rule
+    ``paper_b_exponent_fits``) and :func:`plot_exponent` of them; returns ``{"points", "fits",
+    "png"}`` as before (docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
+    warnings.warn(
+        "attnscale.figures.paper_b_exponent.exponent_figure is deprecated: compute the tables with "
+        "attnscale.experiments.paper_b_exponent_fits.exponent_tables and plot them with "
+        "plot_exponent",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    from ..experiments.paper_b_exponent_fits import exponent_tables
 
     out = exponent_tables(points=points, upper_n_min=upper_n_min)
     return {**out, "png": plot_exponent(points=out["points"], fits=out["fits"], caption=caption)}

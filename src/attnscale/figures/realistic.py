@@ -10,8 +10,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from attnscale.layer import sink
-from attnscale.layer.theory import gamma_c
 from attnscale.figures.style import add_caption, apply_style
 
 __all__ = ["plot_learned_qk", "plot_sink", "plot_depth"]
@@ -163,30 +161,31 @@ def _critical_panel(ax, crit: pd.DataFrame) -> None:
     ax.legend(fontsize=6, loc="upper right")
 
 
-def plot_sink(*, curves, critical, caption: str):
+def plot_sink(*, curves, critical, theory, caption: str):
     """(a) mass absorbed by the sink at ``gamma_c(rho_hat)``, (b) the critical gamma against
     the sink score ``kappa c_s`` (simulation, exact simplex-with-sink, with score spread),
     (c) self-weight and sink mass against gamma for the largest ``kappa``
-    (``docs/realistic-attention.md#attention-sink``). Inputs as :func:`plot_learned_qk`."""
-    curves, critical = _frame(curves), _frame(critical)
+    (``docs/realistic-attention.md#attention-sink``).
+
+    ``critical``: the per-draw table(s) of :func:`attnscale.experiments.realistic.attention_sink`
+    (one point per draw); ``curves`` and ``theory``: the figure data of
+    :func:`attnscale.experiments.realistic_summaries.sink_figure_data` (means over draws, theory
+    lines); returns the Figure."""
+    critical = _frame(critical)
     apply_style()
     fig, axes = plt.subplots(1, 3, figsize=(11.5, 3.9))
     n = int(critical["n"].iloc[0])
     kappas = sorted(critical["kappa"].unique())
     pal = {k: f"C{j}" for j, k in enumerate(kappas)}
-    rho_hat = float(critical["rho_hat"].mean())
-    ln = np.log(n)
-    gc = gamma_c(rho_hat)
-    cmax = float(critical["c_s"].max())
-    cmin = float(critical["c_s"].min())
-    cs_fine = np.linspace(cmin, cmax, 200)
+    rho_hat = float(theory["rho_hat_mean"].iloc[0])
+    gc = float(theory["gamma_c"].iloc[0])
     ax = axes[0]
     for k in kappas:
         ck = critical[critical["kappa"] == k]
         ax.plot(ck["c_s"], ck["sink_mass_at_gc"], "o", color=pal[k], ms=4,
                 label=rf"simulation, $\kappa$ = {k:g}")  # fmt: skip
-        th = [sink.simplex_sink_weights(n, rho_hat, c, gc * ln, k)[2] for c in cs_fine]
-        ax.plot(cs_fine, th, "-", color=pal[k], lw=0.9)
+        th = theory[(theory["line"] == "sink_mass") & (theory["kappa"] == k)]
+        ax.plot(th["x"].to_numpy(), th["value"].to_numpy(), "-", color=pal[k], lw=0.9)
     ax.plot([], [], "k-", lw=0.9, label="exact simplex with sink")
     ax.set_yscale("log")
     ax.set_ylim(1e-14, 3)
@@ -197,8 +196,9 @@ def plot_sink(*, curves, critical, caption: str):
     ax = axes[1]
     sims = critical["gamma_half_sim"].to_numpy(dtype=float)
     top = 1.25 * max(gc, float(np.nanmax(np.where(np.isfinite(sims), sims, np.nan))))
-    ks_fine = np.linspace(float((critical["kappa"] * critical["c_s"]).min()), 0.9999, 400)
-    sd = float(critical["sd_cross"].mean())
+    line = theory[theory["line"] == "critical"]
+    ks_fine = line["x"].to_numpy()
+    sd = float(theory["sd_cross_mean"].iloc[0])
     for k in kappas:
         ck = critical[critical["kappa"] == k].sort_values("c_s")
         x = (ck["kappa"] * ck["c_s"]).to_numpy()
@@ -207,8 +207,8 @@ def plot_sink(*, curves, critical, caption: str):
         ax.plot(x[fin], gs[fin], "o", color=pal[k], ms=4, label=rf"simulation, $\kappa$ = {k:g}")
         ax.plot(x[~fin], np.full((~fin).sum(), top), "v", color=pal[k], ms=5, mfc="none")
     # the critical equation depends on kappa c_s only: one theory curve for every kappa
-    th = np.array([sink.simplex_sink_critical_beta(n, rho_hat, x, 1.0) / ln for x in ks_fine])
-    thf = np.array([sink.simplex_sink_critical_beta(n, rho_hat, x, 1.0, sd) / ln for x in ks_fine])
+    th = line["value"].to_numpy()
+    thf = theory[theory["line"] == "critical_spread"]["value"].to_numpy()
     ax.plot(ks_fine, np.where(th < top, th, np.nan), "k-", lw=0.9,
             label="exact simplex with sink")  # fmt: skip
     ax.plot(ks_fine, np.where(thf < top, thf, np.nan), "k:", lw=1.1,
@@ -224,14 +224,14 @@ def plot_sink(*, curves, critical, caption: str):
     ax.legend(fontsize=6, loc="upper left")
     ax = axes[2]
     kbig = kappas[-1]
-    sub = curves[(curves["kappa"] == kbig) & (curves["gamma_kind"] == "grid")]
+    sub = curves[curves["kappa"] == kbig]
     cs_show = [c for c in sorted(sub["c_s"].unique()) if c >= 0]
     cp = _colours(cs_show)
     for c in cs_show:
-        s = sub[sub["c_s"] == c].groupby("gamma").mean(numeric_only=True).reset_index()
-        ax.plot(s["gamma"], s["self_weight"], "o-", color=cp[c], ms=2.5, lw=0.9,
+        s = sub[sub["c_s"] == c].sort_values("gamma")
+        ax.plot(s["gamma"], s["self_weight_mean"], "o-", color=cp[c], ms=2.5, lw=0.9,
                 label=rf"$\kappa c_s$ = {kbig * c:g}")  # fmt: skip
-        ax.plot(s["gamma"], s["sink_mass"], "s:", color=cp[c], ms=2.5, lw=0.9)
+        ax.plot(s["gamma"], s["sink_mass_mean"], "s:", color=cp[c], ms=2.5, lw=0.9)
     ax.plot([], [], "ko-", ms=2.5, label=r"$A_{ii}$ (mean)")
     ax.plot([], [], "ks:", ms=2.5, label=r"$A_{is}$ (sink)")
     _log_gamma_axis(ax, sub["gamma"])
@@ -252,10 +252,9 @@ def plot_sink(*, curves, critical, caption: str):
 
 def plot_depth(*, data, caption: str):
     """``1 - rho_l`` and the layer's lambda against the layer index for ``gamma = f
-    gamma_c(rho_hat_0)``, ``alpha = 0`` and 1, simulation (markers) against the iterated
-    finite-n simplex map (lines) (``docs/realistic-attention.md#depth``). ``data``: the table(s)
-    of :func:`attnscale.experiments.realistic.depth_iteration`."""
-    data = _frame(data)
+    gamma_c(rho_hat_0)``, ``alpha = 0`` and 1, simulation (markers, mean over draws) against the
+    iterated finite-n simplex map (lines) (``docs/realistic-attention.md#depth``). ``data``: the
+    figure data, :func:`attnscale.experiments.realistic_summaries.depth_summary`."""
     apply_style()
     alphas = sorted(data["alpha"].unique())
     fig, axes = plt.subplots(2, len(alphas), figsize=(4.3 * len(alphas), 6.2), squeeze=False,
@@ -266,16 +265,16 @@ def plot_depth(*, data, caption: str):
     for j, a in enumerate(alphas):
         sub = data[data["alpha"] == a]
         for f in factors:
-            s = sub[sub["gamma_factor"] == f].groupby("layer").mean(numeric_only=True)
-            s = s.reset_index()
+            s = sub[sub["gamma_factor"] == f].sort_values("layer").reset_index(drop=True)
             lab = rf"$\gamma$ = {f:g} $\gamma_c(\hat\rho_0)$"
             ax = axes[0, j]
-            ax.plot(s["layer"], s["delta"], "o", color=pal[f], ms=3, label=lab)
-            ax.plot(s["layer"], np.maximum(s["delta_simplex"], floor), "-", color=pal[f], lw=0.9)
+            ax.plot(s["layer"], s["delta_mean"], "o", color=pal[f], ms=3, label=lab)
+            ax.plot(s["layer"], np.maximum(s["delta_simplex_mean"], floor), "-", color=pal[f],
+                    lw=0.9)  # fmt: skip
             ax = axes[1, j]
             ok = s["layer"] >= 1
-            ax.plot(s["layer"][ok], s["lambda"][ok], "o", color=pal[f], ms=3)
-            ax.plot(s["layer"][ok], s["lambda_simplex"][ok], "-", color=pal[f], lw=0.9)
+            ax.plot(s["layer"][ok], s["lambda_mean"][ok], "o", color=pal[f], ms=3)
+            ax.plot(s["layer"][ok], s["lambda_simplex_mean"][ok], "-", color=pal[f], lw=0.9)
         ax = axes[0, j]
         ax.set_yscale("log")
         ax.set_ylim(floor / 3, 1.5)
@@ -293,7 +292,7 @@ def plot_depth(*, data, caption: str):
         ax.set_xlabel("layer $l$")
         ax.set_ylabel(r"angle ratio $\lambda_l$ of layer $l$")
     n, d = int(data["n"].iloc[0]), int(data["d"].iloc[0])
-    rho0 = float(data["rho_hat0"].mean())
+    rho0 = float(data["rho_hat0_mean"].iloc[0])
     fig.suptitle(
         rf"Depth: the layer iterated with the same $\beta$, pre-LN at every layer; n = {n}, "
         rf"d = {d}, $\hat\rho_0$ = {rho0:.3f} (ours)",

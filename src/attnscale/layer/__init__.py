@@ -3,6 +3,10 @@
 
 Tokens, the attention map and its angle ratio lambda, the Jacobian norm eta, Paper A's closed
 forms, the finite-d theory, causal masks, learned scores, sinks, depth and the scaling rules of
-real models. Imports only :mod:`attnscale.core` (docs/pipeline.md#the-package-layout)."""
+real models.
+
+Imports :mod:`attnscale.core`, :mod:`attnscale.backend` (the kernel backend of a job, for the
+JAX kernels and their dispatch) and :mod:`attnscale._moved` (old names of renamed functions),
+nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
 
 __all__: list[str] = []

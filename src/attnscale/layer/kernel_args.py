@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows
 
 __all__ = [
@@ -101,11 +102,13 @@ def draw_probes(rng: np.random.Generator, probes: int, n: int, d: int, kind: str
 
 
 def hutchinson_summary(sq, n, d, probes, m):
-    """Mean and standard error of ``||J v_p||^2 / (n d)`` over probes, per beta."""
+    """Mean and standard error (:func:`attnscale.core.stats.mean_se`) of ``||J v_p||^2 / (n d)``
+    over the ``probes`` rows of ``sq``, per beta (its ``m`` columns)."""
+    if np.shape(sq) != (probes, m):
+        raise ValueError(f"sq must have shape (probes, m) = {(probes, m)}, got {np.shape(sq)}")
     scale = 1.0 / (n * d)
-    est = sq.mean(axis=0) * scale
-    se = sq.std(axis=0, ddof=1) / np.sqrt(probes) * scale if probes > 1 else np.full(m, np.nan)
-    return est, se
+    est, se = mean_se(sq, axis=0)
+    return est * scale, se * scale
 
 
 def check_rows(n: int, rows) -> np.ndarray:

@@ -2,7 +2,10 @@
 docs/paper-b-beyond.md).
 
 Key samplers, the closed forms and quadratures of Paper B, its Poisson and marked-Poisson limits
-and the critical exponent. Imports only :mod:`attnscale.core`
-(docs/pipeline.md#the-package-layout)."""
+and the critical exponent.
+
+Imports :mod:`attnscale.core`, :mod:`attnscale.backend` (the kernel backend of a job, for the
+JAX kernels and their dispatch) and :mod:`attnscale._moved` (old names of renamed functions),
+nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
 
 __all__: list[str] = []

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize, special
 
+from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.sphere.structured_keys import sample_d2q_cap
 
@@ -149,13 +150,14 @@ def solve_critical_beta(
         return {"status": "high", "g_lo": g_lo, "g_hi": g_hi}
     root = optimize.brentq(g, beta_lo, beta_hi, xtol=1e-12 * beta_hi, rtol=1e-12)
     A, dA = top_weight(D, owner, size, root)
+    mean_a1, se_a1 = mean_se(A)  # over the size contexts
     sd = float(A.std(ddof=1))
     slope = float(dA.mean())
     return {
         "status": "ok",
         "beta_star": float(root),
-        "se": sd / np.sqrt(size) / slope,
-        "mean_a1": float(A.mean()),
+        "se": se_a1 / slope,
+        "mean_a1": float(mean_a1),
         "sd_a1": sd,
         "slope": slope,
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from attnscale.core import stats
 from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
@@ -221,11 +222,11 @@ def rules_simulated_findings(*, data) -> list[Finding]:
 
     def per_rule_n():
         g = R.groupby(["rule_key", "n"], sort=False)
-        out = g.agg(sim=("self_weight", "mean"), sim_se=("self_weight", "sem"),
-                    fd=("self_weight_finite_d", "mean"), sx=("self_weight_simplex", "mean"),
-                    lam=("lambda_block", "mean"), lam_se=("lambda_block", "sem"),
-                    ratio=("gamma_ratio", "mean"), rule=("rule", "first")).reset_index()  # fmt: skip
-        return out
+        m, se = stats.mean_se(g[["self_weight", "lambda_block"]])
+        out = g.agg(fd=("self_weight_finite_d", "mean"), sx=("self_weight_simplex", "mean"),
+                    ratio=("gamma_ratio", "mean"), rule=("rule", "first"))  # fmt: skip
+        return out.assign(sim=m["self_weight"], sim_se=se["self_weight"], lam=m["lambda_block"],
+                          lam_se=se["lambda_block"]).reset_index()  # fmt: skip
 
     def table():
         t = per_rule_n()

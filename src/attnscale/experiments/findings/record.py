@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from attnscale.core import stats
+
 __all__ = [
     "SCHEMA",
     "PM_DRAWS",
@@ -332,13 +334,13 @@ def one(df: pd.DataFrame, col: str, **conds) -> float:
 
 
 def mean_se(values) -> tuple[float, float | None, int]:
-    """Mean, standard error (``ddof = 1``; ``None`` for one value) and count of ``values``
-    (docs/pipeline.md#statistics)."""
-    v = np.asarray(values, dtype=float)
+    """Mean, standard error (:func:`attnscale.core.stats.mean_se`: ``ddof = 1``; ``None`` for one
+    value) and count of ``values``, in the form a finding holds (docs/pipeline.md#statistics)."""
+    v = np.asarray(values, dtype=float).ravel()
     if v.size == 0:
         raise NotAvailable("no values")
-    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None
-    return float(v.mean()), se, int(v.size)
+    mean, se = stats.mean_se(v)
+    return float(mean), (float(se) if v.size > 1 else None), int(v.size)
 
 
 def compute(key: str, label: str, fn, **meta) -> Finding:
