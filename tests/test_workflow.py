@@ -40,7 +40,7 @@ def test_snakefmt_check():
 def test_ruff_clean():
     for args in (["check"], ["format", "--check"]):
         proc = subprocess.run(
-            [str(BIN / "ruff"), *args, "src", "workflow", "tests"],
+            [str(BIN / "ruff"), *args, "--no-cache", "src", "workflow", "tests", "tools"],
             cwd=REPO, capture_output=True, text=True,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr

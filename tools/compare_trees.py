@@ -77,7 +77,9 @@ def compare(before: Path, after: Path, mapping: dict[str, str]) -> tuple[list[st
         why = csv_difference(fa[old], fb[new]) if old.endswith(".csv") else "bytes differ"
         if why is None:
             provenance_only += 1
-            lines.append(f"PARAMS_HASH  {old}  (values equal; only {', '.join(PROVENANCE)} differs)")
+            lines.append(
+                f"PARAMS_HASH  {old}  (values equal; only {', '.join(PROVENANCE)} differs)"
+            )
         else:
             bad += 1
             lines.append(f"DIFFERS      {old}: {why}")
@@ -95,8 +97,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
-    parser.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
-                        help="a file renamed by the change (path relative to the tree)")
+    parser.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="a file renamed by the change (path relative to the tree)",
+    )
     parser.add_argument("--list", action="store_true",
                         help="print the sha256 of every file of AFTER")  # fmt: skip
     args = parser.parse_args(argv)

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from attnscale.layer import theory
 from attnscale.figures.style import add_caption, apply_style, cell_edges
+from attnscale.layer import theory
 
 __all__ = ["heatmap_panels", "plot_figure1", "plot_critical_check"]
 
@@ -50,7 +50,12 @@ def heatmap_panels(
         )
         kw = {"norm": norm} if norm is not None else {"vmin": vmin, "vmax": vmax}
         mesh = ax.pcolormesh(
-            cell_edges(rhos, False), cell_edges(gammas, True), Z.to_numpy(), cmap=cmap, shading="flat", **kw
+            cell_edges(rhos, False),
+            cell_edges(gammas, True),
+            Z.to_numpy(),
+            cmap=cmap,
+            shading="flat",
+            **kw,
         )
         rr = np.linspace(rhos.min(), rhos.max(), 200)
         gc = theory.gamma_c(rr)
@@ -118,7 +123,9 @@ def plot_critical_check(*, data: pd.DataFrame, caption: str):
         n = int(sub["n"].iloc[0])
         lo, hi = max(1e-3, sub["rho_hat"].min()), min(0.999, sub["rho_hat"].max())
         rr = np.linspace(min(lo, 0.05), max(hi, 0.9), 200)
-        ax.plot(rr, [theory.critical_lambda(r) for r in rr], "k-", lw=1, label=r"limit $1/(1+3\rho)$")
+        ax.plot(
+            rr, [theory.critical_lambda(r) for r in rr], "k-", lw=1, label=r"limit $1/(1+3\rho)$"
+        )
         ax.plot(
             rr,
             [theory.simplex_lambda(n, r, theory.gamma_c(r) * np.log(n)) for r in rr],

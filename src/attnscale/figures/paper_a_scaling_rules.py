@@ -6,8 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from attnscale.layer import theory
 from attnscale.figures.style import add_caption, apply_style, cell_edges
+from attnscale.layer import theory
 
 __all__ = ["plot_scaling_rules"]
 

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from attnscale.figures.style import add_caption, apply_style
+
 from .paper_b_common import sci_label
 
 __all__ = ["plot_heat_drift"]

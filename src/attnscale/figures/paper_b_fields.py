@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from attnscale.sphere import theory as st
 from attnscale.figures.style import add_caption, apply_style
+from attnscale.sphere import theory as st
+
 from .paper_b_common import nice_number, sci_label
 
 __all__ = ["plot_vector_fields"]

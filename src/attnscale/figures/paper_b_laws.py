@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from attnscale.sphere import theory as st
 from attnscale.figures.style import add_caption, apply_style
+from attnscale.sphere import theory as st
 
 __all__ = ["plot_profile", "plot_critical_laws"]
 

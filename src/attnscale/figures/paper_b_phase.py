@@ -8,11 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from attnscale.sphere import theory as st
 from attnscale.figures.style import add_caption, apply_style, cell_edges
+from attnscale.sphere import theory as st
 
 __all__ = ["plot_phase_diagram"]
-
 
 
 def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str):
