@@ -26,13 +26,20 @@ more GEMM row, stacked with the others: per beta and tile one ``exp`` and one GE
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from attnscale.core.validation import check_int, check_layer_inputs
 from attnscale.layer.kernel_args import beta_grid
-from attnscale.layer.sampled_lambda import causal_tile_rows, key_tile, tile_weights
+from attnscale.layer.sampled_lambda import (
+    blas_threads,
+    causal_tile_rows,
+    key_tile,
+    split_rows,
+    tile_weights,
+)
 from attnscale.layer.sampled_rows import RowSample, resolve_rows, stratified_mean
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "SampledEta",
     "tangent_probes",
     "row_sums",
+    "eta_tile_pass",
     "jacobian_row_norms",
     "row_jacobian_norms",
     "eta_sampled",
@@ -97,6 +105,7 @@ def row_sums(Y, rinv2, idx, brow, W, causal, block_rows, key_block) -> dict:
     out["cv"] = np.zeros((B, m, d))
     out["pv"] = np.zeros((B, P, m, d))
     t = key_tile(block_rows, n, key_block)
+    threads = blas_threads()
     for a0 in range(0, m, block_rows):
         a1 = min(m, a0 + block_rows)
         rows = idx[a0:a1]
@@ -110,35 +119,53 @@ def row_sums(Y, rinv2, idx, brow, W, causal, block_rows, key_block) -> dict:
             Yj = Y[j0:j1]
             prod = (Q[:, r0:].reshape(-1, d) @ Yj.T).reshape(1 + P, b, j1 - j0)
             G = prod[0]
-            G1 = G - 1.0
-            om = 1.0 - G * G
             ol = np.arange(own.start, own.stop) - r0  # their rows in the tile
             oc = rows[own.start : own.stop] - j0  # and the columns of their own positions
+            tile = {"G": G, "G1": G - 1.0, "G2": G * G, "om": 1.0 - G * G,
+                    "rinv2": rinv2[j0:j1], "prod": prod[1:], "ol": ol, "oc": oc,
+                    "causal": causal}  # fmt: skip
             stack = np.empty((2 + P, b, j1 - j0))
+            tmp = np.empty((b, j1 - j0))
+            sl = slice(a0 + r0, a1)
             for k in range(B):
-                bk = brow[k, a0 + r0 : a1]
-                E = tile_weights(G1, bk, stack[0])
-                if causal:
-                    for r, c in zip(ol, oc, strict=True):
-                        E[r, c + 1 :] = 0.0
-                sl = slice(a0 + r0, a1)
-                out["z"][k, sl] += E.sum(axis=1)
-                out["sag2"][k, sl] += np.einsum("bt,bt->b", E, G * G)
-                out["e_self"][k, a0 + r0 + ol] = E[ol, oc]
-                F = stack[1]
-                np.multiply(E, E, out=F)
-                F *= rinv2[j0:j1]
-                F[ol, oc] = 0.0
-                out["sF"][k, sl] += F.sum(axis=1)
-                out["sFom"][k, sl] += np.einsum("bt,bt->b", F, om)
-                F *= G - bk[:, None] * om
-                for p in range(P):
-                    np.multiply(E, prod[1 + p], out=stack[2 + p])
-                acc = (stack.reshape(-1, j1 - j0) @ Yj).reshape(2 + P, b, d)
-                out["mv"][k, sl] += acc[0]
-                out["cv"][k, sl] += acc[1]
-                out["pv"][k, :, sl] += acc[2:]
+                acc = {key: out[key][k, sl] for key in ("z", "e_self", "sag2", "sF", "sFom")}
+                job = partial(eta_tile_pass, tile, brow[k, sl], stack, tmp, acc)
+                split_rows(job, b, j1 - j0, threads)
+                res = (stack.reshape(-1, j1 - j0) @ Yj).reshape(2 + P, b, d)
+                out["mv"][k, sl] += res[0]
+                out["cv"][k, sl] += res[1]
+                out["pv"][k, :, sl] += res[2:]
     return out
+
+
+def eta_tile_pass(tile: dict, beta_rows, stack, tmp, acc: dict, s0: int, s1: int) -> None:
+    """The element-wise work of one beta on rows ``s0:s1`` of a tile (:func:`row_sums`): the
+    weights ``E`` (causal mask), the row sums ``acc`` and the GEMM rows ``stack = [E; F T;
+    E <w_p, y>]``; ``tile`` holds the beta-free ``G``, ``G1 = G - 1``, ``G2 = G^2``,
+    ``om = 1 - G^2``, ``rinv2 = 1 / r_j^2``, the probe products ``prod`` and the rows ``ol``
+    whose own position is column ``oc`` of the tile."""
+    rows = slice(s0, s1)
+    E = tile_weights(tile["G1"][rows], beta_rows[rows], stack[0, rows])
+    inside = (tile["ol"] >= s0) & (tile["ol"] < s1)
+    ol, oc = tile["ol"][inside], tile["oc"][inside]
+    if tile["causal"]:
+        for r, c in zip(ol - s0, oc, strict=True):
+            E[r, c + 1 :] = 0.0
+    acc["z"][rows] += E.sum(axis=1)
+    acc["sag2"][rows] += np.einsum("bt,bt->b", E, tile["G2"][rows])
+    acc["e_self"][ol] = E[ol - s0, oc]
+    F = stack[1, rows]
+    np.multiply(E, E, out=F)
+    F *= tile["rinv2"]
+    F[ol - s0, oc] = 0.0  # k != i
+    acc["sF"][rows] += F.sum(axis=1)
+    acc["sFom"][rows] += np.einsum("bt,bt->b", F, tile["om"][rows])
+    T = tmp[rows]
+    np.multiply(tile["om"][rows], -beta_rows[rows, None], out=T)
+    T += tile["G"][rows]
+    F *= T  # F_k (g_k - beta (1 - g_k^2))
+    for p in range(tile["prod"].shape[0]):
+        np.multiply(E, tile["prod"][p, rows], out=stack[2 + p, rows])
 
 
 def jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d, q=None):

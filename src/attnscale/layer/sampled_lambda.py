@@ -23,6 +23,8 @@ row's own position needs a mask.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -39,6 +41,9 @@ __all__ = [
     "SampledLambda",
     "key_tile",
     "causal_tile_rows",
+    "blas_threads",
+    "split_rows",
+    "weights_pass",
     "tile_weights",
     "sampled_outputs",
     "pair_ratio_block",
@@ -51,6 +56,9 @@ DEFAULT_BLOCK_ROWS = 256
 DEFAULT_TILE_ENTRIES = 2**18
 #: Budget, in float64 entries, for the outputs ``(betas, m, d)`` of one group of betas (256 MiB).
 DEFAULT_OUTPUT_ENTRIES = 32 * 2**20
+#: Tiles with fewer entries than this run their element-wise passes in one thread.
+THREADED_ENTRIES = 2**15
+_POOL: dict[int, ThreadPoolExecutor] = {}  # worker count -> pool, created on first use
 
 
 class SampledLambda(NamedTuple):
@@ -94,6 +102,42 @@ def causal_tile_rows(idx: np.ndarray, j0: int, j1: int):
     return r0, range(r0, r1)
 
 
+def blas_threads() -> int:
+    """Threads BLAS may use at this moment (a job limited to one thread stays on one core)."""
+    from threadpoolctl import threadpool_info
+
+    counts = [i.get("num_threads", 1) for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(1, min(counts, default=1))
+
+
+def split_rows(fn, rows: int, cols: int, threads: int) -> None:
+    """Call ``fn(s0, s1)`` on ``threads`` consecutive row slices of a ``rows x cols`` tile in a
+    shared thread pool (numpy releases the GIL in its element-wise loops), so that the ``exp``
+    and the other element-wise passes between two multi-threaded GEMMs do not leave cores idle;
+    small tiles, or one thread, run in this thread. Each row is computed by the same operations
+    whatever the split: results do not depend on the number of threads."""
+    if threads <= 1 or rows < 2 * threads or rows * cols < THREADED_ENTRIES:
+        fn(0, rows)
+        return
+    if threads not in _POOL:
+        _POOL[threads] = ThreadPoolExecutor(threads, thread_name_prefix="attnscale-sampled")
+    cuts = np.linspace(0, rows, threads + 1).astype(int)
+    jobs = [_POOL[threads].submit(fn, int(a), int(b)) for a, b in zip(cuts, cuts[1:], strict=False)]
+    for job in jobs:
+        job.result()
+
+
+def weights_pass(G1, beta_rows, E, z, mask_rows, mask_cols, s0: int, s1: int) -> None:
+    """Rows ``s0:s1`` of a tile: weights ``E = exp(beta (<y_a, y_j> - 1))``
+    (:func:`tile_weights`), the keys after a row's own position zeroed (``mask_rows`` and the
+    column of their own position, ``mask_cols``; causal mask), ``z += `` the row sums."""
+    tile_weights(G1[s0:s1], beta_rows[s0:s1], E[s0:s1])
+    for r, c in zip(mask_rows, mask_cols, strict=True):
+        if s0 <= r < s1:
+            E[r, c + 1 :] = 0.0
+    z[s0:s1] += E[s0:s1].sum(axis=1)
+
+
 def tile_weights(G1, beta_rows, out):
     """Unnormalised softmax weights of a tile, ``exp(beta_a (<y_a, y_j> - 1))``, into ``out``.
 
@@ -111,6 +155,8 @@ def _outputs(Y, X, idx, brow, alpha, causal, block_rows, key_block):
     out = np.empty((B, m, d))
     t = key_tile(block_rows, n, key_block)
     ebuf = np.empty(block_rows * t)
+    obuf = np.empty(block_rows * d)
+    threads = blas_threads()
     for a0 in range(0, m, block_rows):
         a1 = min(m, a0 + block_rows)
         rows = idx[a0:a1]
@@ -120,17 +166,19 @@ def _outputs(Y, X, idx, brow, alpha, causal, block_rows, key_block):
         kend = int(rows[-1]) + 1 if causal else n
         for j0 in range(0, kend, t):
             j1 = min(kend, j0 + t)
-            r0, own = causal_tile_rows(rows, j0, j1) if causal else (0, ())
+            r0, own = causal_tile_rows(rows, j0, j1) if causal else (0, range(0))
             Yj = Y[j0:j1]
             G1 = Yb[r0:] @ Yj.T
             G1 -= 1.0
             E = ebuf[: G1.size].reshape(G1.shape)
+            o = obuf[: G1.shape[0] * d].reshape(G1.shape[0], d)
+            ol = np.arange(own.start, own.stop) - r0  # rows (in the tile) needing a mask
+            oc = rows[own.start : own.stop] - j0  # and their own positions' columns
             for k in range(B):
-                tile_weights(G1, brow[k, a0 + r0 : a1], E)
-                for r in own:  # keys after the row's own position are masked
-                    E[r - r0, rows[r] - j0 + 1 :] = 0.0
-                z[k, r0:] += E.sum(axis=1)
-                acc[k, r0:] += E @ Yj
+                job = partial(weights_pass, G1, brow[k, a0 + r0 : a1], E, z[k, r0:], ol, oc)
+                split_rows(job, E.shape[0], E.shape[1], threads)
+                np.matmul(E, Yj, out=o)
+                acc[k, r0:] += o
         out[:, a0:a1] = acc / z[:, :, None]
         if alpha:
             out[:, a0:a1] += alpha * X[rows][None]
