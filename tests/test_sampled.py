@@ -249,6 +249,29 @@ def test_row_norms_match_finite_differences():
             assert rel(R[0], np.sum(J**2, axis=(1, 2))) < 1e-6
 
 
+def test_diagonal_term_is_not_a_function_of_per_key_scalars():
+    """Two sets of keys around the query y_0 = e_1 in d = 4, all at cosine 0.6 with it and
+    balanced (so a_j, g_j, K_j, r_j and m agree), one a square and one a tetrahedron in the
+    orthogonal complement: R_0 differs (0.9162 against 0.8800 at beta = 1), through
+    ||S||_F^2 = sum_jl a_j a_l <y_j, y_l>^2 alone, which is why the exact route costs O(n d^2) or
+    O(n^2) per row (docs/long-context.md#the-jacobian-norm-of-one-output-row)."""
+    c, s = 0.6, 0.8
+    square = np.array([[0, 1, 0, 0], [0, -1, 0, 0], [0, 0, 1, 0], [0, 0, -1, 0]], dtype=float)
+    tetra = np.hstack([np.zeros((4, 1)), np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1],
+                                                    [-1, -1, 1]]) / np.sqrt(3)])  # fmt: skip
+    R0, scalars = [], []
+    for U in (square, tetra):
+        X = np.vstack([[1.0, 0, 0, 0], c * np.eye(4)[0] + s * U])
+        a = np.exp(X @ X[0] - 1.0)
+        a /= a.sum()
+        m = a @ X
+        scalars.append(np.concatenate([a, X @ X[0], X @ m, m]))
+        R, _ = row_jacobian_norms(X, [1.0], 0.0, rows=np.arange(5), route="exact")
+        R0.append(R[0, 0])
+    assert np.allclose(scalars[0], scalars[1], atol=1e-15)
+    assert abs(R0[0] - 0.91617158) < 1e-8 and abs(R0[1] - 0.87995601) < 1e-8
+
+
 @pytest.mark.parametrize("d", [5, 512])
 def test_probe_route_is_unbiased_per_row(d):
     """K tangent probes per row: the mean estimate of R_i is within 4 SE of the exact R_i, the SE

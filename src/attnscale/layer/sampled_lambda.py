@@ -130,7 +130,7 @@ def split_rows(fn, rows: int, cols: int, threads: int) -> None:
 def weights_pass(G1, beta_rows, E, z, mask_rows, mask_cols, s0: int, s1: int) -> None:
     """Rows ``s0:s1`` of a tile: weights ``E = exp(beta (<y_a, y_j> - 1))``
     (:func:`tile_weights`), the keys after a row's own position zeroed (``mask_rows`` and the
-    column of their own position, ``mask_cols``; causal mask), ``z += `` the row sums."""
+    column of their own position, ``mask_cols``; causal mask), and the row sums added to ``z``."""
     tile_weights(G1[s0:s1], beta_rows[s0:s1], E[s0:s1])
     for r, c in zip(mask_rows, mask_cols, strict=True):
         if s0 <= r < s1:
