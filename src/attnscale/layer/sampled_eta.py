@@ -31,14 +31,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnscale.core.validation import check_int, check_layer_inputs
+from attnscale.core.validation import check_int
 from attnscale.layer.kernel_args import beta_grid
 from attnscale.layer.sampled_lambda import (
     blas_threads,
     causal_tile_rows,
+    check_tokens,
     key_tile,
     split_rows,
     tile_weights,
+    unit_rows,
 )
 from attnscale.layer.sampled_rows import RowSample, resolve_rows, stratified_mean
 
@@ -88,7 +90,7 @@ def tangent_probes(rng: np.random.Generator, Ys: np.ndarray, probes: int) -> np.
     return np.ascontiguousarray(w)
 
 
-def row_sums(Y, rinv2, idx, brow, W, causal, block_rows, key_block) -> dict:
+def row_sums(X, r, idx, brow, W, causal, block_rows, key_block) -> dict:
     """Every row sum that ``R_i`` needs, for the sampled rows ``idx`` (sorted) and betas ``brow``
     ``(B, m)``, in one key-tiled pass (docs/long-context.md#cost-and-memory).
 
@@ -98,8 +100,9 @@ def row_sums(Y, rinv2, idx, brow, W, causal, block_rows, key_block) -> dict:
     vectors ``mv = sum E y``, ``cv = sum F T y``, ``pv_p = sum E <w_p, y> y``.
     """
     B, m = brow.shape
-    n, d = Y.shape
+    n, d = X.shape
     P = W.shape[0]
+    rinv2 = 1.0 / r**2
     out = {k: np.zeros((B, m)) for k in ("z", "e_self", "sag2", "sF", "sFom")}
     out["mv"] = np.zeros((B, m, d))
     out["cv"] = np.zeros((B, m, d))
@@ -109,14 +112,14 @@ def row_sums(Y, rinv2, idx, brow, W, causal, block_rows, key_block) -> dict:
     for a0 in range(0, m, block_rows):
         a1 = min(m, a0 + block_rows)
         rows = idx[a0:a1]
-        Q = np.concatenate([Y[rows][None], W[:, a0:a1]])  # (1 + P, b, d): y_i and its probes
+        Q = np.concatenate([unit_rows(X, r, rows)[None], W[:, a0:a1]])  # y_i and its probes
         kend = int(rows[-1]) + 1 if causal else n
         for j0 in range(0, kend, t):
             j1 = min(kend, j0 + t)
             r0, own = causal_tile_rows(rows, j0, j1)  # own: rows whose position is in the tile
             r0 = r0 if causal else 0
             b = a1 - a0 - r0
-            Yj = Y[j0:j1]
+            Yj = unit_rows(X, r, slice(j0, j1))
             prod = (Q[:, r0:].reshape(-1, d) @ Yj.T).reshape(1 + P, b, j1 - j0)
             G = prod[0]
             ol = np.arange(own.start, own.stop) - r0  # their rows in the tile
@@ -219,35 +222,37 @@ def jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d, q=None):
     return off + rb2 + 2.0 * alpha * trb + alpha**2 * d, noise
 
 
-def _checked(X, betas, alpha, route, probes):
-    X, r, _, alpha = check_layer_inputs(X, None, alpha)
+def _checked(X, betas, alpha, route, probes, rng, block_rows, key_block):
+    """Every argument check of the eta kernels, before any work."""
+    X, r, alpha = check_tokens(X, alpha)
     Bm = beta_grid(betas, X.shape[0])
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     probes = check_int("probes", probes, minimum=1)
-    return X, r, Bm, alpha, probes
-
-
-def _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_block):
-    n, d = X.shape
-    idx = sample.rows
-    br = min(sample.m, DEFAULT_BLOCK_ROWS if block_rows is None else check_int(
-        "block_rows", block_rows, minimum=1))  # fmt: skip
-    if key_block is not None:
-        check_int("key_block", key_block, minimum=1)
     if route == "probe" and not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator for the probe route, got "
                         f"{type(rng).__name__}")  # fmt: skip
-    Y = X / r[:, None]
-    Ys, rs = Y[idx], r[idx]
+    br = (
+        DEFAULT_BLOCK_ROWS if block_rows is None else check_int("block_rows", block_rows, minimum=1)
+    )
+    if key_block is not None:
+        check_int("key_block", key_block, minimum=1)
+    return X, r, Bm, alpha, probes, br
+
+
+def _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_block):
+    """``R_i`` of the sampled rows and, with several probes, their noise variances."""
+    d = X.shape[1]
+    idx = sample.rows
+    Ys, rs = unit_rows(X, r, idx), r[idx]
     brow = Bm[:, idx]
     W = tangent_probes(rng, Ys, probes) if route == "probe" else np.zeros((0, sample.m, d))
-    sums = row_sums(Y, 1.0 / r**2, idx, brow, W, causal, br, key_block)
+    sums = row_sums(X, r, idx, brow, W, causal, min(block_rows, sample.m), key_block)
     q = None
     if route == "exact":
         from attnscale.layer.sampled_eta_exact import exact_q
 
-        q = exact_q(Y, idx, brow, causal)
+        q = exact_q(X / r[:, None], idx, brow, causal)
     return jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d, q)
 
 
@@ -265,15 +270,15 @@ def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "prob
         Global or per-row betas, ``>= 0``.
     alpha : float, optional
         Residual weight, ``alpha >= 0``.
-    rows : array_like of int or RowSample
-        The query rows (sorted on output).
+    rows : int, array_like of int or RowSample
+        The query rows (sorted on output), or a number of rows to draw from ``rng``.
     route : {"probe", "exact"}, optional
         ``q = ||C P_i||^2`` from ``probes`` tangent probes per row (unbiased, ``O(n d)`` per
         probe) or exactly (``O(n d^2)`` or ``O(n^2)`` per row; checks and small sizes).
     probes : int, optional
         Probes per row (probe route), ``>= 1``.
     rng : numpy.random.Generator, optional
-        Source of the probes (probe route).
+        Source of the row draw (when ``rows`` is a number) and of the probes (probe route).
     causal : bool, optional
         Query ``i`` sees keys ``j <= i`` only.
     block_rows, key_block : int, optional
@@ -285,9 +290,10 @@ def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "prob
         ``R`` of shape ``(B, m)`` (rows sorted) and, for the probe route with ``probes >= 2``,
         an unbiased estimate of each value's probe-noise variance.
     """
-    X, r, Bm, alpha, probes = _checked(X, betas, alpha, route, probes)
-    sample = resolve_rows(X.shape[0], rows)
-    return _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_block)
+    X, r, Bm, alpha, probes, br = _checked(X, betas, alpha, route, probes, rng, block_rows,
+                                           key_block)  # fmt: skip
+    sample = resolve_rows(X.shape[0], rows, rng, causal=causal)
+    return _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block)
 
 
 def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | None = None,
@@ -341,9 +347,10 @@ def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | N
         ``estimate``, ``se`` (``(B,)``), ``m``, per-row ``values`` ``R_i / d``, the row sample and
         the route.
     """
-    X, r, Bm, alpha, probes = _checked(X, betas, alpha, route, probes)
+    X, r, Bm, alpha, probes, br = _checked(X, betas, alpha, route, probes, rng, block_rows,
+                                           key_block)  # fmt: skip
     sample = resolve_rows(X.shape[0], rows, rng, strata, head, causal)
-    R, noise = _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_block)
+    R, noise = _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block)
     d = X.shape[1]
     if route == "exact":
         nv = None

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnscale.core.validation import check_int, check_layer_inputs
+from attnscale.core.validation import check_int, check_matrix, check_real
 from attnscale.layer.attention import NEAR_PAIR_TOL
 from attnscale.layer.kernel_args import beta_grid
 from attnscale.layer.sampled_pairs import pair_block_sums, pair_estimate_from_sums
@@ -39,6 +39,8 @@ __all__ = [
     "DEFAULT_BLOCK_ROWS",
     "DEFAULT_TILE_ENTRIES",
     "SampledLambda",
+    "check_tokens",
+    "unit_rows",
     "key_tile",
     "causal_tile_rows",
     "blas_threads",
@@ -78,6 +80,25 @@ class SampledLambda(NamedTuple):
     n_excluded_pairs: int
     #: the row sample
     rows: RowSample
+
+
+def check_tokens(X, alpha):
+    """``X`` as a finite float64 ``(n, d)`` matrix with ``n >= 2`` and non-zero rows, its row norms
+    ``r`` and ``alpha >= 0``, with the errors of :func:`attnscale.core.validation.check_layer_inputs`
+    but without an ``n x d`` temporary (the norms by ``einsum``; at ``n = 2^20`` a copy of the
+    tokens is a GiB)."""
+    X = check_matrix("X", X, min_rows=2)
+    r = np.sqrt(np.einsum("ij,ij->i", X, X))
+    if np.any(r == 0.0):
+        i = int(np.flatnonzero(r == 0.0)[0])
+        raise ValueError(f"X has a zero row (index {i}); pre-LN normalisation needs x_i != 0")
+    return X, r, check_real("alpha", alpha, low=0.0)
+
+
+def unit_rows(X, r, rows):
+    """The pre-LN tokens ``y_i = x_i / r_i`` of some rows (an index array or a slice), formed
+    where they are needed: the kernels keep no normalised copy of all ``n`` tokens."""
+    return X[rows] / r[rows, None]
 
 
 def key_tile(block_rows: int, n: int, key_block: int | None = None) -> int:
@@ -147,11 +168,11 @@ def tile_weights(G1, beta_rows, out):
     return out
 
 
-def _outputs(Y, X, idx, brow, alpha, causal, block_rows, key_block):
+def _outputs(X, r, idx, brow, alpha, causal, block_rows, key_block):
     """Outputs ``x_a'`` ``(B, m, d)`` of the sampled rows ``idx`` (sorted) for betas ``brow``
     ``(B, m)``: key-tiled, one Gram tile shared by every beta."""
     B, m = brow.shape
-    n, d = Y.shape
+    n, d = X.shape
     out = np.empty((B, m, d))
     t = key_tile(block_rows, n, key_block)
     ebuf = np.empty(block_rows * t)
@@ -160,14 +181,14 @@ def _outputs(Y, X, idx, brow, alpha, causal, block_rows, key_block):
     for a0 in range(0, m, block_rows):
         a1 = min(m, a0 + block_rows)
         rows = idx[a0:a1]
-        Yb = Y[rows]
+        Yb = unit_rows(X, r, rows)
         z = np.zeros((B, a1 - a0))
         acc = np.zeros((B, a1 - a0, d))
         kend = int(rows[-1]) + 1 if causal else n
         for j0 in range(0, kend, t):
             j1 = min(kend, j0 + t)
             r0, own = causal_tile_rows(rows, j0, j1) if causal else (0, range(0))
-            Yj = Y[j0:j1]
+            Yj = unit_rows(X, r, slice(j0, j1))
             G1 = Yb[r0:] @ Yj.T
             G1 -= 1.0
             E = ebuf[: G1.size].reshape(G1.shape)
@@ -210,13 +231,12 @@ def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
     numpy.ndarray
         ``(B, m, d)`` outputs (before the next normalisation), rows in sorted order.
     """
-    X, r, _, alpha = check_layer_inputs(X, None, alpha)
+    X, r, alpha = check_tokens(X, alpha)
     n = X.shape[0]
     B = beta_grid(betas, n)
     sample = resolve_rows(n, rows)
     br = _check_blocks(block_rows, sample.m)
-    Y = X / r[:, None]
-    return _outputs(Y, X, sample.rows, B[:, sample.rows], alpha, causal, br, key_block)
+    return _outputs(X, r, sample.rows, B[:, sample.rows], alpha, causal, br, key_block)
 
 
 def pair_ratio_block(Ya, Yb, Ypa, Ypb, self_cols=None):
@@ -310,24 +330,23 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
         ``estimate``, ``se`` (each ``(B,)``), ``m``, the diagnostics ``n_pairs``,
         ``n_near_pairs``, ``n_excluded_pairs`` (among the sampled pairs) and the row sample.
     """
-    X, r, _, alpha = check_layer_inputs(X, None, alpha)
+    X, r, alpha = check_tokens(X, alpha)
     n, d = X.shape
     Bm = beta_grid(betas, n)
-    sample = resolve_rows(n, rows, rng, strata, head, causal)
-    br = _check_blocks(block_rows, sample.m)
+    br = _check_blocks(block_rows, n)
     if key_block is not None:
         check_int("key_block", key_block, minimum=1)
     budget = DEFAULT_OUTPUT_ENTRIES if output_entries is None else check_int(
         "output_entries", output_entries, minimum=1)  # fmt: skip
-    Y = X / r[:, None]
+    sample = resolve_rows(n, rows, rng, strata, head, causal)
     idx, m = sample.rows, sample.m
-    Ys = Y[idx]
+    br = min(br, m)
+    Ys = unit_rows(X, r, idx)
     group = int(max(1, min(Bm.shape[0], budget // (m * d))))
     ests, ses = [], []
-    n_near = n_excl = 0
     for g0 in range(0, Bm.shape[0], group):
         brow = Bm[g0 : g0 + group][:, idx]
-        Yp = _outputs(Y, X, idx, brow, alpha, causal, br, key_block)
+        Yp = _outputs(X, r, idx, brow, alpha, causal, br, key_block)
         Yp /= np.linalg.norm(Yp, axis=2, keepdims=True)
         parts = []
         n_near = n_excl = 0
