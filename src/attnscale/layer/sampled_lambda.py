@@ -16,9 +16,10 @@ tile the Gram tile ``Y_b Y_J^T`` is formed once (shared by every beta); per beta
 softmax is shifted by the self-score ``<y_a, y_a> = 1``, the row maximum of unit vectors
 (Cauchy-Schwarz; the dense kernel subtracts the computed row maximum, equal to it up to
 rounding), so no row-maximum pass is needed and ``exp`` never overflows. Memory is
-``O(b t + B m d)``: no ``m x n`` (let alone ``n x n``) matrix is formed. Under the causal mask a
-tile is visited only by the rows that see it (rows sorted by position), and only the tile holding a
-row's own position needs a mask.
+``O(b t + B m d)`` besides the tokens: no ``m x n`` (let alone ``n x n``) matrix is formed, and
+no normalised copy of the tokens (:func:`unit_rows` forms a tile's rows where they are used).
+Under the causal mask a tile is visited only by the rows that see it (rows sorted by position),
+and only the tile holding a row's own position needs a mask.
 """
 
 from __future__ import annotations
