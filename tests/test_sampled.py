@@ -383,13 +383,16 @@ def test_sampled_lambda_and_eta_are_unbiased_with_honest_se(d, subsamples):
 
 def test_probe_route_eta_is_unbiased_with_honest_se():
     """The probe route through the public kernel: 150 calls with fresh row draws and probes
-    (d = 32, one probe per row, SE without the finite-population correction)."""
+    (d = 32). Two probes per row, so that the SE carries the estimated probe noise with the
+    finite-population correction and its expected ratio to the spread is 1; with one probe (the
+    default) the SE drops the correction and is conservative by up to ``1 / sqrt(1 - m / n)``
+    (1.15 here: test_stratified_mean_is_exactly_unbiased_and_counts_probe_noise)."""
     rng = np.random.default_rng(SEED + 2)
     X = near_simplex(N, 32, 0.5, rng)
     betas = gammas(0.5) * np.log(N)
     ref = eta_exact_grid(X, betas, 0.5)
     calls = 150
-    res = [eta_sampled(X, betas, 0.5, rows=M, rng=rng, key_block=N) for _ in range(calls)]
+    res = [eta_sampled(X, betas, 0.5, rows=M, rng=rng, probes=2) for _ in range(calls)]
     est = np.array([r.estimate for r in res])
     se = np.array([r.se for r in res])
     spread = est.std(axis=0, ddof=1)
