@@ -29,6 +29,7 @@ from attnscale.core.validation import (
 from attnscale.layer.kernel_args import normalise
 
 __all__ = [
+    "NEAR_PAIR_TOL",
     "normalise",
     "softmax_rows",
     "attention_weights",
