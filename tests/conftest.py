@@ -142,10 +142,17 @@ def pytest_configure(config):
     """One BLAS thread in the test process: the smoke workflow runs on both cores in the
     background, and OpenBLAS threads that wait for a busy core spin instead of sleeping (a 0.6 s
     unit test took 14 s beside the smoke run with two threads). Tests that need more threads
-    ask for them with ``threadpool_limits``."""
-    from threadpoolctl import threadpool_limits
+    ask for them with ``threadpool_limits``.
+
+    threadpoolctl limits only the BLAS libraries already loaded, so NumPy's and SciPy's OpenBLAS
+    are loaded first (before this, nothing had loaded them and the limit did nothing)."""
+    import numpy  # noqa: F401 - loads NumPy's OpenBLAS
+    import scipy.linalg  # noqa: F401 - loads SciPy's own OpenBLAS
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     config.stash[BLAS_LIMIT] = threadpool_limits(limits=1)
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas), blas
 
 
 def pytest_collection_modifyitems(session, config, items):
