@@ -206,6 +206,8 @@ GRIDS: dict[str, Range] = {
     "regimes.theory_n": Range(low=3, low_open=False, high=1e7, high_open=False),
     "regimes.finite_d.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "regimes.read_off.copy_cosine": Range(low=-1.0, high=1.0, high_open=False, increasing=False),
+    # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
+    "explorer.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
 }
 
 #: Scalars and their ranges, by dotted key.
@@ -310,6 +312,14 @@ VALUES: dict[str, Range] = {
     "regimes.read_off.rho": Range(low=0.0, low_open=False, high=1.0),
     "regimes.read_off.shift": Range(low=0.0, high=1.0),
     "regimes.read_off.contexts": Range(low=4, low_open=False, integer=True),
+    # the explorer (issue 29; docs/explorer.md)
+    "explorer.rho_max": Range(low=0.0, high=1.0),
+    "explorer.nodes.n": Range(low=2, low_open=False, integer=True),
+    "explorer.nodes.rho": Range(low=1, low_open=False, integer=True),
+    "explorer.nodes_small_d.n": Range(low=2, low_open=False, integer=True),
+    "explorer.nodes_small_d.rho": Range(low=1, low_open=False, integer=True),
+    "explorer.small_d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "explorer.heldout": Range(low=0, low_open=False, integer=True),
 }
 
 
@@ -405,6 +415,16 @@ def _check_regimes(cfg: Config) -> None:
         fail("regimes.n", "distinct after rounding to integers", n)
 
 
+def _check_explorer(cfg: Config) -> None:
+    try:
+        d = cfg.ints("explorer.d")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    if d[0] != 3:
+        fail("explorer.d", "d-nodes starting at 3 (the theory's smallest d; the page covers "
+             "3 .. 4096)", d)  # fmt: skip
+
+
 def _check_backend(cfg: Config) -> None:
     # backend_memory_gb: null (detect per job) or a number > 0; backend: jax needs JAX and enough
     # memory (docs/gpu.md#choosing-the-backend)
@@ -423,7 +443,7 @@ def _check_backend(cfg: Config) -> None:
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
 CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
                 _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
-                _check_regimes, _check_backend]  # fmt: skip
+                _check_regimes, _check_explorer, _check_backend]  # fmt: skip
 
 
 class Config:
