@@ -4,15 +4,9 @@
 # its library function in params.entry.
 
 
-def explorer_nodes(wildcards):
-    """The config section of a d-node's node degrees (more nodes at small d)."""
-    small = int(wildcards.d) <= CFG.value("explorer.small_d")
-    return "explorer.nodes_small_d" if small else "explorer.nodes"
-
-
 rule explorer_theory_nodes:
-    """beta*(n, d, rho) of the finite-d theory at one d-node: every rho-node, rho = 0 and the
-    d-node's n-nodes (more at small d; docs/explorer.md#the-theory-grid)."""
+    """beta*(n, d, rho) of the finite-d theory at one d-node: every rho-node, rho = 0 and every
+    n-node of the d-node's tier (more at small d; docs/explorer.md#the-theory-grid)."""
     input:
         lib=lib("experiments.explorer.grid"),
     output:
@@ -30,9 +24,14 @@ rule explorer_theory_nodes:
     params:
         entry="experiments.explorer.grid:theory_nodes",
         d=lambda wc: int(wc.d),
-        rho_degree=lambda wc: CFG.value(f"{explorer_nodes(wc)}.rho"),
+        # the degrees of the d-node's tier: the first with d <= tier_d
+        rho_degree=lambda wc: CFG.ints("explorer.rho_degree")[
+            sum(t < int(wc.d) for t in CFG.ints("explorer.tier_d"))
+        ],
         rho_max=CFG.value("explorer.rho_max"),
-        n_degree=lambda wc: CFG.value(f"{explorer_nodes(wc)}.n"),
+        n_degree=lambda wc: CFG.ints("explorer.n_degree")[
+            sum(t < int(wc.d) for t in CFG.ints("explorer.tier_d"))
+        ],
     script:
         ENTRY
 
@@ -68,9 +67,7 @@ rule explorer_data:
     the scaling rules and the simulated lambda phase diagrams (docs/explorer.md). Publish a
     default run's copy into docs/: python -m attnscale.experiments.explorer publish."""
     input:
-        nodes=expand(
-            rules.explorer_theory_nodes.output.csv, d=CFG.ints("explorer.d")
-        ),
+        nodes=expand(rules.explorer_theory_nodes.output.csv, d=CFG.ints("explorer.d")),
         heldout=rules.explorer_heldout.output.csv,
         lambda_tables=[
             rules.paper_a_lambda_summary.output.figure1,

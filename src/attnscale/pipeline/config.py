@@ -208,6 +208,9 @@ GRIDS: dict[str, Range] = {
     "regimes.read_off.copy_cosine": Range(low=-1.0, high=1.0, high_open=False, increasing=False),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
     "explorer.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "explorer.tier_d": Range(low=3, low_open=False, integer=True),
+    "explorer.n_degree": Range(low=2, low_open=False, integer=True, increasing=False),
+    "explorer.rho_degree": Range(low=1, low_open=False, integer=True, increasing=False),
 }
 
 #: Scalars and their ranges, by dotted key.
@@ -314,11 +317,6 @@ VALUES: dict[str, Range] = {
     "regimes.read_off.contexts": Range(low=4, low_open=False, integer=True),
     # the explorer (issue 29; docs/explorer.md)
     "explorer.rho_max": Range(low=0.0, high=1.0),
-    "explorer.nodes.n": Range(low=2, low_open=False, integer=True),
-    "explorer.nodes.rho": Range(low=1, low_open=False, integer=True),
-    "explorer.nodes_small_d.n": Range(low=2, low_open=False, integer=True),
-    "explorer.nodes_small_d.rho": Range(low=1, low_open=False, integer=True),
-    "explorer.small_d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "explorer.heldout": Range(low=0, low_open=False, integer=True),
 }
 
@@ -423,6 +421,12 @@ def _check_explorer(cfg: Config) -> None:
     if d[0] != 3:
         fail("explorer.d", "d-nodes starting at 3 (the theory's smallest d; the page covers "
              "3 .. 4096)", d)  # fmt: skip
+    tiers = cfg.ints("explorer.tier_d")
+    if tiers[-1] < d[-1]:
+        fail("explorer.tier_d", f"tiers whose last is >= the largest d-node ({d[-1]})", tiers)
+    for key in ("explorer.n_degree", "explorer.rho_degree"):
+        if len(cfg.ints(key)) != len(tiers):
+            fail(key, f"one degree per tier of explorer.tier_d ({len(tiers)})", cfg.get(key))
 
 
 def _check_backend(cfg: Config) -> None:

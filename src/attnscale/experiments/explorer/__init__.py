@@ -15,4 +15,3 @@ holds only the module it runs: editing the data module does not rerun the theory
 """
 
 __all__: list[str] = []
-

@@ -185,8 +185,11 @@ def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, con
     ds = grid.power_law_nodes()
     doc = {
         "format": FORMAT,
-        "source": {"configuration": configuration, "git_commit": git_commit(),
-                   "root_seed": str(int(root_seed))},  # fmt: skip
+        "source": {
+            "configuration": configuration,
+            "git_commit": git_commit(),
+            "root_seed": str(int(root_seed)),
+        },
         "theory": theory,
         "accuracy": accuracy(theory, heldout, nodes),
         "power_law": {"d": ds, "p": [_sig(p, 12) for p in grid.power_law_exponent(ds)]},
