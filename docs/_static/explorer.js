@@ -408,6 +408,7 @@
     var top = h("div", { "class": "ax-grid2" }, root);
     var left = h("div", { "class": "ax-card" }, top);
     h("h3", {}, left, "Your head");
+    this.verdict = h("p", { "class": "ax-verdict", id: "ax-verdict" }, left);
     this.summary = h("dl", { "class": "ax-summary" }, left);
     this.command = h("p", { "class": "ax-command" }, left);
     var right = h("div", { "class": "ax-card" }, top);
@@ -503,7 +504,16 @@
   };
 
   Explorer.prototype.renderSummary = function (r) {
-    var dl = this.summary;
+    var dl = this.summary, key = this.state.rule, v = this.verdict;
+    var sel = r.rules.filter(function (x) { return x.key === key; })[0];
+    v.innerHTML = "";
+    h("span", {}, v, sel.name + (sel.side ? " puts it " : ": "));
+    if (sel.side) {
+      h("span", { "class": "ax-chip ax-" + sel.side }, v, sel.side);
+      h("span", {}, v, ", \u03b3_eff / \u03b3* = " + fmt(sel.ratio, 3));
+    } else {
+      h("span", {}, v, "no ratio at n = 2 (\u03b2* = 0)");
+    }
     dl.innerHTML = "";
     function row(key, label, value, raw) {
       var dt = h("dt", {}, dl, label);
@@ -632,15 +642,38 @@
   };
 
   Explorer.prototype.renderHeat = function (r) {
-    var c = this.heat, p = this.panel(), self = this;
+    var c = this.heat, p = this.panel();
     if (!p) {
       c.clear();
+      this.heatKey = null;
       this.heatNote.textContent = "No simulated table in this build's data.";
       return;
     }
+    var key = p.source + "|" + p.d + "|" + p.n + "|" + this.heat.parent.clientWidth;
+    if (key !== this.heatKey) {  // the cells and lines depend on the panel and the width only
+      this.drawHeatPanel(p);
+      this.heatKey = key;
+    }
+    var lineNote = this.heatLineNote;
+    var over = this.heatOverlay;
+    while (over.firstChild) over.removeChild(over.firstChild);
+    var front = c.front;
+    c.front = over;  // the head's markers go to the overlay, redrawn at every change
+    var rule = this.currentRule();
+    var gx = c.marker(r.rho, r.gamma_star, "ax-m-theory-open", 6);
+    var rx = c.marker(r.rho, gammaEff(rule, r.n, r.rho), "ax-m-rule", 5);
+    c.front = front;
+    this.heatNote.textContent = "Mean angle ratio \u03bb over " + (p.trials || "?") +
+      " token draws per cell (" + p.source + "; \u03bb \u2248 1: identity, \u2248 0: collapse). " +
+      "Open circle: your head's \u03b3*(n = " + r.n + ", d = " + r.d + "); filled: " + rule.name +
+      (rx || gx ? "" : " (outside the panel)") + ". The panel is the simulated d nearest to yours; " +
+      "other d and n: the menu." + lineNote;
+  };
+
+  Explorer.prototype.drawHeatPanel = function (p) {
+    var c = this.heat;
     var g0 = p.gamma[0], g1 = p.gamma[p.gamma.length - 1], r0 = p.rho[0], r1 = p.rho[p.rho.length - 1];
     var dr = (r1 - r0) / (p.rho.length - 1), lg = (Math.log10(g1) - Math.log10(g0)) / (p.gamma.length - 1);
-    var key = p.source + p.d + "/" + p.n;
     c.domain(r0 - dr / 2, r1 + dr / 2, Math.pow(10, Math.log10(g0) - lg / 2), Math.pow(10, Math.log10(g1) + lg / 2));
     c.clear(); c.axes();
     var cells = el("g", {}, c.plot);
@@ -657,18 +690,15 @@
     var rr = [];
     for (var k = 0; k <= 120; k++) rr.push(r0 - dr / 2 + (r1 - r0 + dr) * k / 120);
     c.line(rr.map(function (x) { return [x, gammaC(x)]; }), "ax-l-gc", "7 4");
-    var lineNote = "";
+    this.heatLineNote = "";
     if (p.d >= this.data.theory.d_min && p.n <= this.data.theory.n_max) {
       var th = this.theory, rmax = this.data.theory.rho_max;
       c.line(rr.filter(function (x) { return x >= 0 && x <= rmax; }).map(function (x) {
         return [x, th.betaStar(p.n, p.d, x) / Math.log(p.n)];
       }), "ax-l-fd");
     } else {
-      lineNote = " No finite-d line: the theory needs d \u2265 " + this.data.theory.d_min + ".";
+      this.heatLineNote = " No finite-d line: the theory needs d \u2265 " + this.data.theory.d_min + ".";
     }
-    var rule = this.currentRule();
-    var gx = c.marker(r.rho, r.gamma_star, "ax-m-theory-open", 6);
-    var rx = c.marker(r.rho, gammaEff(rule, r.n, r.rho), "ax-m-rule", 5);
     // colour bar
     var bx = c.W - c.m.r + 10, by0 = c.m.t, by1 = c.H - c.m.b;
     for (var b = 0; b < 50; b++) {
@@ -681,12 +711,7 @@
     el("text", { x: bx + 6, y: by1 + 18, "class": "ax-label", "text-anchor": "middle" }, c.front, "\u03bb");
     c.legend([["Paper A \u03b3_c", "ax-l-gc", "7 4"], ["finite-d \u03b3*, this panel", "ax-l-fd"]]);
     this.panelTitle.textContent = "Simulated \u03bb, d = " + p.d + ", n = " + p.n;
-    this.heatNote.textContent = "Mean angle ratio \u03bb over " + (p.trials || "?") +
-      " token draws per cell (" + p.source + "; \u03bb \u2248 1: identity, \u2248 0: collapse). " +
-      "Open circle: your head's \u03b3*(n = " + r.n + ", d = " + r.d + "); filled: " + rule.name +
-      (rx || gx ? "" : " (outside the panel)") + ". The panel is the simulated d nearest to yours; " +
-      "other d and n: the menu." + lineNote;
-    this.heatKey = key;
+    this.heatOverlay = el("g", {}, c.svg);
   };
 
   // ------------------------------------------------------------------ start

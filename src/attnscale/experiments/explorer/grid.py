@@ -47,6 +47,7 @@ __all__ = [
     "chebyshev_d_nodes",
     "chebyshev_n_nodes",
     "rho_nodes",
+    "critical_beta_near",
     "theory_nodes",
     "heldout_points",
     "heldout_theory",
@@ -105,11 +106,40 @@ def rho_nodes(degree: int, rho_max: float) -> list[float]:
     return [float(f"{x:.12g}") for x in chebyshev_lobatto(0.0, rho_max, degree)]
 
 
+def critical_beta_near(n: int, d: int, rho: float, guess: float) -> float:
+    """``attnscale.layer.finite_d.critical_beta`` found from a guess: the same root of
+    ``self_weight(n, d, rho, beta) = 1/2`` to the same relative tolerance (``1e-6``, Brent's
+    method), bracketed within 5 % of ``guess`` and widened until it holds the root.
+
+    ``critical_beta`` starts from Paper A's or the first-order value, far below ``beta*`` where
+    Paper B's power law holds (a factor ``10^5`` at ``d = 3``, ``n = 1e7``), and doubles its way
+    up: about 27 evaluations of the self-weight per root there against 7 to 10 from a guess
+    extrapolated from the previous n-node (:func:`theory_nodes`).
+    """
+    from attnscale.core.roots import brentq
+    from attnscale.layer import finite_d
+
+    def f(b):
+        return finite_d.self_weight(n, d, rho, b) - 0.5
+
+    lo, hi = guess / 1.05, guess * 1.05
+    flo, fhi = f(lo), f(hi)
+    while flo > 0:
+        hi, fhi = lo, flo
+        lo /= 2.0
+        flo = f(lo)
+    while fhi < 0:
+        lo, flo = hi, fhi
+        hi *= 2.0
+        fhi = f(hi)
+    return float(brentq(f, lo, hi, xtol=1e-12, rtol=1e-6))
+
+
 def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> pd.DataFrame:
     """Entry of rule ``explorer_theory_nodes``: ``beta*`` at one d-node, at every rho-node
     (:func:`rho_nodes` of ``rho_degree`` on ``[0, rho_max]``) plus the ``rho = 0`` slice, and at
-    every n-node (:func:`chebyshev_n_nodes` of ``n_degree``), from
-    ``attnscale.layer.finite_d.critical_beta``.
+    every n-node (:func:`chebyshev_n_nodes` of ``n_degree``): ``critical_beta`` at the first
+    n-node, then :func:`critical_beta_near` from ``g`` extrapolated linearly in ``ln(n - 1)``.
 
     Returns one row per point: ``d``, ``rho`` (the node), ``rho_eval`` (where it was evaluated:
     :data:`RHO_EPS` for the surface's node at 0), ``slice`` (``"rho0"`` or ``"surface"``), ``n``,
@@ -123,11 +153,19 @@ def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> p
     rows = []
     evals = [("rho0", 0.0, 0.0)] + [("surface", r, max(r, RHO_EPS)) for r in rhos]
     for kind, rho, rho_eval in evals:
+        Ls, gs = [], []
         for n in ns:
-            b = finite_d.critical_beta(n, d, rho_eval)
+            L = math.log(n - 1.0)
+            if not gs:
+                b = finite_d.critical_beta(n, d, rho_eval)
+            else:
+                slope = (gs[-1] - gs[-2]) / (Ls[-1] - Ls[-2]) if len(gs) > 1 else 0.0
+                guess = math.exp(gs[-1] + slope * (L - Ls[-1])) * L / (1.0 - rho_eval)
+                b = critical_beta_near(n, d, rho_eval, guess)
+            Ls.append(L)
+            gs.append(math.log(b * (1.0 - rho_eval) / L))
             rows.append({"d": d, "rho": rho, "rho_eval": rho_eval, "slice": kind, "n": n,
-                         "beta_star": b,
-                         "g": math.log(b * (1.0 - rho_eval) / math.log(n - 1.0))})  # fmt: skip
+                         "beta_star": b, "g": gs[-1]})  # fmt: skip
     return pd.DataFrame(rows)
 
 
