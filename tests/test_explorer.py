@@ -88,6 +88,22 @@ def test_interpolant_reproduces_a_tensor_polynomial():
         grid.interpolate_beta_star(theory, 100, 64, 0.95)
 
 
+def test_theory_nodes_are_critical_beta():
+    """The rule's nodes are ``critical_beta``'s roots (found from an extrapolated guess, the same
+    root to its tolerance 1e-6), with the rho = 0 slice on the closed-form route and the
+    surface's first node at RHO_EPS."""
+    from attnscale.layer import finite_d
+
+    table = grid.theory_nodes(d=26, rho_degree=1, rho_max=0.9, n_degree=3)
+    assert sorted(set(table["slice"])) == ["rho0", "surface"] and len(table) == 3 * 4
+    assert set(table[table["slice"] == "surface"]["rho_eval"]) == {grid.RHO_EPS, 0.9}
+    for row in table.itertuples():
+        exact = finite_d.critical_beta(row.n, row.d, row.rho_eval)
+        assert row.beta_star == pytest.approx(exact, rel=3e-6), row
+        assert row.g == pytest.approx(math.log(exact * (1 - row.rho_eval) / math.log(row.n - 1)),
+                                      abs=3e-6)  # fmt: skip
+
+
 def test_node_choices():
     cfg = _config()
     assert cfg["d"] == grid.chebyshev_d_nodes(18), "config.yaml's explorer.d: the degree-18 nodes"
