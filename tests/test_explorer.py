@@ -334,9 +334,9 @@ def _checks(doc: dict) -> dict:
     return {"beta": beta, "power": power, "rules": rules, "keys": keys}
 
 
-def _boundary_free(ratio: float) -> bool:
-    """True if every value within the bound of ``ratio`` rounds to the same 3 decimals."""
-    lo, hi = ratio * (1 - xdata.ERROR_BOUND), ratio * (1 + xdata.ERROR_BOUND)
+def _boundary_free(ratio: float, rel: float) -> bool:
+    """True if every value within ``rel`` (relative) of ``ratio`` rounds to the same 3 decimals."""
+    lo, hi = ratio * (1 - rel), ratio * (1 + rel)
     return f"{lo:.3f}" == f"{hi:.3f}"
 
 
@@ -387,13 +387,18 @@ def test_the_page_shows_the_calculators_numbers(probed):
         beta = report["beta_star"]
         assert abs(seen["beta"] / beta - 1.0) <= xdata.ERROR_BOUND, (d, n, rho, seen["beta"], beta)
         assert float(seen["beta_text"]) == pytest.approx(seen["beta"], rel=6e-5)  # 5 digits
+        # the page's ratio differs from the calculator's only through beta* (gamma_eff is exact),
+        # so its three decimals are the calculator's unless a rounding boundary lies that close
+        rel = abs(seen["beta"] / beta - 1.0) + 1e-12
         for rule in report["scaling_rules"]:
             m_text, g_text, ratio_text, side = seen["rules"][rule["key"]]
             assert m_text == cli._num(rule["m"]) and g_text == cli._num(rule["gamma_eff"])
             ratio = rule["gamma_eff_over_gamma_star"]
-            assert _boundary_free(ratio), f"choose another head: {rule['key']} at {d, n, rho}"
-            assert ratio_text == cli._num(ratio, 3), (rule["key"], d, n, rho)
-            assert side == rule["side"], (rule["key"], d, n, rho)
+            if _boundary_free(ratio, rel):
+                assert ratio_text == cli._num(ratio, 3), (rule["key"], d, n, rho)
+                assert side == rule["side"], (rule["key"], d, n, rho)
+            else:  # the next 3-decimal value at most
+                assert abs(float(ratio_text) - ratio) <= 5e-4 + rel * ratio, (rule["key"], d, n)
 
 
 def test_the_script_is_the_python_twin(probed):

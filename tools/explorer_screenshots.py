@@ -4,9 +4,9 @@ site, with headless Chromium:
     sphinx-build -W -b html docs build/docs
     python tools/explorer_screenshots.py build/docs [--out DIR] [--head 128,131072,0.5,qwen]
 
-writes ``explorer-phone.png`` (390 x 844) and ``explorer-desktop.png`` (1280 x 900) into ``--out``
-(default: the current folder). The README's screenshot, ``docs/_static/explorer.png``, is the
-desktop one. The site is served on an ephemeral 127.0.0.1 port while Chromium runs.
+writes ``explorer-phone.png`` (390 x 844), ``explorer-desktop.png`` (1280 x 900) and
+``explorer-page.png`` (1280 x 1760, down to the phase diagram) into ``--out`` (default: the
+current folder). The README's screenshot, ``docs/_static/explorer.png``, is the last. The site is served on an ephemeral 127.0.0.1 port while Chromium runs.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-SIZES = {"phone": (390, 844), "desktop": (1280, 900)}
+SIZES = {"phone": (390, 844), "desktop": (1280, 900), "page": (1280, 1760)}
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
