@@ -83,10 +83,10 @@ def keep_freed_memory() -> bool:
     """Let glibc serve large temporaries (up to 32 MiB) from its heap and keep what is freed.
 
     The finite-d quadrature allocates and frees arrays of a few MB at every evaluation of the
-    self-weight; mapped afresh each time, their pages cost as much system time as the
-    arithmetic (measured on one d-node: 2.0 s of system time beside 3.6 s of user time, 0.1 s
-    with this). Only the allocation policy of this process changes, never a number. Returns
-    whether it applied (``False`` without glibc)."""
+    self-weight; mapped afresh each time, their pages cost about as much system time as the
+    arithmetic costs user time, and kept in the heap almost none. Only the allocation policy of
+    this process changes, never a number. Returns whether it applied (``False`` without
+    glibc)."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         return bool(
