@@ -709,7 +709,9 @@
       el("text", { x: bx + 16, y: by1 - (by1 - by0) * v + 4, "class": "ax-tick" }, c.front, String(v));
     });
     el("text", { x: bx + 6, y: by1 + 18, "class": "ax-label", "text-anchor": "middle" }, c.front, "\u03bb");
-    c.legend([["Paper A \u03b3_c", "ax-l-gc", "7 4"], ["finite-d \u03b3*, this panel", "ax-l-fd"]]);
+    var items = [["Paper A \u03b3_c", "ax-l-gc", "7 4"]];
+    if (!this.heatLineNote) items.push(["finite-d \u03b3*, this panel", "ax-l-fd"]);
+    c.legend(items);
     this.panelTitle.textContent = "Simulated \u03bb, d = " + p.d + ", n = " + p.n;
     this.heatOverlay = el("g", {}, c.svg);
   };
