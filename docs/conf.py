@@ -38,6 +38,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "attnscale_docs",
+    "attnscale_explorer",
 ]
 
 source_suffix = {".md": "markdown"}

@@ -170,11 +170,17 @@ def test_cited_tests_and_library_objects_exist():
 # --------------------------------------------------------------------------- the built site
 
 
+#: The built site, kept for the other test modules that use the ``site`` fixture (test_explorer)
+SITE_BUILT = pytest.StashKey[dict]()
+
+
 @pytest.fixture(scope="module")
 def site(request, tmp_path_factory):
     """The site, built once with ``sphinx-build -W`` into a temporary directory, its gallery
     showing the smoke run's figures (built in the background as soon as the smoke run has
     finished, conftest._start_after_smoke; here if the smoke run is unavailable)."""
+    if SITE_BUILT in request.config.stash:  # another module's instance of this fixture built it
+        return request.config.stash[SITE_BUILT]
     try:
         request.getfixturevalue("smoke_run")
         started = request.config.stash[SITE_PROC]
@@ -186,11 +192,13 @@ def site(request, tmp_path_factory):
     log.seek(0)
     text = log.read()
     log.close()
-    return {
+    built = {
         "proc": subprocess.CompletedProcess(proc.args, proc.returncode, text, ""),
         "html": out / "html",
         "figures": figures,
     }
+    request.config.stash[SITE_BUILT] = built
+    return built
 
 
 def test_site_builds_without_warnings(site):

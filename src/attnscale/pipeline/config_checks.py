@@ -113,6 +113,22 @@ def _check_regimes(cfg) -> None:
         fail("regimes.n", "distinct after rounding to integers", n)
 
 
+def _check_explorer(cfg) -> None:
+    try:
+        d = cfg.ints("explorer.d")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    if d[0] != 3:
+        fail("explorer.d", "d-nodes starting at 3 (the theory's smallest d; the page covers "
+             "3 .. 4096)", d)  # fmt: skip
+    tiers = cfg.ints("explorer.tier_d")
+    if tiers[-1] < d[-1]:
+        fail("explorer.tier_d", f"tiers whose last is >= the largest d-node ({d[-1]})", tiers)
+    for key in ("explorer.n_degree", "explorer.rho_degree"):
+        if len(cfg.ints(key)) != len(tiers):
+            fail(key, f"one degree per tier of explorer.tier_d ({len(tiers)})", cfg.get(key))
+
+
 #: The jobs that run the lambda-type kernels (Paper A's lambda and eta grids, the causal lambda
 #: map): what they are, and the configuration keys of their ``n`` and ``d`` (a grid of d: its
 #: largest value counts).
@@ -159,4 +175,4 @@ def check_backend(cfg) -> None:
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
 CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
                 _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
-                _check_regimes, check_backend]  # fmt: skip
+                _check_regimes, _check_explorer, check_backend]  # fmt: skip
