@@ -129,14 +129,17 @@ def test_float32_centred_lambda_error():
     """docs/gpu.md#float32: at lambda ~ 3e-7 the centred float32 kernel stays within 2e-5
     relative of the float64 value (measured 3e-7 .. 9e-6 over five draws; this draw 9e-6) while the
     plain float32 formula ``1 - <y_i', y_j'>`` is off by more than 1 % (measured 1 % .. 18 %)."""
-    from attnscale.layer import jax_kernels as jax_layer
+    from attnscale.layer import attention_jax
 
     X = tokens.near_simplex(256, 32, 0.5, np.random.default_rng(2))
     beta = 0.02
     ref = pairwise_lambda(X, beta)
     assert 1e-7 < ref < 1e-6
-    centred = jax_layer.angle_ratio_grid(X, [beta], dtype="float32", block_rows=64)[0]
-    plain = jax_layer.angle_ratio_grid(X, [beta], dtype="float32", centred=False, block_rows=64)
+    r = np.linalg.norm(X, axis=1)  # the twin takes validated arrays: tokens, row norms, betas
+    betas = np.array([beta])
+    centred = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", block_rows=64)[0]
+    plain = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", centred=False,
+                                           block_rows=64)  # fmt: skip
     assert rel(centred, ref) < 2e-5
     assert rel(plain[0], ref) > 1e-2
 
@@ -296,10 +299,10 @@ def test_paper_b_top_and_ordered_weights_match_numpy():
 def test_default_backend_follows_use(X, monkeypatch):
     """``backend=None`` means the default, which :func:`attnscale.backend.use` sets (the workflow
     sets it per job from the configuration key ``backend``)."""
-    from attnscale.layer import jax_kernels as jax_layer
+    from attnscale.layer import attention_jax
 
     calls = []
-    monkeypatch.setattr(jax_layer, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
+    monkeypatch.setattr(attention_jax, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
     assert backend.default() == "numpy"
     assert attention.angle_ratio_grid(X, [1.0]).shape == (1,)
     with backend.use("jax"):
@@ -372,12 +375,12 @@ def test_lambda_bytes_formula_and_paper_scale():
 
 
 def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
-    from attnscale.layer import jax_kernels as jax_layer
+    from attnscale.layer import attention_jax
 
     def boom(*a, **k):
         raise AssertionError("work started")
 
-    monkeypatch.setattr(jax_layer, "_pass1_all", boom)
+    monkeypatch.setattr(attention_jax, "pass1_all", boom)
     with backend.use("jax", memory_gb=1e-6), pytest.raises(backend.BackendError) as err:
         attention.angle_ratio_grid(X, [1.0, 2.0])
     msg = str(err.value)
