@@ -296,6 +296,70 @@ def test_paper_b_top_and_ordered_weights_match_numpy():
 
 
 # --------------------------------------------------------------------------- selection
+#: numpy kernel module -> its JAX twin beside it (docs/gpu.md#choosing-the-backend)
+TWINS = {
+    "attnscale.layer.attention": ["attnscale.layer.attention_jax"],
+    "attnscale.layer.causal": ["attnscale.layer.attention_jax", "attnscale.layer.causal_jax"],
+    "attnscale.layer.causal_lambda": ["attnscale.layer.attention_jax"],
+    "attnscale.layer.jacobian": ["attnscale.layer.jacobian_jax"],
+    "attnscale.layer.eta_exact": ["attnscale.layer.eta_exact_jax"],
+    "attnscale.layer.weight_stats": ["attnscale.layer.weight_stats_jax"],
+    "attnscale.layer.score_attention": ["attnscale.layer.score_attention_jax"],
+    "attnscale.sphere.keys": ["attnscale.sphere.keys_jax"],
+}
+
+
+def test_kernels_name_their_twins_and_twins_validate_nothing():
+    """The dispatch of docs/gpu.md#choosing-the-backend: each numpy module with JAX kernels imports
+    its twin by a statement (so attnscale.pipeline.deps counts the JAX code as code of the rules
+    that call those kernels), every ``*_jax`` module is such a twin, and no twin imports an
+    argument check (the numpy kernel validates once and hands over validated arrays)."""
+    import ast
+
+    from attnscale.pipeline import deps
+
+    src = deps.SRC / "attnscale"
+    for module, twins in TWINS.items():
+        assert set(twins) <= deps.direct_imports(module), module
+    modules = {".".join(p.relative_to(src.parent).with_suffix("").parts)
+               for p in src.rglob("*_jax.py")}  # fmt: skip
+    assert modules == {t for ts in TWINS.values() for t in ts}
+    shared = {"attnscale.layer.jax_tiles", "attnscale.layer.eta_block",
+              "attnscale.layer.near_pairs", "attnscale.backend"}  # fmt: skip
+    for twin in modules:
+        tree = ast.parse(deps.module_file(twin).read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        attnscale = {m for m in imported if m.startswith("attnscale")}
+        assert attnscale <= shared, (twin, attnscale - shared)
+
+
+@pytest.mark.parametrize("package", ["layer", "sphere"])
+def test_old_kernel_modules_warn_and_keep_their_names(X, package):
+    """``attnscale.<package>.jax_kernels`` and ``.dispatch`` (the homes before the twins moved
+    beside their modules) still import, with a DeprecationWarning naming the new homes, and
+    their functions keep the old signatures and results."""
+    import importlib
+    import sys
+
+    for old in ("jax_kernels", "dispatch"):
+        sys.modules.pop(f"attnscale.{package}.{old}", None)
+    with pytest.warns(DeprecationWarning, match=rf"attnscale\.{package}\.\S*_jax"):
+        old = importlib.import_module(f"attnscale.{package}.jax_kernels")
+    with pytest.warns(DeprecationWarning, match="attnscale.backend.uses_jax"):
+        dispatch = importlib.import_module(f"attnscale.{package}.dispatch")
+    assert dispatch.jax_kernel("numpy", "anything") is None
+    if package == "layer":
+        ref = attention.angle_ratio_grid(X, BETAS[:3], 0.2)
+        assert rel(old.angle_ratio_grid(X, BETAS[:3], 0.2), ref) < TOL
+        kernel = dispatch.jax_kernel("jax", "eta_exact_grid")
+        assert rel(kernel(X, [1.0, 3.0]), eta_exact.eta_exact_grid(X, [1.0, 3.0])) < TOL
+    else:
+        T = keys.sample_d2q_uniform(3, 50, 4, np.random.default_rng(1))
+        ref = keys.top_weight_from_d2q(T, [1.0, 30.0])
+        assert rel(old.top_weight_from_d2q(T, [1.0, 30.0]), ref) < TOL
+        assert rel(dispatch.jax_kernel("jax", "top_weight_from_d2q")(T, [1.0, 30.0]), ref) < TOL
+
+
 def test_default_backend_follows_use(X, monkeypatch):
     """``backend=None`` means the default, which :func:`attnscale.backend.use` sets (the workflow
     sets it per job from the configuration key ``backend``)."""

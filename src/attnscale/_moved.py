@@ -6,6 +6,10 @@ against those paths keep working: importing an old path returns the module at it
 same module object, so attributes and monkeypatches are shared) and emits a
 :class:`DeprecationWarning` that names the new path. ``python -m <old path>`` runs the new
 module's command line.
+
+A module that was split (``attnscale.layer.jax_kernels``) stays as a small module of its own that
+calls :func:`deprecated` when imported; the old dispatch modules get their function from
+:func:`old_jax_kernel`.
 """
 
 from __future__ import annotations
@@ -117,3 +121,24 @@ def renamed(module: str, names: dict[str, str]):
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def deprecated(module: str, instead: str) -> None:
+    """Warn (:class:`DeprecationWarning`, at the importing line) that ``module`` is deprecated and
+    what to use ``instead``; called by an old module when it is imported."""
+    warnings.warn(f"{module} is deprecated: {instead}", DeprecationWarning, stacklevel=3)
+
+
+def old_jax_kernel(package: str):
+    """The ``jax_kernel(backend, name)`` of the old ``attnscale.<package>.dispatch``: the JAX
+    implementation ``attnscale.<package>.jax_kernels.<name>`` (old signature) if ``backend``
+    resolves to ``"jax"`` (:func:`attnscale.backend.uses_jax`), else ``None``."""
+
+    def jax_kernel(backend, name: str):
+        from attnscale.backend import uses_jax
+
+        if not uses_jax(backend):
+            return None
+        return getattr(importlib.import_module(f"attnscale.{package}.jax_kernels"), name)
+
+    return jax_kernel

@@ -13,10 +13,9 @@ Importing this module warns (``DeprecationWarning``).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from attnscale._moved import deprecated
 from attnscale.core.validation import check_layer_inputs, check_vector
 from attnscale.layer import attention_jax, eta_exact, jacobian, score_attention, weight_stats
 from attnscale.layer import causal as causal_kernels
@@ -43,12 +42,11 @@ __all__ = [
     "layer_grid",
 ]
 
-warnings.warn(
-    "attnscale.layer.jax_kernels is deprecated: call the numpy kernels with backend='jax'; the JAX "
+deprecated(
+    __name__,
+    "call the numpy kernels with backend='jax'; the JAX "
     "twins moved to attnscale.layer.attention_jax, causal_jax, jacobian_jax, eta_exact_jax, "
     "weight_stats_jax and score_attention_jax",
-    DeprecationWarning,
-    stacklevel=2,
 )
 
 

@@ -8,8 +8,7 @@ its numpy kernel with ``backend="jax"``. Importing this module warns (``Deprecat
 
 from __future__ import annotations
 
-import warnings
-
+from attnscale._moved import deprecated
 from attnscale.sphere import keys
 
 __all__ = [
@@ -18,11 +17,10 @@ __all__ = [
     "attention_output",
 ]
 
-warnings.warn(
-    "attnscale.sphere.jax_kernels is deprecated: call attnscale.sphere.keys with backend='jax'; "
+deprecated(
+    __name__,
+    "call attnscale.sphere.keys with backend='jax'; "
     "the JAX twin moved to attnscale.sphere.keys_jax",
-    DeprecationWarning,
-    stacklevel=2,
 )
 
 
