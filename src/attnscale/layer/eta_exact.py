@@ -104,7 +104,8 @@ def eta_exact_grid(
     alpha : float or array_like of shape (k,), optional
         Residual weight(s), each ``>= 0``.
     block_entries : int, optional
-        Budget for one stacked ``(betas x rows, n)`` block, in float64 entries.
+        Budget for one stacked ``(betas x rows, n)`` block, in float64 entries (numpy; the JAX
+        twin sizes its tiles from the memory budget).
     route : {"auto", "gram", "outer"}, optional
         How ``||S_i||^2`` is computed (see above).
     backend : {"numpy", "jax"}, optional

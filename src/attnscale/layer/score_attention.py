@@ -283,11 +283,11 @@ def layer_grid(
     if col is not None:
         col = check_int("col", col, minimum=0, maximum=n - 1)
     block_rows = check_block("block_rows", block_rows)
+    output_entries = check_block("output_entries", output_entries)
     on_jax = uses_jax(backend)
     if on_jax:
         from attnscale.layer import score_attention_jax
     br = block_rows if on_jax else _block_rows(n, block_rows)  # JAX: None = from the budget
-    output_entries = check_block("output_entries", output_entries)
     budget = DEFAULT_OUTPUT_ENTRIES if output_entries is None else output_entries
     group = int(max(1, min(betas.size, budget // (n * d))))
     lam = np.empty(betas.size)
@@ -297,14 +297,14 @@ def layer_grid(
     for g in range(0, betas.size, group):
         sl = slice(g, g + group)
         bs = betas[sl]
-        cm = colm[sl] if colm is not None else None
         if on_jax:
-            out, selfw[sl], cmj = score_attention_jax.score_pass(Qm, Km, bs, Y=Y, X=X, alpha=alpha,
-                                                                 col=col, block_rows=br)  # fmt: skip
-            if cm is not None:
-                cm[:] = cmj
+            out, selfw[sl], cm = score_attention_jax.score_pass(Qm, Km, bs, Y=Y, X=X, alpha=alpha,
+                                                                col=col, block_rows=br)  # fmt: skip
+            if colm is not None:
+                colm[sl] = cm
         else:
             out = np.empty((bs.size, n, d))
+            cm = colm[sl] if colm is not None else None
             _pass1(Y, X, Qm, Km, bs, alpha, br, out, selfw[sl], cm, col)
         lam[sl], n_pairs, n_excl = angle_ratio_outputs(Y, out, keep, block_rows=br,
                                                        backend=backend)  # fmt: skip
@@ -400,7 +400,7 @@ def score_spread(Qm, Km, rows=None, *, block_rows: int | None = None) -> tuple[f
     Qr, Kr = Qm[rmask], Km[rmask]
     k = Qr.shape[0]
     diag = np.einsum("id,id->i", Qr, Kr)
-    br = _block_rows(k, block_rows)
+    br = _block_rows(k, check_block("block_rows", block_rows))
     var_sum = 0.0
     for s in range(0, k, br):
         e = min(k, s + br)
