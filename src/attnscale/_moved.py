@@ -8,8 +8,7 @@ same module object, so attributes and monkeypatches are shared) and emits a
 module's command line.
 
 A module that was split (``attnscale.layer.jax_kernels``) stays as a small module of its own that
-calls :func:`deprecated` when imported; the old dispatch modules get their function from
-:func:`old_jax_kernel`.
+calls :func:`deprecated` when imported; the old dispatch modules call :func:`old_jax_kernel`.
 """
 
 from __future__ import annotations
@@ -129,16 +128,12 @@ def deprecated(module: str, instead: str) -> None:
     warnings.warn(f"{module} is deprecated: {instead}", DeprecationWarning, stacklevel=3)
 
 
-def old_jax_kernel(package: str):
-    """The ``jax_kernel(backend, name)`` of the old ``attnscale.<package>.dispatch``: the JAX
-    implementation ``attnscale.<package>.jax_kernels.<name>`` (old signature) if ``backend``
+def old_jax_kernel(package: str, backend, name: str):
+    """What ``jax_kernel(backend, name)`` of the old ``attnscale.<package>.dispatch`` returns: the
+    JAX implementation ``attnscale.<package>.jax_kernels.<name>`` (old signature) if ``backend``
     resolves to ``"jax"`` (:func:`attnscale.backend.uses_jax`), else ``None``."""
+    from attnscale.backend import uses_jax
 
-    def jax_kernel(backend, name: str):
-        from attnscale.backend import uses_jax
-
-        if not uses_jax(backend):
-            return None
-        return getattr(importlib.import_module(f"attnscale.{package}.jax_kernels"), name)
-
-    return jax_kernel
+    if not uses_jax(backend):
+        return None
+    return getattr(importlib.import_module(f"attnscale.{package}.jax_kernels"), name)

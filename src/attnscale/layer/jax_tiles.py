@@ -118,7 +118,7 @@ def _pass1_core(Y, Bq, rows, nkt, *, t, n, causal, outputs, selfw):
 @partial(jax.jit, static_argnames=("t", "n", "causal", "outputs", "selfw"))
 def pass1_rows(Y, Bq, rows, nkt, *, t, n, causal, outputs, selfw):
     """Pass 1 for the query rows ``rows`` only: outputs ``(B, R, d)`` and self-weights
-    ``(B, R)`` over the key tiles ``0 .. nkt - 1`` of the padded unit rows ``Y``."""
+    ``(B, R)`` over the first ``nkt`` key tiles of the padded unit rows ``Y``."""
     return _pass1_core(Y, Bq, rows, nkt, t=t, n=n, causal=causal, outputs=outputs, selfw=selfw)
 
 
