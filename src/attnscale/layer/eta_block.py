@@ -33,6 +33,15 @@ def _zero_diagonal(xp, Q, diag):
     return Q.at[:, diag[0], diag[1]].set(0.0)
 
 
+def _times(xp, a, b):
+    """``a * b``; for numpy in place, into ``a`` (a work array whose old values are not needed
+    again: one ``(k, b, n)`` array less to allocate and bring into cache)."""
+    if xp is np:
+        a *= b
+        return a
+    return a * b
+
+
 def block_terms(xp, Y, Gb, omH, A, s2, bs, w, wq, diag):
     """Per query row ``i`` of a block and beta: the parts of ``sum_k ||J_ik||^2`` at
     ``alpha = 0`` and ``r_i tr B_i`` (:func:`attnscale.layer.eta_exact.eta_exact_grid`).
@@ -56,7 +65,7 @@ def block_terms(xp, Y, Gb, omH, A, s2, bs, w, wq, diag):
         The block's Gram rows ``G_ik = <y_i, y_k>``; ``omH = 1 - Gb**2``.
     omH : array, shape (b, n)
     A : array, shape (k, b, n)
-        Softmax weights of the block's rows for ``k`` betas.
+        Softmax weights of the block's rows for ``k`` betas (numpy: overwritten).
     s2 : array, shape (k b,)
         ``||S_i||_F^2 = sum_jl A_ij A_il G_jl^2`` of each row (route-dependent).
     bs : array, shape (k,)
@@ -88,7 +97,7 @@ def block_terms(xp, Y, Gb, omH, A, s2, bs, w, wq, diag):
     Q = _zero_diagonal(xp, A * A * w, diag)
     qs = Q.sum(axis=2)
     q1 = xp.einsum("kbn,bn->kb", Q, omH)
-    QK = Q * K3  # Q_ik K_ik
+    QK = _times(xp, Q, K3)  # Q_ik K_ik
     qkg = xp.einsum("kbn,bn->kb", QK, Gb)
     qkh = xp.einsum("kbn,bn->kb", QK, omH)
     off = (d - 1.0 - 2.0 * bcol * Kd) * qs + 2.0 * bcol * qkg
@@ -97,7 +106,7 @@ def block_terms(xp, Y, Gb, omH, A, s2, bs, w, wq, diag):
     AG = A * Gb  # A_ij G_ij
     yCy = xp.einsum("kbn,bn->kb", AG, Gb) - Kd**2  # y_i^T C_i y_i
     trCP = 1.0 - mm - yCy
-    mSm = xp.einsum("in,in->i", (A * K3).reshape(k * b, n), K).reshape(k, b)
+    mSm = xp.einsum("in,in->i", _times(xp, A, K3).reshape(k * b, n), K).reshape(k, b)
     Cy = (AG.reshape(k * b, n) @ Y).reshape(k, b, d) - Kd[:, :, None] * M.reshape(k, b, d)
     cy2 = xp.einsum("kbd,kbd->kb", Cy, Cy)
     cP2 = s2.reshape(k, b) - 2.0 * mSm + mm**2 - cy2  # ||C_i P_i||_F^2
