@@ -213,7 +213,7 @@ def test_token_draws_of_another_job_are_refused_with_the_size_named():
     draws = [draw_tokens(n=6, d=3, trial=t, root_seed=1) for t in range(2)]
     assert check_draws(draws, 6, 3) == check_draws(draws) == (6, 3)
     with pytest.raises(ValueError, match=r"^n = 7 but the draws have n = 6 \(Z of shape"):
-        pae.theory_rows_all(draws=draws, rho=0.5, gamma_factors=[1.0], alphas=[0.0], n=7, d=3)
+        pth.theory_rows_all(draws=draws, rho=0.5, gamma_factors=[1.0], alphas=[0.0], n=7, d=3)
     with pytest.raises(ValueError, match=r"^d = 4 but the draws have d = 3"):
         check_draws(draws, 6, 4)
     with pytest.raises(ValueError, match=r"^draws\[1\] has Z of shape \(5, 3\)"):

@@ -129,14 +129,17 @@ def test_float32_centred_lambda_error():
     """docs/gpu.md#float32: at lambda ~ 3e-7 the centred float32 kernel stays within 2e-5
     relative of the float64 value (measured 3e-7 .. 9e-6 over five draws; this draw 9e-6) while the
     plain float32 formula ``1 - <y_i', y_j'>`` is off by more than 1 % (measured 1 % .. 18 %)."""
-    from attnscale.layer import jax_kernels as jax_layer
+    from attnscale.layer import attention_jax
 
     X = tokens.near_simplex(256, 32, 0.5, np.random.default_rng(2))
     beta = 0.02
     ref = pairwise_lambda(X, beta)
     assert 1e-7 < ref < 1e-6
-    centred = jax_layer.angle_ratio_grid(X, [beta], dtype="float32", block_rows=64)[0]
-    plain = jax_layer.angle_ratio_grid(X, [beta], dtype="float32", centred=False, block_rows=64)
+    r = np.linalg.norm(X, axis=1)  # the twin takes validated arrays: tokens, row norms, betas
+    betas = np.array([beta])
+    centred = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", block_rows=64)[0]
+    plain = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", centred=False,
+                                           block_rows=64)  # fmt: skip
     assert rel(centred, ref) < 2e-5
     assert rel(plain[0], ref) > 1e-2
 
@@ -293,13 +296,77 @@ def test_paper_b_top_and_ordered_weights_match_numpy():
 
 
 # --------------------------------------------------------------------------- selection
+#: numpy kernel module -> its JAX twin beside it (docs/gpu.md#choosing-the-backend)
+TWINS = {
+    "attnscale.layer.attention": ["attnscale.layer.attention_jax"],
+    "attnscale.layer.causal": ["attnscale.layer.attention_jax", "attnscale.layer.causal_jax"],
+    "attnscale.layer.causal_lambda": ["attnscale.layer.attention_jax"],
+    "attnscale.layer.jacobian": ["attnscale.layer.jacobian_jax"],
+    "attnscale.layer.eta_exact": ["attnscale.layer.eta_exact_jax"],
+    "attnscale.layer.weight_stats": ["attnscale.layer.weight_stats_jax"],
+    "attnscale.layer.score_attention": ["attnscale.layer.score_attention_jax"],
+    "attnscale.sphere.keys": ["attnscale.sphere.keys_jax"],
+}
+
+
+def test_kernels_name_their_twins_and_twins_validate_nothing():
+    """The dispatch of docs/gpu.md#choosing-the-backend: each numpy module with JAX kernels imports
+    its twin by a statement (so attnscale.pipeline.deps counts the JAX code as code of the rules
+    that call those kernels), every ``*_jax`` module is such a twin, and no twin imports an
+    argument check (the numpy kernel validates once and hands over validated arrays)."""
+    import ast
+
+    from attnscale.pipeline import deps
+
+    src = deps.SRC / "attnscale"
+    for module, twins in TWINS.items():
+        assert set(twins) <= deps.direct_imports(module), module
+    modules = {".".join(p.relative_to(src.parent).with_suffix("").parts)
+               for p in src.rglob("*_jax.py")}  # fmt: skip
+    assert modules == {t for ts in TWINS.values() for t in ts}
+    shared = {"attnscale.layer.jax_tiles", "attnscale.layer.eta_block",
+              "attnscale.layer.near_pairs", "attnscale.backend"}  # fmt: skip
+    for twin in modules:
+        tree = ast.parse(deps.module_file(twin).read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        attnscale = {m for m in imported if m.startswith("attnscale")}
+        assert attnscale <= shared, (twin, attnscale - shared)
+
+
+@pytest.mark.parametrize("package", ["layer", "sphere"])
+def test_old_kernel_modules_warn_and_keep_their_names(X, package):
+    """``attnscale.<package>.jax_kernels`` and ``.dispatch`` (the homes before the twins moved
+    beside their modules) still import, with a DeprecationWarning naming the new homes, and
+    their functions keep the old signatures and results."""
+    import importlib
+    import sys
+
+    for old in ("jax_kernels", "dispatch"):
+        sys.modules.pop(f"attnscale.{package}.{old}", None)
+    with pytest.warns(DeprecationWarning, match=rf"attnscale\.{package}\.\S*_jax"):
+        old = importlib.import_module(f"attnscale.{package}.jax_kernels")
+    with pytest.warns(DeprecationWarning, match="attnscale.backend.uses_jax"):
+        dispatch = importlib.import_module(f"attnscale.{package}.dispatch")
+    assert dispatch.jax_kernel("numpy", "anything") is None
+    if package == "layer":
+        ref = attention.angle_ratio_grid(X, BETAS[:3], 0.2)
+        assert rel(old.angle_ratio_grid(X, BETAS[:3], 0.2), ref) < TOL
+        kernel = dispatch.jax_kernel("jax", "eta_exact_grid")
+        assert rel(kernel(X, [1.0, 3.0]), eta_exact.eta_exact_grid(X, [1.0, 3.0])) < TOL
+    else:
+        T = keys.sample_d2q_uniform(3, 50, 4, np.random.default_rng(1))
+        ref = keys.top_weight_from_d2q(T, [1.0, 30.0])
+        assert rel(old.top_weight_from_d2q(T, [1.0, 30.0]), ref) < TOL
+        assert rel(dispatch.jax_kernel("jax", "top_weight_from_d2q")(T, [1.0, 30.0]), ref) < TOL
+
+
 def test_default_backend_follows_use(X, monkeypatch):
     """``backend=None`` means the default, which :func:`attnscale.backend.use` sets (the workflow
     sets it per job from the configuration key ``backend``)."""
-    from attnscale.layer import jax_kernels as jax_layer
+    from attnscale.layer import attention_jax
 
     calls = []
-    monkeypatch.setattr(jax_layer, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
+    monkeypatch.setattr(attention_jax, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
     assert backend.default() == "numpy"
     assert attention.angle_ratio_grid(X, [1.0]).shape == (1,)
     with backend.use("jax"):
@@ -372,12 +439,12 @@ def test_lambda_bytes_formula_and_paper_scale():
 
 
 def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
-    from attnscale.layer import jax_kernels as jax_layer
+    from attnscale.layer import attention_jax
 
     def boom(*a, **k):
         raise AssertionError("work started")
 
-    monkeypatch.setattr(jax_layer, "_pass1_all", boom)
+    monkeypatch.setattr(attention_jax, "pass1_all", boom)
     with backend.use("jax", memory_gb=1e-6), pytest.raises(backend.BackendError) as err:
         attention.angle_ratio_grid(X, [1.0, 2.0])
     msg = str(err.value)

@@ -11,7 +11,7 @@ import pytest
 
 from attnscale.bench.causal import bench_causal
 from attnscale.experiments import causal as exp_causal
-from attnscale.layer import attention, causal, causal_theory, tokens
+from attnscale.layer import attention, causal, causal_blocks, causal_theory, tokens
 
 TOL = 1e-10
 
@@ -242,7 +242,7 @@ def test_threaded_elementwise_passes_do_not_change_a_bit(monkeypatch, causal_mas
     assert causal.causal_block_rows(n) * n >= causal.THREADED_ENTRIES
     got = {}
     for k in (1, 2, 3):
-        monkeypatch.setattr(causal, "_blas_threads", lambda k=k: k)
+        monkeypatch.setattr(causal_blocks, "blas_threads", lambda k=k: k)
         got[k] = (
             causal.forward_rows(X, 2.0 * ln, 0.3, causal=causal_mask, return_self_weight=True),
             causal.angle_ratio_grid_rows(X, grid, 0.2, causal=causal_mask),

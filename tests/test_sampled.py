@@ -84,8 +84,12 @@ def _all_samples(edges, counts):
 
 @pytest.mark.parametrize(
     "n, edges, counts",
-    [(9, [0, 9], [5]), (11, [0, 4, 11], [4, 4]), (12, [0, 5, 8, 12], [4, 3, 4]),
-     (12, [0, 2, 12], [2, 5])],  # fmt: skip
+    [
+        (9, [0, 9], [5]),
+        (11, [0, 4, 11], [4, 4]),
+        (12, [0, 5, 8, 12], [4, 3, 4]),
+        (12, [0, 2, 12], [2, 5]),
+    ],  # fmt: skip
 )
 def test_pair_estimator_and_its_variance_are_exactly_unbiased(n, edges, counts):
     """Enumerating every sample of the design: E[estimate] = theta and E[variance estimate] =
@@ -410,8 +414,10 @@ def test_causal_stratified_estimators_are_unbiased_with_honest_se():
     g = gammas(0.5)
     ln = np.log(np.arange(1, n + 1))
     samples = [sample_rows(n, M, rng, strata=8, head=8) for _ in range(S)]
-    assert angle_ratio_sampled(X, g * np.log(n), rows=M, rng=rng, causal=True).rows.counts.tolist() \
-        == samples[0].counts.tolist()  # the default causal design
+    assert (
+        angle_ratio_sampled(X, g * np.log(n), rows=M, rng=rng, causal=True).rows.counts.tolist()
+        == samples[0].counts.tolist()
+    )  # the default causal design
     for grid in (g[:, None] * ln[None], np.repeat(g[:, None] * np.log(n), n, axis=1)):
         H, keep, V = _all_row_values(X, grid, 0.0, causal=True)
         dense_lam = angle_ratio_grid_rows(X, grid, 0.0, causal=True)

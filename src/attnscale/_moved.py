@@ -11,7 +11,9 @@ docs/pipeline.md#rule-names), are kept importable the same way.
 
 A module later split by concern into several (:data:`SPLIT`) keeps its path too: importing it
 gives a module that re-exports every public name (``__all__``) of the modules that hold its
-contents now (the same objects), with a :class:`DeprecationWarning` that names them.
+contents now (the same objects), with a :class:`DeprecationWarning` that names them. A module
+split whose old path stays a small module of its own (``attnscale.layer.jax_kernels``) calls
+:func:`deprecated` when imported; the old dispatch modules call :func:`old_jax_kernel`.
 """
 
 from __future__ import annotations
@@ -210,3 +212,20 @@ def moved_names(module: str, names: dict[str, str]):
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def deprecated(module: str, instead: str) -> None:
+    """Warn (:class:`DeprecationWarning`, at the importing line) that ``module`` is deprecated and
+    what to use ``instead``; called by an old module when it is imported."""
+    warnings.warn(f"{module} is deprecated: {instead}", DeprecationWarning, stacklevel=3)
+
+
+def old_jax_kernel(package: str, backend, name: str):
+    """What ``jax_kernel(backend, name)`` of the old ``attnscale.<package>.dispatch`` returns: the
+    JAX implementation ``attnscale.<package>.jax_kernels.<name>`` (old signature) if ``backend``
+    resolves to ``"jax"`` (:func:`attnscale.backend.uses_jax`), else ``None``."""
+    from attnscale.backend import uses_jax
+
+    if not uses_jax(backend):
+        return None
+    return getattr(importlib.import_module(f"attnscale.{package}.jax_kernels"), name)

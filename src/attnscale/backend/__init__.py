@@ -8,9 +8,25 @@ key ``backend`` (:func:`attnscale.pipeline.adapter.run_rule`), so experiment cod
 
 This module never imports JAX itself: :func:`require_jax` does, with a clear error
 (:class:`BackendError`) naming the configuration key, what is missing and how to install it.
-The kernels are in :mod:`attnscale.layer.jax_kernels` (Paper A: lambda, eta, weight
-statistics, learned scores) and :mod:`attnscale.sphere.jax_kernels` (Paper B: top and ordered
-weights); importing either switches JAX to float64 (``jax_enable_x64``) before any array is made.
+
+Dispatch (``docs/gpu.md#choosing-the-backend``)
+-----------------------------------------------
+Each numpy kernel with a JAX twin validates its arguments, then asks :func:`uses_jax` and, if
+so, imports its twin by an explicit statement and hands it the validated arrays::
+
+    X, r, _, alpha = check_layer_inputs(X, None, alpha)      # validate once, for both backends
+    if uses_jax(backend):
+        from attnscale.layer import attention_jax             # the twin, beside its module
+
+        return attention_jax.angle_ratio_grid(X, r, betas, alpha, ...)
+    ...                                                       # the numpy code
+
+The twins are the ``*_jax`` modules beside the modules they mirror
+(:mod:`attnscale.layer.attention_jax`, :mod:`attnscale.sphere.keys_jax`, ...). Because the
+import is a statement of the numpy module, :mod:`attnscale.pipeline.deps` counts the JAX code as
+code of exactly the rules whose kernels can run on JAX; and JAX is imported only when a call
+selects it. Every twin module imports JAX through :func:`jax_float64`, which switches JAX to
+float64 (``jax_enable_x64``) before any array is made.
 
 Imports nothing else of attnscale: the kernels import the backend, never the other way round
 (docs/pipeline.md#the-package-layout).
@@ -43,9 +59,12 @@ __all__ = [
     "check_name",
     "resolve",
     "require_jax",
+    "jax_float64",
+    "uses_jax",
     "use",
     "device_free_bytes",
     "memory_budget",
+    "padded",
     "lambda_bytes",
     "plan_lambda",
     "check_memory",
@@ -116,6 +135,26 @@ def require_jax(key: str = "backend"):
             f"{INSTALL_HINT}. Or set {key}: numpy."
         ) from None
     return jax
+
+
+def jax_float64():
+    """Import and return the ``jax`` module (:func:`require_jax`) with float64 switched on
+    (``jax_enable_x64``). Every JAX twin module calls it at import, before any array is made."""
+    jax = require_jax()
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def uses_jax(backend=None, key: str = "backend") -> bool:
+    """Whether a kernel call runs on JAX: ``backend`` (or the default, when it is ``None``)
+    resolves to ``"jax"`` (:func:`resolve`: an unknown name is a ``ValueError``, a missing JAX a
+    :class:`BackendError`).
+
+    The one dispatch test of every kernel with a JAX twin; the pattern that goes with it (the
+    twin imported by an explicit statement, validated arrays handed over) is in this module's
+    docstring.
+    """
+    return resolve(backend, key) == "jax"
 
 
 @contextlib.contextmanager
@@ -203,8 +242,10 @@ def memory_budget(device=None) -> tuple[int, str]:
     return int(MEMORY_FRACTION * free), f"{MEMORY_FRACTION:g} x {source}"
 
 
-def _ceil_to(n: int, t: int) -> int:
-    return -(-n // t) * t
+def padded(n: int, tile: int) -> int:
+    """``n`` rounded up to a multiple of ``tile``: the padded size of the JAX kernels' tiled
+    arrays (``docs/gpu.md#memory-sizing``)."""
+    return -(-int(n) // int(tile)) * int(tile)
 
 
 def lambda_bytes(n: int, d: int, betas: int = 1, tile: int = 1024, itemsize: int = 8) -> int:
@@ -222,7 +263,7 @@ def lambda_bytes(n: int, d: int, betas: int = 1, tile: int = 1024, itemsize: int
     int
         Bytes (``itemsize`` 8 for float64, 4 for float32).
     """
-    N = _ceil_to(int(n), int(tile))
+    N = padded(n, tile)
     B, t, d = int(betas), int(tile), int(d)
     resident = 2 * N * d + 2 * N * B * d + N * B
     per_tile = 3 * B * t * t + 2 * t * t + 3 * B * t * d

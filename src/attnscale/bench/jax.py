@@ -48,9 +48,7 @@ TINY = {"n": 256, "d": 32, "gammas": 4, "probes": 2, "scaling_n": [256, 512, 102
 
 
 def _jax():
-    from attnscale.layer import jax_kernels as jax_layer  # noqa: F401  (float64 on)
-
-    return backend.require_jax()
+    return backend.jax_float64()
 
 
 def timed(fn, repeat: int = 3) -> tuple[float, float]:

@@ -14,19 +14,22 @@ How lambda treats (near-)coincident input pairs
 ``1 - <y_i, y_j>`` loses all relative accuracy when it is below ~1e-8 (this happens at d = 2,
 where n tokens crowd a circle). Pairs whose Gram value gives ``1 - <y_i, y_j> < NEAR_PAIR_TOL``
 are therefore recomputed exactly from differences, ``1 - <u, v> = ||u - v||^2 / 2``, for both input
-and output. Pairs with exactly coincident inputs (0/0) are left out of the mean; their number is
-reported by :func:`angle_ratio_grid` with ``return_diagnostics=True``.
+and output (:mod:`attnscale.layer.near_pairs`, shared by every lambda kernel and both backends).
+Pairs with exactly coincident inputs (0/0) are left out of the mean; their number is reported by
+:func:`angle_ratio_grid` with ``return_diagnostics=True``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import (
     check_layer_inputs,
     check_vector,
 )
-from attnscale.layer.kernel_args import normalise
+from attnscale.layer.kernel_args import check_block, normalise
+from attnscale.layer.near_pairs import NEAR_PAIR_TOL, near_pair_sums, pair_ratio_mean_exact
 
 __all__ = [
     "NEAR_PAIR_TOL",
@@ -37,9 +40,6 @@ __all__ = [
     "angle_ratio",
     "angle_ratio_grid",
 ]
-
-#: Pairs with ``1 - <y_i, y_j>`` below this (as read from the Gram matrix) are treated exactly.
-NEAR_PAIR_TOL = 1e-6
 
 #: Default budget for the outputs of one group of betas, in float64 entries: 16 MiB when the
 #: n x n matrices are kept (smaller groups stay cache- and TLB-friendly: at n = 1024, d = 512,
@@ -98,15 +98,15 @@ def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False,
     numpy.ndarray
         ``(n, d)`` outputs ``X'`` (before the next normalisation).
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "forward")) is not None:
-        return kernel(X, beta, alpha, causal=causal)
     if causal or np.ndim(beta) != 0:
         from attnscale.layer.causal import forward_rows
 
-        return forward_rows(X, beta, alpha, causal=bool(causal))
+        return forward_rows(X, beta, alpha, causal=bool(causal), backend=backend)
     X, r, beta, alpha = check_layer_inputs(X, beta, alpha)
+    if uses_jax(backend):
+        from attnscale.layer import attention_jax
+
+        return attention_jax.forward(X, r, np.full(X.shape[0], beta), alpha)
     Y = X / r[:, None]
     A = softmax_rows(beta * (Y @ Y.T))
     return A @ Y + alpha * X
@@ -141,14 +141,7 @@ def angle_ratio(X: np.ndarray, beta: float, alpha: float = 0.0) -> float:
     iu, ju = np.triu_indices(X.shape[0], k=1)
     din = 1.0 - np.einsum("kd,kd->k", Y[iu], Y[ju])
     dout = 1.0 - np.einsum("kd,kd->k", Yp[iu], Yp[ju])
-    near = din < NEAR_PAIR_TOL
-    if np.any(near):
-        din[near] = 0.5 * np.sum((Y[iu[near]] - Y[ju[near]]) ** 2, axis=1)
-        dout[near] = 0.5 * np.sum((Yp[iu[near]] - Yp[ju[near]]) ** 2, axis=1)
-    keep = din > 0.0
-    if not np.any(keep):
-        return float("nan")
-    return float(np.mean(dout[keep] / din[keep]))
+    return pair_ratio_mean_exact(Y, Yp, iu, ju, din, dout)
 
 
 def angle_ratio_grid(
@@ -210,30 +203,27 @@ def angle_ratio_grid(
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "angle_ratio_grid")) is not None:
-        return kernel(
-            X,
-            betas,
-            alpha,
-            block_rows=block_rows,
-            output_entries=output_entries,
-            return_diagnostics=return_diagnostics,
-            causal=causal,
-        )
     if causal or np.ndim(betas) == 2:
-        from attnscale.layer.causal import angle_ratio_grid_rows
+        from attnscale.layer.causal_lambda import angle_ratio_grid_rows
 
         return angle_ratio_grid_rows(X, betas, alpha, causal=bool(causal), block_rows=block_rows,
                                      output_entries=output_entries,
-                                     return_diagnostics=return_diagnostics)  # fmt: skip
+                                     return_diagnostics=return_diagnostics,
+                                     backend=backend)  # fmt: skip
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
+    block_rows = check_block("block_rows", block_rows)
+    output_entries = check_block("output_entries", output_entries)
+    if uses_jax(backend):
+        from attnscale.layer import attention_jax
+
+        return attention_jax.angle_ratio_grid(X, r, betas, alpha, block_rows=block_rows,
+                                              output_entries=output_entries,
+                                              return_diagnostics=return_diagnostics)  # fmt: skip
     n, d = X.shape
     m = betas.size
     Y = X / r[:, None]
-    block_rows = default_block_rows(n) if block_rows is None else int(max(1, min(n, block_rows)))
+    block_rows = default_block_rows(n) if block_rows is None else min(n, block_rows)
     blocks = [(s, min(n, s + block_rows)) for s in range(0, n, block_rows)]
     if output_entries is None:
         output_entries = (
@@ -301,15 +291,12 @@ def angle_ratio_grid(
         num += ws
         ii = np.concatenate(near_i)
         jj = np.concatenate(near_j)
-        if ii.size:
-            din = 0.5 * np.sum((Y[ii] - Y[jj]) ** 2, axis=1)
-            keep = din > 0.0
-            n_near = int(ii.size) // 2
-            n_excl = int((~keep).sum()) // 2
-            ii, jj, din = ii[keep], jj[keep], din[keep]
-            dout = 0.5 * np.sum((Yc[ii] - Yc[jj]) ** 2, axis=2)  # (k, B)
-            num += (dout / din[:, None]).sum(axis=0)
-            n_pairs += int(ii.size)
+        if ii.size:  # both orders (i, j) and (j, i) of each near pair
+            sums, kept, excluded = near_pair_sums(Y, Yc, ii, jj)
+            n_near = (kept + excluded) // 2
+            n_excl = excluded // 2
+            num += sums
+            n_pairs += kept
         lam[g0 : g0 + B] = num / n_pairs if n_pairs > 0 else np.nan
     if return_diagnostics:
         diag = {"n_pairs": n * (n - 1) // 2, "n_near_pairs": n_near, "n_excluded_pairs": n_excl}

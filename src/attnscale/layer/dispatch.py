@@ -1,23 +1,20 @@
-"""The one dispatch line of every numpy kernel of this package that has a JAX twin
-(docs/gpu.md#choosing-the-backend).
+"""Deprecated: the dispatch module of :mod:`attnscale.layer` before one dispatcher,
+:func:`attnscale.backend.uses_jax`, served every package (``docs/gpu.md#choosing-the-backend``).
 
-Only the modules that dispatch import this one, and it imports the JAX kernels by an explicit
-statement, so :mod:`attnscale.pipeline.deps` counts them as code of exactly the rules whose kernels
-can run on JAX.
+:func:`jax_kernel` keeps its old meaning. Importing this module warns (``DeprecationWarning``).
 """
 
 from __future__ import annotations
 
-from attnscale.backend import resolve
+from attnscale._moved import deprecated, old_jax_kernel
 
 __all__ = ["jax_kernel"]
 
+deprecated(__name__, "the kernels dispatch with attnscale.backend.uses_jax to their JAX twins "
+           "beside them (attnscale.layer.*_jax)")  # fmt: skip
+
 
 def jax_kernel(backend, name: str):
-    """The JAX implementation ``attnscale.layer.jax_kernels.<name>`` if ``backend`` resolves to
-    ``"jax"`` (:func:`attnscale.backend.resolve`), else ``None``."""
-    if resolve(backend) != "jax":
-        return None
-    from attnscale.layer import jax_kernels
-
-    return getattr(jax_kernels, name)
+    """The JAX implementation ``attnscale.layer.jax_kernels.<name>`` (old signature) if
+    ``backend`` resolves to ``"jax"`` (:func:`attnscale.backend.uses_jax`), else ``None``."""
+    return old_jax_kernel("layer", backend, name)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_layer_inputs, check_real, check_vector
+from attnscale.layer.eta_block import block_terms, outer_features
 
 __all__ = ["eta_exact", "exact_cost", "hutchinson_cost", "eta_exact_grid"]
 
@@ -102,7 +104,8 @@ def eta_exact_grid(
     alpha : float or array_like of shape (k,), optional
         Residual weight(s), each ``>= 0``.
     block_entries : int, optional
-        Budget for one stacked ``(betas x rows, n)`` block, in float64 entries.
+        Budget for one stacked ``(betas x rows, n)`` block, in float64 entries (numpy; the JAX
+        twin sizes its tiles from the memory budget).
     route : {"auto", "gram", "outer"}, optional
         How ``||S_i||^2`` is computed (see above).
     backend : {"numpy", "jax"}, optional
@@ -114,10 +117,6 @@ def eta_exact_grid(
     numpy.ndarray
         ``(m,)`` eta for a scalar ``alpha``, ``(k, m)`` for a sequence of alphas.
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "eta_exact_grid")) is not None:
-        return kernel(X, betas, alpha, block_entries=block_entries, route=route)
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     betas = check_vector("betas", betas, low=0.0)
     scalar_alpha = np.ndim(alpha) == 0
@@ -133,7 +132,12 @@ def eta_exact_grid(
     if route == "auto":
         route = "gram" if 2.0 * n**3 < float(n) * n * d * (d + 1) else "outer"
     Y = X / r[:, None]
-    quad, lin = _exact_terms(Y, r, betas, route, block_entries)
+    if uses_jax(backend):
+        from attnscale.layer import eta_exact_jax
+
+        quad, lin = eta_exact_jax.exact_terms(Y, r, betas, route)
+    else:
+        quad, lin = _exact_terms(Y, r, betas, route, block_entries)
     # eta(alpha) = (quad + 2 alpha lin + alpha^2 n d) / (n d)
     out = (quad[None] + 2.0 * alphas[:, None] * lin[None] + (alphas**2)[:, None] * n * d) / (n * d)
     return out[0] if scalar_alpha else out
@@ -143,14 +147,8 @@ def _exact_terms(Y, r, betas, route, block_entries):
     """``sum_ik ||J_ik||^2`` at ``alpha = 0`` and ``sum_i tr B_i`` for every beta.
 
     Rows are processed in blocks small enough to stay in cache (``block_entries``), each block
-    stacking several betas; the off-diagonal sum is expanded into row sums so that every
-    ``(rows, n)`` array is touched only a few times::
-
-        sum_k Q_ik T_ik = (d - 1 - 2 beta K_ii) q_i + 2 beta sum_k Q_ik K_ik G_ik
-                          + beta^2 [(1 + mm_i) sum_k Q_ik (1 - G_ik^2)
-                                    - 2 sum_k Q_ik K_ik (1 - G_ik^2)]
-
-    with ``Q_ik = A_ik^2 / r_k^2`` (``i != k``, zero on the diagonal) and ``q_i = sum_k Q_ik``.
+    stacking several betas; the formula of a block is :func:`attnscale.layer.eta_block.block_terms`
+    (shared with the JAX twin).
     """
     n, d = Y.shape
     w = 1.0 / r**2
@@ -159,8 +157,7 @@ def _exact_terms(Y, r, betas, route, block_entries):
     if route == "gram":
         H = G * G
     else:
-        iu, ju = np.triu_indices(d)
-        Z = Y[:, iu] * Y[:, ju] * np.where(iu == ju, 1.0, np.sqrt(2.0))  # ||A_i Z|| = ||S_i||_F
+        Z = outer_features(Y)  # ||A_i Z|| = ||S_i||_F
     m = betas.size
     quad = np.zeros(m)
     lin = np.zeros(m)
@@ -179,39 +176,12 @@ def _exact_terms(Y, r, betas, route, block_entries):
             A = np.exp(bs[:, None, None] * Mb[None])  # (k, b, n)
             A /= A.sum(axis=2, keepdims=True)
             A2 = A.reshape(k * b, n)
-            M = A2 @ Y  # m_i
-            K = M @ Y.T  # K_ij = <m_i, y_j>, (k b, n)
-            K3 = K.reshape(k, b, n)
-            mm = np.einsum("id,id->i", M, M).reshape(k, b)
-            Kd = K3[:, diag[0], diag[1]]
-            a = A[:, diag[0], diag[1]]
-            bcol = bs[:, None]
-            # ---- off-diagonal blocks ----
-            Q = A * A
-            Q *= w
-            Q[:, diag[0], diag[1]] = 0.0
-            qs = Q.sum(axis=2)
-            q1 = np.einsum("kbn,bn->kb", Q, omH)
-            Q *= K3  # Q_ik K_ik
-            qkg = np.einsum("kbn,bn->kb", Q, Gb)
-            qkh = np.einsum("kbn,bn->kb", Q, omH)
-            off = (d - 1.0 - 2.0 * bcol * Kd) * qs + 2.0 * bcol * qkg
-            off += bcol**2 * ((1.0 + mm) * q1 - 2.0 * qkh)
-            # ---- diagonal blocks ----
-            AG = A * Gb  # A_ij G_ij
-            yCy = np.einsum("kbn,bn->kb", AG, Gb) - Kd**2  # y_i^T C_i y_i
-            trCP = 1.0 - mm - yCy
             if route == "gram":
                 s2 = np.einsum("in,in->i", A2 @ H, A2)
             else:
                 AZ = A2 @ Z
                 s2 = np.einsum("iz,iz->i", AZ, AZ)
-            A *= K3  # A_ij K_ij
-            mSm = np.einsum("in,in->i", A2, K).reshape(k, b)
-            Cy = (AG.reshape(k * b, n) @ Y).reshape(k, b, d) - Kd[:, :, None] * M.reshape(k, b, d)
-            cy2 = np.einsum("kbd,kbd->kb", Cy, Cy)
-            cP2 = s2.reshape(k, b) - 2.0 * mSm + mm**2 - cy2  # ||C_i P_i||_F^2
-            dg = (a**2 * (d - 1.0) + 2.0 * bcol * a * trCP + bcol**2 * cP2) * w[start:stop]
+            off, dg, tr = block_terms(np, Y, Gb, omH, A, s2, bs, w, w[start:stop], diag)
             quad[b0 : b0 + k] += off.sum(axis=1) + dg.sum(axis=1)
-            lin[b0 : b0 + k] += (a * (d - 1.0) + bcol * trCP) @ rinv[start:stop]
+            lin[b0 : b0 + k] += tr @ rinv[start:stop]
     return quad, lin

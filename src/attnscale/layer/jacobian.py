@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_layer_inputs, check_vector
 from attnscale.layer.attention import softmax_rows
 
@@ -261,12 +262,6 @@ def eta_hutchinson_grid(
     (numpy.ndarray, numpy.ndarray)
         ``(m,)`` estimates and ``(m,)`` standard errors (``nan`` if ``probes == 1``).
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "eta_hutchinson_grid")) is not None:
-        return kernel(
-            X, betas, alpha, probes=probes, rng=rng, kind=kind, block_entries=block_entries
-        )
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     probes = check_int("probes", probes, minimum=1)
@@ -275,10 +270,23 @@ def eta_hutchinson_grid(
     block_entries = check_int("block_entries", block_entries, minimum=1)
     n, d = X.shape
     V = draw_probes(rng, probes, n, d, kind)
+    if uses_jax(backend):
+        from attnscale.layer import jacobian_jax
+
+        sq = jacobian_jax.hutchinson_squares(X, betas, alpha, V)
+    else:
+        sq = _hutchinson_squares(X, r, betas, alpha, V, block_entries)
+    return hutchinson_summary(sq, n, d, probes, betas.size)
+
+
+def _hutchinson_squares(X, r, betas, alpha, V, block_entries):
+    """``||J v_p||^2`` for every probe of ``V`` (``(probes, n, d)``) and beta: the products of
+    :func:`eta_hutchinson_grid`, in probe groups or, when even one ``n x n`` matrix exceeds
+    ``block_entries``, in row blocks (:func:`_hutchinson_sq_blocked`)."""
+    probes, n, d = V.shape
     Y = X / r[:, None]
     if n * n > block_entries:  # not even one probe's n x n stack fits: row blocks
-        sq = _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, max(1, block_entries // (4 * n)))
-        return hutchinson_summary(sq, n, d, probes, betas.size)
+        return _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, max(1, block_entries // (4 * n)))
     M0 = Y @ Y.T
     M0 -= M0.max(axis=1, keepdims=True)
     group = int(max(1, min(probes, block_entries // (2 * n * n))))  # Gv and its work buffer
@@ -294,7 +302,7 @@ def eta_hutchinson_grid(
             A /= A.sum(axis=1, keepdims=True)
             JV = _apply(Y, A, beta, alpha, Vg, dYcat, Gv, work)
             sq[p0 : p0 + group, b] = np.einsum("knd,knd->k", JV, JV)
-    return hutchinson_summary(sq, n, d, probes, betas.size)
+    return sq
 
 
 def _hutchinson_sq_blocked(X, Y, r, betas, alpha, V, block_rows):

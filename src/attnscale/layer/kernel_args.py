@@ -1,6 +1,10 @@
 """Argument checks, probe draws and small reductions shared by the numpy kernels and their JAX
 twins (docs/gpu.md#choosing-the-backend), in one place so that neither imports the other.
 
+The public kernels validate their arguments with these checks (and those of
+:mod:`attnscale.core.validation`) once, before they dispatch; the JAX twins receive the
+validated arrays and check nothing again.
+
 Each name is also importable from the module that used to hold it (``attnscale.layer.causal.
 beta_grid``, ``attnscale.layer.jacobian.draw_probes``, ...).
 """
@@ -20,6 +24,7 @@ __all__ = [
     "normalise",
     "draw_probes",
     "hutchinson_summary",
+    "check_block",
     "check_rows",
     "check_qk",
     "rows_mask",
@@ -111,7 +116,15 @@ def hutchinson_summary(sq, n, d, probes, m):
     return est * scale, se * scale
 
 
+def check_block(name: str, value) -> int | None:
+    """A block size or work budget (``block_rows``, ``output_entries``): ``None`` (the kernel's
+    default) or an integer ``>= 1``, else an error naming ``name``."""
+    return None if value is None else check_int(name, value, minimum=1)
+
+
 def check_rows(n: int, rows) -> np.ndarray:
+    """Query row indices: ``None`` (all ``n`` rows) or a non-empty 1-D integer array of indices
+    in ``[0, n - 1]``, as ``int64``."""
     if rows is None:
         return np.arange(n)
     idx = np.asarray(rows)
@@ -124,6 +137,8 @@ def check_rows(n: int, rows) -> np.ndarray:
 
 
 def check_qk(Qm, Km, n_expected=None):
+    """Query and key rows of a learned score matrix: two finite matrices of one shape with
+    ``>= 2`` rows (``n_expected`` rows, one per token, if given)."""
     Qm = check_matrix("Qm", Qm, min_rows=2)
     Km = check_matrix("Km", Km, min_rows=2)
     if Qm.shape != Km.shape:
@@ -134,6 +149,8 @@ def check_qk(Qm, Km, n_expected=None):
 
 
 def rows_mask(n: int, keep) -> np.ndarray:
+    """The rows that count: ``None`` (all ``n``) or a boolean array of shape ``(n,)`` with at
+    least two ``True`` entries."""
     if keep is None:
         return np.ones(n, dtype=bool)
     keep = np.asarray(keep, dtype=bool)

@@ -26,9 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale._moved import renamed
+from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.layer.attention import normalise
-from attnscale.layer.kernel_args import SCORE_OUTPUT_ENTRIES, check_qk, rows_mask
+from attnscale.layer.kernel_args import SCORE_OUTPUT_ENTRIES, check_block, check_qk, rows_mask
+from attnscale.layer.near_pairs import COINCIDENT_TOL
 
 __all__ = [
     "self_weight_grid",
@@ -40,10 +42,6 @@ __all__ = [
     "score_spread",
 ]
 
-#: Relative threshold below which a pair counts as coincident (excluded from lambda): about
-#: 100 float64 rounding units of the centred squared norms the distance is computed from.
-COINCIDENT_TOL = 100 * np.finfo(float).eps
-
 #: Default budget, in float64 entries, for the outputs ``Y'`` of one group of betas (64 MiB).
 DEFAULT_OUTPUT_ENTRIES = SCORE_OUTPUT_ENTRIES
 
@@ -52,9 +50,10 @@ DEFAULT_BLOCK_ENTRIES = 4 * 2**20
 
 
 def _block_rows(n: int, block_rows: int | None) -> int:
+    """Rows per block: ``block_rows`` (validated) or the default for ``n`` keys."""
     if block_rows is None:
         return int(max(1, min(n, DEFAULT_BLOCK_ENTRIES // n)))
-    return check_int("block_rows", block_rows, minimum=1)
+    return block_rows
 
 
 def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int | None = None,
@@ -75,15 +74,17 @@ def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int |
     (numpy.ndarray, numpy.ndarray or None)
         ``(m, n)`` self-weights and, with ``col``, the ``(m, n)`` masses on column ``col``.
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "self_weight_grid")) is not None:
-        return kernel(Qm, Km, betas, col=col, block_rows=block_rows)
     Qm, Km = check_qk(Qm, Km)
     betas = check_vector("betas", betas, low=0.0)
     n = Qm.shape[0]
     if col is not None:
         col = check_int("col", col, minimum=0, maximum=n - 1)
+    block_rows = check_block("block_rows", block_rows)
+    if uses_jax(backend):
+        from attnscale.layer import score_attention_jax
+
+        _, sw, cm = score_attention_jax.score_pass(Qm, Km, betas, col=col, block_rows=block_rows)
+        return sw, cm
     br = _block_rows(n, block_rows)
     selfw = np.empty((betas.size, n))
     colm = np.empty((betas.size, n)) if col is not None else None
@@ -113,16 +114,18 @@ def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | Non
     ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
     ``docs/gpu.md#choosing-the-backend``).
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "layer_outputs")) is not None:
-        return kernel(X, Qm, Km, betas, alpha, block_rows=block_rows)
     X = check_matrix("X", X, min_rows=2)
     Y, _ = normalise(X)
     n = X.shape[0]
     Qm, Km = check_qk(Qm, Km, n)
     betas = check_vector("betas", betas, low=0.0)
     alpha = check_real("alpha", alpha, low=0.0)
+    block_rows = check_block("block_rows", block_rows)
+    if uses_jax(backend):
+        from attnscale.layer import score_attention_jax
+
+        return score_attention_jax.score_pass(Qm, Km, betas, Y=Y, X=X, alpha=alpha,
+                                              block_rows=block_rows)[0]  # fmt: skip
     out = np.empty((betas.size, n, X.shape[1]))
     _pass1(Y, X, Qm, Km, betas, alpha, _block_rows(n, block_rows), out)
     return out
@@ -185,16 +188,13 @@ def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None, ba
     (numpy.ndarray, int, int)
         ``(m,)`` lambda, the number of pairs used and the number of coincident pairs left out.
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "angle_ratio_outputs")) is not None:
-        return kernel(Y, Yout, keep, block_rows=block_rows)
     Y = check_matrix("Y", Y, min_rows=2)
     n, d = Y.shape
     Yout = np.asarray(Yout, dtype=np.float64)
     if Yout.ndim != 3 or Yout.shape[1:] != (n, d):
         raise ValueError(f"Yout must have shape (m, {n}, {d}), got {Yout.shape}")
     keep = rows_mask(n, keep)
+    block_rows = check_block("block_rows", block_rows)
     idx = np.flatnonzero(keep)
     Yk = Y[idx] / np.linalg.norm(Y[idx], axis=1, keepdims=True)
     Zi = Yk - Yk.mean(axis=0)
@@ -206,7 +206,22 @@ def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None, ba
     k = idx.size
     m = Yout.shape[0]
     Zflat = np.ascontiguousarray(Zo.transpose(1, 0, 2)).reshape(k, m * d)
-    br = _block_rows(k, block_rows)
+    if uses_jax(backend):
+        from attnscale.layer import score_attention_jax
+
+        num, n_excl = score_attention_jax.centred_pair_sums(Zi, ci, Zo, co, Zflat, block_rows)
+    else:
+        num, n_excl = _centred_pair_sums(Zi, ci, Zo, co, Zflat, _block_rows(k, block_rows))
+    n_pairs = (k * (k - 1) - n_excl) // 2
+    lam = num / (2.0 * n_pairs) if n_pairs > 0 else np.full(m, np.nan)
+    return lam, n_pairs, n_excl // 2
+
+
+def _centred_pair_sums(Zi, ci, Zo, co, Zflat, br):
+    """``sum_{i != j} W_ij ||z_i' - z_j'||^2`` per output stack and the number of ordered
+    coincident pairs left out, in row blocks of ``br`` (see :func:`angle_ratio_outputs`)."""
+    k, d = Zi.shape
+    m = co.shape[0]
     num = np.zeros(m)
     n_excl = 0
     for s in range(0, k, br):
@@ -223,9 +238,7 @@ def angle_ratio_outputs(Y, Yout, keep=None, *, block_rows: int | None = None, ba
         num += 2.0 * (co[:, s:e] @ w) - 2.0 * np.einsum("imd,mid->m", WZ, Zo[:, s:e, :])
         # the column sums of the symmetric W equal its row sums: the c_j' term is counted by
         # the 2 c_i' (W 1)_i above
-    n_pairs = (k * (k - 1) - n_excl) // 2
-    lam = num / (2.0 * n_pairs) if n_pairs > 0 else np.full(m, np.nan)
-    return lam, n_pairs, n_excl // 2
+    return num, n_excl
 
 
 def layer_grid(
@@ -260,20 +273,6 @@ def layer_grid(
         ``lambda`` (m,), ``self_weight`` (m, n), ``col_mass`` (m, n) or None, ``n_pairs``,
         ``n_excluded_pairs``.
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "layer_grid")) is not None:
-        return kernel(
-            X,
-            Qm,
-            Km,
-            betas,
-            alpha,
-            keep=keep,
-            col=col,
-            block_rows=block_rows,
-            output_entries=output_entries,
-        )
     X = check_matrix("X", X, min_rows=2)
     Y, _ = normalise(X)
     n, d = X.shape
@@ -283,7 +282,12 @@ def layer_grid(
     keep = rows_mask(n, keep)
     if col is not None:
         col = check_int("col", col, minimum=0, maximum=n - 1)
-    br = _block_rows(n, block_rows)
+    block_rows = check_block("block_rows", block_rows)
+    output_entries = check_block("output_entries", output_entries)
+    on_jax = uses_jax(backend)
+    if on_jax:
+        from attnscale.layer import score_attention_jax
+    br = block_rows if on_jax else _block_rows(n, block_rows)  # JAX: None = from the budget
     budget = DEFAULT_OUTPUT_ENTRIES if output_entries is None else output_entries
     group = int(max(1, min(betas.size, budget // (n * d))))
     lam = np.empty(betas.size)
@@ -293,10 +297,17 @@ def layer_grid(
     for g in range(0, betas.size, group):
         sl = slice(g, g + group)
         bs = betas[sl]
-        out = np.empty((bs.size, n, d))
-        cm = colm[sl] if colm is not None else None
-        _pass1(Y, X, Qm, Km, bs, alpha, br, out, selfw[sl], cm, col)
-        lam[sl], n_pairs, n_excl = angle_ratio_outputs(Y, out, keep, block_rows=br)
+        if on_jax:
+            out, selfw[sl], cm = score_attention_jax.score_pass(Qm, Km, bs, Y=Y, X=X, alpha=alpha,
+                                                                col=col, block_rows=br)  # fmt: skip
+            if colm is not None:
+                colm[sl] = cm
+        else:
+            out = np.empty((bs.size, n, d))
+            cm = colm[sl] if colm is not None else None
+            _pass1(Y, X, Qm, Km, bs, alpha, br, out, selfw[sl], cm, col)
+        lam[sl], n_pairs, n_excl = angle_ratio_outputs(Y, out, keep, block_rows=br,
+                                                       backend=backend)  # fmt: skip
     return {
         "lambda": lam,
         "self_weight": selfw,
@@ -389,7 +400,7 @@ def score_spread(Qm, Km, rows=None, *, block_rows: int | None = None) -> tuple[f
     Qr, Kr = Qm[rmask], Km[rmask]
     k = Qr.shape[0]
     diag = np.einsum("id,id->i", Qr, Kr)
-    br = _block_rows(k, block_rows)
+    br = _block_rows(k, check_block("block_rows", block_rows))
     var_sum = 0.0
     for s in range(0, k, br):
         e = min(k, s + br)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import (
     check_int,
     check_matrix,
@@ -83,10 +84,6 @@ def row_weight_stats(
         sharing the mass the query leaves to them, in ``[1, n - 1]``) and ``k_mass`` (integers in
         ``[1, n]``).
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "row_weight_stats")) is not None:
-        return kernel(X, betas, rows=rows, mass=mass, block_entries=block_entries)
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
     betas = check_vector("betas", betas, low=0.0)
@@ -95,6 +92,10 @@ def row_weight_stats(
     n = X.shape[0]
     idx = check_rows(n, rows)
     Y = X / r[:, None]
+    if uses_jax(backend):
+        from attnscale.layer import weight_stats_jax
+
+        return weight_stats_jax.row_weight_stats(Y, betas, idx, mass)
     m, B = idx.size, betas.size
     self_w = np.empty((m, B))
     n_eff = np.empty((m, B))
@@ -146,16 +147,16 @@ def self_weight_scores(X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRI
     ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
     ``docs/gpu.md#choosing-the-backend``).
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "self_weight_scores")) is not None:
-        return kernel(X, rows=rows, block_entries=block_entries)
     X = check_matrix("X", X, min_rows=2)
     r = check_nonzero_rows("X", X)
     block_entries = check_int("block_entries", block_entries, minimum=1)
     n = X.shape[0]
     idx = check_rows(n, rows)
     Y = X / r[:, None]
+    if uses_jax(backend):
+        from attnscale.layer import weight_stats_jax
+
+        return weight_stats_jax.self_weight_scores(Y, idx)
     out = np.empty((idx.size, n - 1))
     b = int(max(1, min(idx.size, block_entries // n)))
     for s in range(0, idx.size, b):
@@ -190,11 +191,11 @@ def self_weight_curve(
     (numpy.ndarray, numpy.ndarray)
         ``A_ii`` and ``dA_ii / dbeta``, each of shape ``(m,)``.
     """
-    from attnscale.layer.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "self_weight_curve")) is not None:
-        return kernel(gaps, beta)
     beta = check_real("beta", beta, low=0.0)
+    if uses_jax(backend):
+        from attnscale.layer import weight_stats_jax
+
+        return weight_stats_jax.self_weight_curve(gaps, beta)
     e = np.exp(beta * gaps)
     S = e.sum(axis=1)
     dS = np.einsum("ij,ij->i", e, gaps)  # <= 0

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.sphere import theory as st
 from attnscale.sphere.quadrature import cap_probability_x1x2
@@ -323,15 +324,19 @@ def ordered_weights_from_d2q(T, beta: float, k: int | None = None, *, backend=No
     ``backend``: ``"numpy"``, ``"jax"`` or ``None`` (default: :func:`attnscale.backend.default`,
     ``docs/gpu.md#choosing-the-backend``).
     """
-    from attnscale.sphere.dispatch import jax_kernel
+    beta = check_real("beta", beta, low=0.0)
+    T = np.asarray(T, dtype=float)
+    if k is not None and k >= T.shape[-1]:
+        k = None  # all n weights
+    if k is not None:
+        k = check_int("k", k, minimum=1)
+    if uses_jax(backend):
+        from attnscale.sphere import keys_jax
 
-    if (kernel := jax_kernel(backend, "ordered_weights_from_d2q")) is not None:
-        return kernel(T, beta, k)
+        return keys_jax.ordered_weights_from_d2q(T, beta, k)
     W = weights_from_d2q(T, beta)
-    n = W.shape[-1]
-    if k is None or k >= n:
+    if k is None:
         return -np.sort(-W, axis=-1)
-    k = check_int("k", k, minimum=1)
     top = -np.partition(-W, k - 1, axis=-1)[..., :k]
     return -np.sort(-top, axis=-1)
 
@@ -357,13 +362,13 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
     numpy.ndarray
         ``(trials, b)`` top weights.
     """
-    from attnscale.sphere.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "top_weight_from_d2q")) is not None:
-        return kernel(T, betas, max_entries)
     T = np.atleast_2d(np.asarray(T, dtype=float))
     betas = check_vector("betas", betas, low=0.0)
     D = T - T.min(axis=1, keepdims=True)
+    if uses_jax(backend):
+        from attnscale.sphere import keys_jax
+
+        return keys_jax.top_weight_from_d2q(D, betas, max_entries)
     out = np.empty((T.shape[0], betas.size))
     rows = max(1, int(max_entries) // max(1, T.shape[1]))
     for s in range(0, T.shape[0], rows):
@@ -401,10 +406,6 @@ def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRI
     numpy.ndarray
         ``(m, d)`` outputs.
     """
-    from attnscale.sphere.dispatch import jax_kernel
-
-    if (kernel := jax_kernel(backend, "attention_output")) is not None:
-        return kernel(Q, K, beta, block_entries)
     Q = check_matrix("Q", Q)
     K = check_matrix("K", K)
     if Q.shape[1] != K.shape[1]:
@@ -413,6 +414,10 @@ def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRI
         )
     beta = check_real("beta", beta, low=0.0)
     block_entries = check_int("block_entries", block_entries, minimum=1)
+    if uses_jax(backend):
+        from attnscale.sphere import keys_jax
+
+        return keys_jax.attention_output(Q, K, beta, block_entries)
     rows = max(1, block_entries // K.shape[0])
     out = np.empty_like(Q)
     for s in range(0, Q.shape[0], rows):
