@@ -68,6 +68,39 @@ rule regimes_gap_ties:
         ENTRY
 
 
+rule regimes_ties_finite_d:
+    """Simulated beta*(n) of the query alone and of the near-tie series again at small d, where
+    the first-order group formula fails (docs/regimes.md#exact-finite-d-theory-for-k-copies)."""
+    input:
+        lib=lib("experiments.regimes_tokens"),
+    output:
+        csv="results/regimes/ties_finite_d.csv",
+    log:
+        "logs/regimes/ties_finite_d.log",
+    benchmark:
+        "benchmarks/regimes/ties_finite_d.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        mem_mb=500 + 6 * 8e-6 * max(CFG.grid("regimes.n")),
+        runtime=15,
+    params:
+        entry="experiments.regimes_tokens:token_points",
+        regime="gap",
+        label_d=True,
+        n=CFG.ints("regimes.n"),
+        d=CFG.ints("regimes.ties_finite_d.d"),
+        rho=CFG.value("regimes.gap.rho"),
+        contexts=CFG.value("regimes.ties_finite_d.contexts"),
+        level=CFG.value("regimes.level"),
+        grid_points=CFG.value("regimes.grid_points"),
+        batches=CFG.value("regimes.batches"),
+        root_seed=ROOT_SEED,
+        ties=[[t["kappa"], t["copy_noise"]] for t in CFG.get("regimes.ties")],
+    script:
+        ENTRY
+
+
 rule regimes_finite_d:
     """Simulated beta*(n) of Gaussian tokens at small d, where the log n scale ends
     (docs/regimes.md#finite-d-where-log-n-ends)."""
@@ -131,13 +164,14 @@ rule regimes_read_off:
 
 
 rule regimes_theory:
-    """Every prediction of the figure on a line grid and at the simulated points, and the
-    practical reading in theory (docs/regimes.md)."""
+    """Every prediction of the figure on a line grid and at the simulated points, the practical
+    reading in theory and the REM's orders at a few n (docs/regimes.md)."""
     input:
         lib=lib("experiments.regimes_theory"),
     output:
         lines="results/regimes/theory.csv",
         read_off="results/regimes/read_off_theory.csv",
+        rem_orders="results/regimes/rem_orders.csv",
     log:
         "logs/regimes/theory.log",
     benchmark:
@@ -156,7 +190,10 @@ rule regimes_theory:
         rem_s=CFG.value("regimes.rem.s"),
         fd_d=CFG.ints("regimes.finite_d.d"),
         fd_rho=CFG.value("regimes.finite_d.rho"),
+        ties_d=CFG.ints("regimes.ties_finite_d.d"),
         level=CFG.value("regimes.level"),
+        rem_orders_n=CFG.grid("regimes.rem_orders.n").tolist(),
+        rem_orders_factors=CFG.grid("regimes.rem_orders.factors").tolist(),
         read_off={
             "n": CFG.value("regimes.read_off.n"),
             "d": CFG.value("regimes.read_off.d"),
@@ -169,13 +206,15 @@ rule regimes_theory:
 
 
 rule regimes_summary:
-    """Summary: simulated and predicted beta*(n) side by side (tidy table behind the figure) and
-    the practical-reading table (docs/regimes.md#results)."""
+    """Summary: simulated and predicted beta*(n) side by side (tidy table behind the figure), the
+    practical-reading table and the local exponent of the finite-d series
+    (docs/regimes.md#results)."""
     input:
         simulations=[
             rules.regimes_gap_ties.output.csv,
             rules.regimes_finite_d.output.csv,
             rules.regimes_rem.output.csv,
+            rules.regimes_ties_finite_d.output.csv,
         ],
         theory=rules.regimes_theory.output.lines,
         read_off_sim=rules.regimes_read_off.output.csv,
@@ -184,6 +223,7 @@ rule regimes_summary:
     output:
         table="results/regimes/critical_scale.csv",
         read_off="results/regimes/read_off.csv",
+        exponent="results/regimes/local_exponent.csv",
     log:
         "logs/regimes/table.log",
     conda:
@@ -199,6 +239,7 @@ rule regimes_figure:
     input:
         table=rules.regimes_summary.output.table,
         read_off=rules.regimes_summary.output.read_off,
+        exponent=rules.regimes_summary.output.exponent,
         lib=lib("figures.regimes"),
     output:
         png=report(
