@@ -70,7 +70,8 @@ rule regimes_gap_ties:
 
 rule regimes_ties_finite_d:
     """Simulated beta*(n) of the query alone and of the near-tie series again at small d, where
-    the first-order group formula fails (docs/regimes.md#exact-finite-d-theory-for-k-copies)."""
+    the first-order group formula fails (docs/regimes.md#exact-finite-d-theory-for-k-copies).
+    """
     input:
         lib=lib("experiments.regimes_tokens"),
     output:

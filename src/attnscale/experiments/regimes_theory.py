@@ -298,8 +298,20 @@ def read_off_theory(
 
 
 def theory(
-    *, n, theory_n, gap_d, gap_rho, ties, rem_s, fd_d, fd_rho, level, read_off, ties_d=(),
-    rem_orders_n=(), rem_orders_factors=(),
+    *,
+    n,
+    theory_n,
+    gap_d,
+    gap_rho,
+    ties,
+    rem_s,
+    fd_d,
+    fd_rho,
+    level,
+    read_off,
+    ties_d=(),
+    rem_orders_n=(),
+    rem_orders_factors=(),
 ) -> dict:
     """Entry of the theory rule: :func:`theory_table`, :func:`read_off_theory` (``read_off``:
     ``{n, d, rho, shift, copy_cosine}``) and :func:`rem_orders` as the outputs ``lines``,

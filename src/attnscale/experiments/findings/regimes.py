@@ -17,7 +17,11 @@ from attnscale.experiments.findings.record import (
     pick,
     sci,
 )
-from attnscale.experiments.findings.regimes_checks import EXPONENT, REM_ORDERS, regimes_check_findings
+from attnscale.experiments.findings.regimes_checks import (
+    EXPONENT,
+    REM_ORDERS,
+    regimes_check_findings,
+)
 
 __all__ = ["TABLE", "READ_OFF", "SIMULATIONS", "EXPONENT", "REM_ORDERS", "SERIES",
            "regimes_findings"]  # fmt: skip

@@ -104,6 +104,8 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
 
     def paired(which, col, stat):
         t = tie_rows(which)
+        if col not in t.columns:
+            raise NotAvailable(f"no column {col!r}")
         z = t[col].astype(float)
         fin = z[np.isfinite(z)]
         if fin.empty:
@@ -128,6 +130,8 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
 
     def first_order_excess(which):
         t = tie_rows(which)
+        if "beta_first_order" not in t.columns:
+            raise NotAvailable("no column 'beta_first_order'")
         ex = 100.0 * (t["beta_first_order"].astype(float) / t["beta_pred"].astype(float) - 1.0)
         fin = ex[np.isfinite(ex)]
         if fin.empty:
@@ -139,6 +143,8 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
     # ------------------------------------------------------------------ the power-law regime
     def exp_row(d):
         E = frame(exponent)
+        if E.empty:
+            raise NotAvailable("no finite-d series with two simulated n")
         r = pick(E, series=f"finite_d d={d}").iloc[0]
         head = (f"finite d = {d}, rho = {float(r['rho']):g}, last decade n = {sci(r['n_lo'])} "
                 f"to {sci(r['n_hi'])}")  # fmt: skip
@@ -167,14 +173,20 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
                 "value": [r["ln_n_over_d_lo"], r["ln_n_over_d_hi"]]}  # fmt: skip
 
     # ------------------------------------------------------------------ the REM's orders
+    def orders():
+        R = frame(rem_orders)
+        if R.empty:
+            raise NotAvailable("no REM orders table")
+        return R
+
     def rem_col(col, what):
-        R = frame(rem_orders).drop_duplicates("n").sort_values("n")
+        R = orders().drop_duplicates("n").sort_values("n")
         ns = " / ".join(sci(v) for v in R["n"])
         return {"label": f"REM (s = {float(R['s'].iloc[0]):g}): {what} at n = {ns}",
                 "value": R[col].tolist()}  # fmt: skip
 
     def rem_weights(col):
-        R = frame(rem_orders)
+        R = orders()
         top = R[R["n"] == R["n"].max()].sort_values("factor")
         cs = " / ".join(f"{c:g}" for c in top["factor"])
         if col == "top_weight":
@@ -184,44 +196,122 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
                 f"c = {cs}", "value": top[col].tolist()}  # fmt: skip
 
     def alpha_c():
-        R = frame(rem_orders)
-        return {"label": "alpha_c: the PD(alpha, 0) mean top weight equals the level",
-                "value": float(R["alpha_c"].iloc[0])}
+        R = orders()
+        return {
+            "label": "alpha_c: the PD(alpha, 0) mean top weight equals the level",
+            "value": float(R["alpha_c"].iloc[0]),
+        }
 
     found = [
-        compute("regimes.row_sets_within_2se", "row sets within 2 SE", row_sets_within,
-                kind="count", source=src_t),
-        compute("regimes.row_sets_chi2", "chi^2 over row sets", row_sets_chi2, fmt=".3g",
-                source=src_t, note="one z per independent row set: the series without copies "
-                "(the tie series move with it, their paired checks are separate findings)"),
-        compute("regimes.ties.z_ratio", "paired z, exact", lambda: paired("gap_d", "z_ratio", "range"),
-                kind="range", fmt=".2f", source=src_t, pm=PM_PAIRED_RATIO),
-        compute("regimes.ties.z_ratio_first_order", "paired z, first order",
-                lambda: paired("gap_d", "z_ratio_first_order", "range"), kind="range", fmt=".2f",
-                source=src_t, pm=PM_PAIRED_RATIO),
-        compute("regimes.ties_finite_d.z_pred", "unpaired z", lambda: unpaired("other_d"),
-                kind="range", fmt=".2f", source=src_t),
-        compute("regimes.ties_finite_d.z_ratio", "paired z, exact",
-                lambda: paired("other_d", "z_ratio", "range"), kind="range", fmt=".2f",
-                source=src_t, pm=PM_PAIRED_RATIO),
-        compute("regimes.ties_finite_d.z_ratio_within_2", "paired z within 2",
-                lambda: paired("other_d", "z_ratio", "count"), kind="count", source=src_t),
-        compute("regimes.ties_finite_d.z_ratio_first_order", "paired z, first order",
-                lambda: paired("other_d", "z_ratio_first_order", "range"), kind="range",
-                fmt=".1f", source=src_t, pm=PM_PAIRED_RATIO),
-        compute("regimes.ties_finite_d.first_order_excess", "first order over exact",
-                lambda: first_order_excess("other_d"), kind="range", fmt=".2g", unit="%",
-                source=src_t),
+        compute(
+            "regimes.row_sets_within_2se",
+            "row sets within 2 SE",
+            row_sets_within,
+            kind="count",
+            source=src_t,
+        ),
+        compute(
+            "regimes.row_sets_chi2",
+            "chi^2 over row sets",
+            row_sets_chi2,
+            fmt=".3g",
+            source=src_t,
+            note="one z per independent row set: the series without copies "
+            "(the tie series move with it, their paired checks are separate findings)",
+        ),
+        compute(
+            "regimes.ties.z_ratio",
+            "paired z, exact",
+            lambda: paired("gap_d", "z_ratio", "range"),
+            kind="range",
+            fmt=".2f",
+            source=src_t,
+            pm=PM_PAIRED_RATIO,
+        ),
+        compute(
+            "regimes.ties.z_ratio_within_2",
+            "paired z within 2",
+            lambda: paired("gap_d", "z_ratio", "count"),
+            kind="count",
+            source=src_t,
+        ),
+        compute(
+            "regimes.ties.z_ratio_first_order",
+            "paired z, first order",
+            lambda: paired("gap_d", "z_ratio_first_order", "range"),
+            kind="range",
+            fmt=".2f",
+            source=src_t,
+            pm=PM_PAIRED_RATIO,
+        ),
+        compute(
+            "regimes.ties_finite_d.z_pred",
+            "unpaired z",
+            lambda: unpaired("other_d"),
+            kind="range",
+            fmt=".2f",
+            source=src_t,
+        ),
+        compute(
+            "regimes.ties_finite_d.z_ratio",
+            "paired z, exact",
+            lambda: paired("other_d", "z_ratio", "range"),
+            kind="range",
+            fmt=".2f",
+            source=src_t,
+            pm=PM_PAIRED_RATIO,
+        ),
+        compute(
+            "regimes.ties_finite_d.z_ratio_within_2",
+            "paired z within 2",
+            lambda: paired("other_d", "z_ratio", "count"),
+            kind="count",
+            source=src_t,
+        ),
+        compute(
+            "regimes.ties_finite_d.z_ratio_first_order",
+            "paired z, first order",
+            lambda: paired("other_d", "z_ratio_first_order", "range"),
+            kind="range",
+            fmt=".1f",
+            source=src_t,
+            pm=PM_PAIRED_RATIO,
+        ),
+        compute(
+            "regimes.ties_finite_d.first_order_excess",
+            "first order over exact",
+            lambda: first_order_excess("other_d"),
+            kind="range",
+            fmt=".2g",
+            unit="%",
+            source=src_t,
+        ),
     ]
     for d in EXPONENT_D:
         found += [
-            compute(f"regimes.finite_d{d}.local_exponent", "local exponent",
-                    lambda d=d: local_exponent(d), fmt=".3f", source=[EXPONENT], pm=PM_EXPONENT),
-            compute(f"regimes.finite_d{d}.power_law_ratio", "over the power law",
-                    lambda d=d: power_law_ratio(d), fmt=".3f", source=[EXPONENT],
-                    pm=PM_EXPONENT.replace("from the two points'", "from the point's")),
-            compute(f"regimes.finite_d{d}.ln_n_over_d", "ln n / d", lambda d=d: ln_n_over_d(d),
-                    fmt=".2f", source=[EXPONENT]),
+            compute(
+                f"regimes.finite_d{d}.local_exponent",
+                "local exponent",
+                lambda d=d: local_exponent(d),
+                fmt=".3f",
+                source=[EXPONENT],
+                pm=PM_EXPONENT,
+            ),
+            compute(
+                f"regimes.finite_d{d}.power_law_ratio",
+                "over the power law",
+                lambda d=d: power_law_ratio(d),
+                fmt=".3f",
+                source=[EXPONENT],
+                pm=PM_EXPONENT.replace("from the two points'", "from the point's"),
+            ),
+            compute(
+                f"regimes.finite_d{d}.ln_n_over_d",
+                "ln n / d",
+                lambda d=d: ln_n_over_d(d),
+                fmt=".2f",
+                source=[EXPONENT],
+            ),
         ]
     src_r = [REM_ORDERS]
     return found + [
