@@ -309,9 +309,9 @@ def theory(
     fd_rho,
     level,
     read_off,
+    rem_orders_n,
+    rem_orders_factors,
     ties_d=(),
-    rem_orders_n=(),
-    rem_orders_factors=(),
 ) -> dict:
     """Entry of the theory rule: :func:`theory_table`, :func:`read_off_theory` (``read_off``:
     ``{n, d, rho, shift, copy_cosine}``) and :func:`rem_orders` as the outputs ``lines``,
