@@ -171,7 +171,9 @@ def _power_panel(ap, fd, colours):
     lines = fd[(fd["role"] == "line") & (fd["kind"] != "simulation")]
     pts = fd[(fd["role"] == "point") & (fd["kind"] == "power_law")]
     drawn = False
-    for series in sorted(fd["series"].unique(), key=lambda x: -fd.loc[fd["series"] == x, "d"].iloc[0]):
+    for series in sorted(
+        fd["series"].unique(), key=lambda x: -fd.loc[fd["series"] == x, "d"].iloc[0]
+    ):
         sub = lines[lines["series"] == series]
         pw = sub[sub["kind"] == "power_law"].set_index("n")["beta"]
         if pw.empty:
@@ -200,7 +202,9 @@ def _power_panel(ap, fd, colours):
     ap.yaxis.set_minor_formatter(NullFormatter())
     ap.set_xlabel(r"$\ln n\,/\,d$")
     ap.set_ylabel(r"$\beta^*$ / Paper B's power law $\propto n^{2/(d-1)}$")
-    ap.set_title(r"(d) finite $d$, $\rho = 0$: from $\gamma_c \ln n$ (dashed) to $n^{2/(d-1)}$ (= 1)")
+    ap.set_title(
+        r"(d) finite $d$, $\rho = 0$: from $\gamma_c \ln n$ (dashed) to $n^{2/(d-1)}$ (= 1)"
+    )
     ap.grid(True, which="major", lw=0.3, alpha=0.5)
     if not drawn:
         ap.text(0.5, 0.5, "no finite-d series at rho = 0", transform=ap.transAxes, ha="center")
@@ -255,7 +259,11 @@ def _text_panel(axt, read_off, exponent):
             r"holds $k$ tokens (the query and $k - 1$ repeats):",
         ]
         for _, r in ro.iterrows():
-            what = "exact ties" if r["copy_cosine"] >= 1.0 else f"copies at cosine {r['copy_cosine']:g}"
+            what = (
+                "exact ties"
+                if r["copy_cosine"] >= 1.0
+                else f"copies at cosine {r['copy_cosine']:g}"
+            )
             out.append(rf"   {what}: $k = {r['k_needed']:.2f}$")
         for _, r in rs[rs["k"] > 1].iterrows():
             out.append(rf"   simulated $k = {int(r['k'])}$: drop {r['shift_sim']:.5f} $\pm$ "
@@ -278,9 +286,7 @@ def _text_panel(axt, read_off, exponent):
     axt.set_title("(f) read off", loc="left")
 
 
-def plot_regimes(
-    *, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, exponent=None
-):
+def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, exponent=None):
     """``beta*(n)`` of every regime: simulation against prediction (ours).
 
     Panels: (a) ``beta*`` against ``n`` on log axes, each series' exact finite-n prediction
@@ -317,12 +323,12 @@ def plot_regimes(
     small = fd[(fd["kind"] == "simulation") & (fd["d"].astype(float) < MAIN_MIN_D)]
     for series in sorted(small["series"].unique()):
         s = small[small["series"] == series]
-        handles.append(plt.Line2D([], [], color=colours[series], marker="o", ls="", mec="k",
+        handles.append(plt.Line2D([], [], color=colours[series], marker="o", ms=4.5, ls="", mec="k",
                                   mew=0.4))  # fmt: skip
         labels.append(_label("finite_d", s) + " (panel d)")
     ties2 = other[(other["kind"] == "simulation") & (other["regime"] == "ties")]
     if not ties2.empty:
-        handles.append(plt.Line2D([], [], color="0.5", marker="s", ls="", mec="k", mew=0.4))
+        handles.append(plt.Line2D([], [], color="0.5", marker="s", ms=4.5, ls="", mec="k", mew=0.4))
         labels.append(rf"the query alone and the near-ties at $d = {int(ties2['d'].iloc[0])}$ "
                       "(panel e; squares in c)")  # fmt: skip
     _z_panel(az, table, other, colours)
@@ -335,7 +341,7 @@ def plot_regimes(
         a.set_xlabel("context length n")
     rem = COLOURS["rem"]
     style_h = [
-        plt.Line2D([], [], color="0.5", marker="o", ls="", mec="k", mew=0.4),
+        plt.Line2D([], [], color="0.5", marker="o", ms=4.5, ls="", mec="k", mew=0.4),
         plt.Line2D([], [], color="k", ls=STYLES["prediction"][0], lw=STYLES["prediction"][1]),
         plt.Line2D([], [], color="k", ls=STYLES["leading"][0], lw=STYLES["leading"][1]),
         plt.Line2D([], [], color=rem, ls=STYLES["penultimate"][0], lw=STYLES["penultimate"][1]),
