@@ -82,7 +82,8 @@ SECTIONS = [
     ("regimes", "Regimes of the critical scale: gap, REM, finite d, near-ties",
      "figures/regimes/critical_scale.png", "regimes.md#results", regimes.regimes_findings,
      {"table": "regimes_table", "read_off": "regimes_read_off",
-      "simulations": "regimes_simulations"}),
+      "simulations": "regimes_simulations", "exponent": "regimes_exponent",
+      "rem_orders": "regimes_rem_orders"}),
 ]  # fmt: skip
 
 
@@ -151,6 +152,8 @@ def findings(
     regimes_table: pd.DataFrame,
     regimes_read_off: pd.DataFrame,
     regimes_simulations: list,
+    regimes_exponent: pd.DataFrame,
+    regimes_rem_orders: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.
