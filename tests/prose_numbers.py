@@ -70,9 +70,7 @@ CONFIG_ASSIGN = re.compile(
 #: Configuration words followed by their value: "step 0.45".
 CONFIG_WORD = re.compile(rf"\b(?:step|steps of|seed)\s+({_NUM})")
 #: Bounds written before the symbol: "0 <= rho", "2 <= n".
-CONFIG_BOUND = re.compile(
-    rf"({_NUM})\s*(?:\\le|\\leq|<=|≤|<)\s*(?:{CONFIG_SYMBOLS})(?![\w^*])"
-)
+CONFIG_BOUND = re.compile(rf"({_NUM})\s*(?:\\le|\\leq|<=|≤|<)\s*(?:{CONFIG_SYMBOLS})(?![\w^*])")
 #: Section numbers, versions and identifiers.
 REFERENCE = re.compile(
     r"(?i)\b(?:theorems?|lemmas?|propositions?|corollar(?:y|ies)|sections?|appendix|eqs?\.?|"
@@ -98,12 +96,12 @@ SUSPECT = {
     "a percentage": re.compile(r"(?<![\w.])\d+(\.\d+)?\s*%(?!-)"),
     "plus-minus": re.compile(r"(±|\+-|\+/-)\s*\d"),
     "approximately": re.compile(
-        rf"(~|≈|\babout|\bapprox\w*|\baround|\broughly)\s*(?!{BARE_POWER}(?![\d.])|{_COEFF})\d"
+        rf"(~|≈|\babout|\bapprox\w*|\baround|\broughly)\s*(?!{BARE_POWER}(?![\d.])|[01](?![\d.])|{_COEFF})\d"
     ),
     "within a tolerance": re.compile(r"\bwithin\s+(?![1-4]\s*(SE|standard errors?)\b)\d"),
     "a factor": re.compile(rf"\bfactors?\s+(of\s+)?(?!{_COEFF}|\d+\s*/)\d"),
     "a count": re.compile(r"(?<![\w.])\d+\s+of\s+\d+\b(?!\s*%)"),
-    "a multiple": re.compile(r"(?<![\w.,])\d+(\.\d+)?\s*(x|times)\b(?!\s*[\d+\-*/=)^])"),
+    "a multiple": re.compile(r"(?<![\w.,])\d+(\.\d+)?\s*(x|times)\b(?!\s*[\d+\-*/=()^])"),
     "a decimal mantissa in powers of ten": re.compile(
         r"(?<![\w.])\d+\.\d+\s*(e-?\d|×\s*10|\*\s*10\s*\^|\\cdot\s*10)"
     ),
@@ -113,7 +111,9 @@ SUSPECT = {
         r"\b(falls?|fell|drops?|dropped|rises?|rose|grows?|grew|climbs?|decreases?|increases?|"
         r"reaches|reached|peaks?|settles?|moves?|shifts?)\s+(to|at|by|near|around|from)\s+-?\d*\.?\d"
     ),
-    "a critical value": re.compile(r"(\\beta|\\gamma|\\Lambda|beta|gamma|Lambda)\s*\^?\s*\*\s*(_\s*\w+\s*)?(=|≈|~)\s*-?\d"),
+    "a critical value": re.compile(
+        r"(\\beta|\\gamma|\\Lambda|beta|gamma|Lambda)\s*\^?\s*\*\s*(_\s*\w+\s*)?(=|≈|~)\s*-?\d"
+    ),
 }
 #: LaTeX spellings of the same things (replaced in place, padded to the same length).
 LATEX = [(r"\pm", "±"), (r"\%", "%"), (r"\approx", "≈"), (r"\sim", "~"), (r"\times", "×"),
@@ -128,9 +128,7 @@ class _Parser:
     """Recursive descent over a small LaTeX subset: numbers, + - * / ^, parentheses and braces,
     ``\\ln \\log \\exp \\sqrt \\frac \\pi \\cdot \\times``, implicit products."""
 
-    TOKEN = re.compile(
-        r"\s*(\d+\.?\d*(?:e-?\d+)?|\\[a-zA-Z]+|[-+*/^(){}\[\]]|\\[,;! ]|×|·|π)"
-    )
+    TOKEN = re.compile(r"\s*(\d+\.?\d*(?:e-?\d+)?|\\[a-zA-Z]+|[-+*/^(){}\[\]]|\\[,;! ]|×|·|π)")
     FUNCS = {"ln": math.log, "log": math.log, "exp": math.exp}
 
     def __init__(self, text: str):
@@ -172,7 +170,8 @@ class _Parser:
 
     def starts_atom(self, tok):
         return tok is not None and (
-            tok[0].isdigit() or tok in ("(", "{", "π")
+            tok[0].isdigit()
+            or tok in ("(", "{", "π")
             or tok in (r"\pi", r"\sqrt", r"\frac", r"\tfrac", r"\dfrac")
             or tok[1:] in self.FUNCS
         )
@@ -378,6 +377,26 @@ def _units(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _citation_scopes(text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where a cited test vouches for numbers: each paragraph, list item or heading on its own;
+    a table together with the paragraphs right before and after it (its caption)."""
+    rows = [text[a:b].lstrip().startswith("|") for a, b in units]
+    scopes, k = [], 0
+    while k < len(units):
+        if not rows[k]:
+            scopes.append(units[k])
+            k += 1
+            continue
+        j = k
+        while j + 1 < len(units) and rows[j + 1]:
+            j += 1
+        start = units[k - 1][0] if k > 0 and not rows[k - 1] else units[k][0]
+        end = units[j + 1][1] if j + 1 < len(units) else units[j][1]
+        scopes.append((start, end))
+        k = j + 1
+    return scopes
+
+
 def _choice_columns(text: str) -> list[tuple[int, int]]:
     """Spans of the cells under a header cell that names configuration choices."""
     spans = []
@@ -400,8 +419,10 @@ def _choice_clauses(text: str) -> list[tuple[int, int]]:
     out = []
     for m in CHOICE_LABEL.finditer(text):
         j = m.start()
-        while j > 0 and text[j - 1] not in ",;:(\n" and not (
-            text[j - 1] == " " and j > 1 and text[j - 2] == "."
+        while (
+            j > 0
+            and text[j - 1] not in ",;:(\n"
+            and not (text[j - 1] == " " and j > 1 and text[j - 2] == ".")
         ):
             j -= 1
         out.append((j, m.end()))
@@ -495,7 +516,7 @@ def clean(text: str, rendered: dict[str, str], path: Path | None = None) -> str:
     if path is not None:
         repo = path.parent if path.name == "README.md" else path.parent.parent
         out = "".join(chars)
-        for start, end in units:
+        for start, end in _citation_scopes(text, units):
             cited = set(TEST_CITATION.findall(text[start:end]))
             if not cited:
                 continue
