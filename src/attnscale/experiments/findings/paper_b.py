@@ -205,6 +205,8 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
         c = curve.sort_values("beta")
         lo, hi = np.ceil(np.log10(c["beta"].min())), np.floor(np.log10(c["beta"].max()))
         betas = [10.0**k for k in np.arange(max(lo, 1.0), hi + 1.0)]
+        if not betas:
+            raise NotAvailable("no power of ten >= 10 on the quadrature's beta grid")
         rows = [pick(c, beta=b).iloc[0] for b in betas]
         if col == "ratio_quadrature":
             rows = rows[:2]
