@@ -1,22 +1,28 @@
 """The rule for numbers in the prose, as data and code (docs/pipeline.md#numbers-in-the-prose).
 
 Every line of README.md and docs/*.md (the generated pages excepted: they are checked by
-equality) is scanned for numbers that look like results. A result of a run is stated only as a
-marker followed by its value (``<!-- finding:KEY -->VALUE``) or as a generated table between
-``<!-- finding-table:KEY -->`` and ``<!-- /finding-table -->`` (the rendering of a table finding,
-checked by equality). Exempt *by context*, never by listing lines:
+equality) is scanned for numbers that look like results. A result of a run, or a theory value
+of the library, is stated only as a marker followed by its value (``<!-- finding:KEY -->VALUE``)
+or as a generated table between ``<!-- finding-table:KEY -->`` and ``<!-- /finding-table -->``
+(the rendering of a table finding, checked by equality). Exempt *by context*, never by listing
+lines (:func:`clean` blanks them, keeping every line break, so hits keep their line numbers):
 
 * code (fenced, inline), directives, HTML comments, link targets and addresses;
-* a paragraph, list item or table row labelled **[paper]** (the papers' values);
-* a dated measurement: a section whose heading says "measured" and names the date in the
-  heading or its first paragraph (with its subsections), or a paragraph, list item or table row
-  stamped "(measured YYYY-MM-DD ...)" or linking, with a link text that says "measured", to
-  such a section (the link must resolve, see :func:`measured_link_targets`);
+* the papers' values: a paragraph, list item or table row that starts with **[paper]**, or the
+  sentence that carries the label;
+* dated measurements: a section whose heading says "measured" and names the date in the heading
+  or its first paragraph (with its subsections); a sentence with a parenthetical that says
+  "measured" and names the date; a sentence that links, with a link text saying "measured", to
+  such a section (:func:`measured_link_targets`); and estimates, in a section whose heading says
+  "estimate";
 * configuration values: the numbers assigned to a configuration symbol (``rho = 0.2 / 0.5``,
-  ``c_s in {0.3, 0.45}``, ``0 <= rho <= 0.9``; :data:`CONFIG_SYMBOLS`) and the clause that ends
-  with a **[choice]** label;
-* derivation constants written with their closed form, ``$\\ln 2 = 0.693$``: the left-hand side
-  is evaluated (:func:`evaluate`) and must give the value to its printed digits;
+  ``c_s in {0.3, 0.45}``, ``0 <= rho <= 0.9``; :data:`CONFIG_SYMBOLS`), "step 0.45", a table
+  column headed "Our value", and the clause that ends with a **[choice]** label;
+* derivation constants written with their closed form, ``$\\ln 2 = 0.693$``: the closed form is
+  evaluated (:func:`evaluate`) and must give the value to its printed digits; a constant no
+  closed form gives (a root) ends its clause with **[derived]**;
+* test constants: a number that a test cited in the same paragraph, list item or table (with
+  the paragraphs around it) holds literally;
 * versions, identifiers and section numbers (``Python 3.11``, ``arXiv 2510.05554``,
   ``Theorem 2.3``); bare powers of ten (``to 10^-10``, a tolerance or an order) except after
   "within".
@@ -30,14 +36,12 @@ import math
 import re
 from pathlib import Path
 
+from attnscale.experiments.findings.record import TABLE_BLOCK  # the blocks publish renders
+
 # --------------------------------------------------------------------------- the rule, as data
 
 #: ``<!-- finding:KEY -->`` (the value follows the marker directly).
 MARKER = re.compile(r"<!--\s*finding:([A-Za-z0-9_.\-]+)\s*-->")
-#: A generated table: the rendering of a table finding between the two comments.
-TABLE_BLOCK = re.compile(
-    r"<!--\s*finding-table:([A-Za-z0-9_.\-]+)\s*-->\n(.*?)<!--\s*/finding-table\s*-->", re.S
-)
 #: Pages generated from data (checked by equality, not scanned).
 GENERATED = {"findings.md", "gallery.md", "api.md"}
 #: A section of measurements: its heading says "measured", and the heading or the section's
@@ -58,7 +62,7 @@ CHOICE_COLUMN = re.compile(r"\bour value\b|\bchoices?\b", re.I)
 CHOICE_LABEL = re.compile(r"\*{0,2}\[(?:choice|derived)\]\*{0,2}")
 #: Configuration symbols (sizes, grids, scales, thresholds): numbers assigned to them are choices.
 CONFIG_SYMBOLS = (
-    r"\\?(?:rho|gamma|alpha|kappa|beta|varepsilon|epsilon|delta|sigma|tau)(?:_(?:c|0|i|n))?"
+    r"\\?(?:rho|alpha|kappa|varepsilon|epsilon|delta|sigma|tau)(?:_(?:c|0|i|n))?"
     r"|c_s|[ndcsqLfhTtPBkmr]"
 )
 _NUM = r"-?\d+(?:\.\d+)?(?:\s*(?:\^|e)\s*-?\d+)?|n\s*\^\s*-?\d+(?:\.\d+)?"

@@ -235,6 +235,7 @@ ALLOWED = [
 TYPED = [
     r"$\ln 2 = 0.700$",  # a derivation constant that its closed form does not give
     r"$\beta^* = 25.11$ at $d = 128$",
+    r"the transition sits at $\beta = 25.11$, $\gamma = 2.131$",  # beta, gamma: not config symbols
     "lambda falls to 0.61",
     "the spread measured here is 0.024 (2-core machine)",  # measured, but no date
     # a [paper] label inside a paragraph exempts its own sentence only
