@@ -35,6 +35,8 @@ rule findings:
         regimes_table=rules.regimes_summary.output.table,
         regimes_read_off=rules.regimes_summary.output.read_off,
         regimes_simulations=rules.regimes_summary.input.simulations,
+        sharpness_transitions=rules.sharpness_summary.output.transitions,
+        sharpness_trends=rules.sharpness_summary.output.trends,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

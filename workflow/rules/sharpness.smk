@@ -48,7 +48,8 @@ rule sharpness_curves:
 
 rule sharpness_summary:
     """Figure data: mean curves over draws, the 10 %-90 % width and the centre of every
-    transition with delta-method SEs, the finite-d and finite-n simplex references."""
+    transition with delta-method SEs, the finite-d and finite-n simplex references, and the
+    width's trend against ln n."""
     input:
         data=[
             rules.sharpness_curves.output.csv.format(d=s["d"], n=n)
@@ -60,6 +61,7 @@ rule sharpness_summary:
     output:
         curves="results/sharpness/curves.csv",
         transitions="results/sharpness/transitions.csv",
+        trends="results/sharpness/trends.csv",
     log:
         "logs/sharpness/summary.log",
     benchmark:

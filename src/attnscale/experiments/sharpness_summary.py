@@ -37,7 +37,8 @@ from attnscale.layer import theory
 from .sharpness import OBSERVABLES, critical_level
 
 __all__ = ["LEVELS", "KEYS", "crossing", "delta_se", "curve_summary", "simplex_curve",
-           "SIMPLEX_X", "simplex_crossing", "finite_d_crossings", "transition_rows", "sharpness_summary"]  # fmt: skip
+           "SIMPLEX_X", "simplex_crossing", "finite_d_crossings", "transition_rows", "power_fit", "width_trends",
+           "sharpness_summary"]  # fmt: skip
 
 #: The width's levels of a normalised observable [choice: 10 % and 90 % of the step].
 LEVELS = (0.1, 0.9)
@@ -214,6 +215,47 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def power_fit(ln_n, width, se) -> dict:
+    """Weighted least squares of ``ln width = a + p ln(ln n)`` with ``sigma = se / width`` (the delta
+    method): the exponent ``p`` and its SE times ``max(1, sqrt(chi^2 / dof))``, ``chi^2`` and
+    ``dof``. Paper A's finite-n simplex width is a function of ``(1 - x) ln n``: ``p = -1``."""
+    t, y = np.log(np.asarray(ln_n, dtype=float)), np.log(np.asarray(width, dtype=float))
+    sig = np.asarray(se, dtype=float) / np.asarray(width, dtype=float)
+    ok = np.isfinite(t) & np.isfinite(y) & np.isfinite(sig) & (sig > 0)
+    t, y, sig = t[ok], y[ok], sig[ok]
+    if t.size < 2:
+        return {"p": np.nan, "p_se": np.nan, "chi2": np.nan, "dof": int(max(t.size - 2, 0))}
+    A = np.column_stack([np.ones_like(t), t]) / sig[:, None]
+    coef, *_ = np.linalg.lstsq(A, y / sig, rcond=None)
+    cov = np.linalg.inv(A.T @ A)
+    dof = t.size - 2
+    chi2 = float(np.sum(((y - coef[0] - coef[1] * t) / sig) ** 2))
+    scale = max(1.0, np.sqrt(chi2 / dof)) if dof > 0 else 1.0
+    return {"p": float(coef[1]), "p_se": float(np.sqrt(cov[1, 1]) * scale), "chi2": chi2,
+            "dof": dof}  # fmt: skip
+
+
+def width_trends(transitions: pd.DataFrame) -> pd.DataFrame:
+    """The width's trend against ``ln n``: one row per ``(d, rho, observable)`` with the exponent
+    of :func:`power_fit` over every ``n`` with a width, the simplex's exponent over the same ``n``
+    (unweighted), the smallest and largest ``n`` and the widths there."""
+    out = []
+    for (d, rho, obs), g in transitions.groupby(["d", "rho", "observable"], sort=True):
+        g = g[np.isfinite(g["width"])].sort_values("n")
+        if g.empty:
+            continue
+        ln_n = np.log(g["n"].to_numpy(dtype=float))
+        fit = power_fit(ln_n, g["width"], g["width_se"])
+        simp = power_fit(ln_n, g["width_simplex"], 1e-3 * g["width_simplex"])
+        out.append({"d": int(d), "rho": float(rho), "observable": obs, "points": len(g),
+                    "n_min": int(g["n"].iloc[0]), "n_max": int(g["n"].iloc[-1]),
+                    "width_n_min": float(g["width"].iloc[0]),
+                    "width_n_max": float(g["width"].iloc[-1]),
+                    "exponent": fit["p"], "exponent_se": fit["p_se"], "chi2": fit["chi2"],
+                    "dof": fit["dof"], "exponent_simplex": simp["p"]})  # fmt: skip
+    return pd.DataFrame(out)
+
+
 def sharpness_summary(*, data) -> dict:
     """Entry of rule ``sharpness_summary``: the figure data of the sharpness family from the
     per-``(d, n)`` tables of :func:`attnscale.experiments.sharpness.sharpness_curves`
@@ -222,7 +264,8 @@ def sharpness_summary(*, data) -> dict:
     Returns
     -------
     dict
-        ``curves`` (:func:`curve_summary`) and ``transitions`` (:func:`transition_rows`).
+        ``curves`` (:func:`curve_summary`), ``transitions`` (:func:`transition_rows`) and
+        ``trends`` (:func:`width_trends`).
     """
     rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     need = set(KEYS + ["x", "trial", "m", "x_star_given", "x_star_nominal", "lambda_critical",
@@ -230,4 +273,6 @@ def sharpness_summary(*, data) -> dict:
     missing = sorted(need - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
-    return {"curves": curve_summary(rows), "transitions": transition_rows(rows)}
+    transitions = transition_rows(rows)
+    return {"curves": curve_summary(rows), "transitions": transitions,
+            "trends": width_trends(transitions)}  # fmt: skip

@@ -2,7 +2,7 @@
 
 :func:`findings` is the entry function of the rule: it takes the summary tables of every figure
 family, runs one small function per family (``paper_a``, ``paper_b``, ``exponent``,
-``finite_d``, ``causal``, ``realistic``, ``regimes``) and returns the JSON document
+``finite_d``, ``causal``, ``realistic``, ``regimes``, ``sharpness``) and returns the JSON document
 (``results/findings.json``: key -> value, standard error, unit, source tables, what "+-" means)
 and its Markdown rendering (``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
 tables; a family whose tables lack a grid point reports that finding as "not computed at this
@@ -23,6 +23,7 @@ from attnscale.experiments.findings import (
     paper_b,
     realistic,
     regimes,
+    sharpness,
 )
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
 
@@ -83,6 +84,9 @@ SECTIONS = [
      "figures/regimes/critical_scale.png", "regimes.md#results", regimes.regimes_findings,
      {"table": "regimes_table", "read_off": "regimes_read_off",
       "simulations": "regimes_simulations"}),
+    ("sharpness", "Transition sharpness against context length", "figures/sharpness/sharpness.png",
+     "long-context.md#transition-sharpness-against-context-length", sharpness.sharpness_findings,
+     {"transitions": "sharpness_transitions", "trends": "sharpness_trends"}),
 ]  # fmt: skip
 
 
@@ -151,6 +155,8 @@ def findings(
     regimes_table: pd.DataFrame,
     regimes_read_off: pd.DataFrame,
     regimes_simulations: list,
+    sharpness_transitions: pd.DataFrame,
+    sharpness_trends: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.
