@@ -229,11 +229,13 @@ def test_summary_and_findings_on_a_known_table():
     assert np.allclose(trends["exponent"], -1.0, atol=0.15)
     found = {f.key: f for f in sharpness_findings(transitions=tr, trends=trends)}
     assert found["sharpness.width_exponent_lambda"].value == pytest.approx(
-        trends[trends["observable"] == "lambda"].sort_values("d")["exponent"].tolist())
+        trends[trends["observable"] == "lambda"].sort_values("d")["exponent"].tolist()
+    )
     k, m = found["sharpness.centre_self_weight_within"].value
     assert m == 6 and k >= 4
     assert all(f.value is not None for f in found.values()), [
-        (k, f.note) for k, f in found.items() if f.value is None]
+        (k, f.note) for k, f in found.items() if f.value is None
+    ]
     # a transition outside the grid: width nan, and the findings say why
     narrow = transition_rows(_table(ns=(1024,))[lambda t: t["x"] < 0.9])
     assert narrow["width"].isna().all()

@@ -4,8 +4,9 @@
 One column per ``d``. Rows: lambda and eta (over its ``gamma -> inf`` value) against
 ``x = gamma / gamma_c(rho_hat)`` at the first ``rho``, one colour per ``n``, with Paper A's
 ``n -> inf`` step and the finite-d centres; the 10 %-90 % width of each transition against ``n``
-(both ``rho``) with Paper A's finite-n simplex width, which shrinks like ``1 / ln n``; and the centres
-against ``n`` with the finite-d prediction and Paper A's ``x = 1``.
+(both ``rho``) with Paper A's finite-n simplex width, which shrinks like ``1 / ln n``, and the
+finite-d theory's width of the self-weight; and the centres against ``n`` with the finite-d
+critical point and Paper A's ``x = 1``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FormatStrFormatter
 
 from attnscale.figures.style import add_caption, apply_style
 from attnscale.layer import theory
@@ -76,18 +78,22 @@ def _against_n(ax, tra, d, rhos, what):
                         color=col, ms=3.5, lw=1.0, capsize=2, elinewidth=0.8,
                         mfc=col if j == 0 else "white",
                         label=f"{lab}, rho = {rho:g}")  # fmt: skip
-            ref = "width_simplex" if what == "width" else None
-            if ref and j == 0:
-                ax.plot(t["n"], t[ref], ":", color=col, lw=1.2,
+            if what == "width" and j == 0:
+                ax.plot(t["n"], t["width_simplex"], ":", color=col, lw=1.2,
                         label=f"{lab}, finite-n simplex [Paper A]")  # fmt: skip
-        if what == "centre":
-            t = tra[(tra["observable"] == "self_weight") & np.isclose(tra["rho"], rho)
-                    & (tra["d"] == d)].sort_values("n")  # fmt: skip
-            ax.plot(t["n"], t["x_star"], ls, color="m", lw=1.6, alpha=0.8,
-                    label=f"finite-d x*, rho = {rho:g} [derived]")  # fmt: skip
+        t = tra[(tra["observable"] == "self_weight") & np.isclose(tra["rho"], rho)
+                & (tra["d"] == d)].sort_values("n")  # fmt: skip
+        ref = "width_finite_d" if what == "width" else "x_star"
+        ax.plot(t["n"], t[ref], ls, color="m", lw=1.6, alpha=0.7, zorder=1,
+                label=f"A_ii, finite d, rho = {rho:g} [derived]")  # fmt: skip
     if what == "centre":
         ax.axhline(1.0, color="k", ls="--", lw=1.0, label=r"$\gamma_c$ [Paper A]")
     ax.set_xscale("log", base=2)
+    if what == "width":
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%.2g"))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
 
 
 def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: str):
@@ -124,7 +130,6 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
             a.set_xlim(xs.min(), xs.max())
             a.set_xlabel(r"$x = \gamma / \gamma_c(\hat\rho)$")
         _against_n(a_w, transitions, d, rhos, "width")
-        a_w.set_yscale("log")
         a_w.set_title(f"d = {d}: 10 %-90 % width in x")
         _against_n(a_c, transitions, d, rhos, "centre")
         a_c.set_title(f"d = {d}: centre (crossing of the critical value)")
@@ -138,9 +143,16 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     axes[3, 0].set_ylabel("centre in x (2 SE)")
     axes[0, 0].plot([], [], "v", color="grey", mec="k", label="finite-d x* [derived]")
     axes[0, 0].legend(loc="upper left", fontsize=6.5)
-    axes[2, 0].legend(loc="lower left", fontsize=6, ncol=2)
-    axes[3, 0].legend(loc="upper left", fontsize=6, ncol=2)
+    # one legend for the width and centre rows, below them
+    handles, labels = axes[2, 0].get_legend_handles_labels()
+    h, lab = axes[3, 0].get_legend_handles_labels()
+    handles.append(h[lab.index(r"$\gamma_c$ [Paper A]")])
+    labels.append("x = 1: Paper A's gamma_c (centre row)")
+    labels = [v.replace("A_ii, finite d", "A_ii, finite-d theory (width; centre: x*)")
+              for v in labels]  # fmt: skip
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7,
+               bbox_to_anchor=(0.5, 0.055))  # fmt: skip
     fig.suptitle("Transition sharpness against context length (ours)", y=0.995)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.99))
+    fig.tight_layout(rect=(0, 0.12, 1, 0.99))
     add_caption(fig, caption)
     return fig

@@ -97,8 +97,10 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
     def max_z(col, ref, ref_se, what):
         def fn():
             z = z_self_weight(col, ref, ref_se)
-            return {"label": f"largest |simulated - finite-d| / SE of the self-weight {what}",
-                    "value": float(z.abs().max())}
+            return {
+                "label": f"largest |simulated - finite-d| / SE of the self-weight {what}",
+                "value": float(z.abs().max()),
+            }
 
         return fn
 
