@@ -109,11 +109,13 @@ rule sharpness_figure:
             "docs/long-context.md]; band and error bars 2 SE (delta method over draws, floored "
             "by the within-draw error) [choice]. Sizes, x grid and draws [choice]. Dashed "
             "step: Paper A's n -> inf limit, 0 below gamma_c and 1 above, the critical value "
-            "at gamma_c (open circle) [paper]. Triangles and magenta: the finite-d critical "
-            "point x* = beta*(1 - rho_hat)/ln n of the draws at their ||z_0|| [derived]. "
-            "Width: x90 - x10 of the normalised curve [choice]; dotted: the same for Paper "
-            "A's finite-n simplex map [derived], which shrinks like 1/ln n. Centre: crossing "
-            "of the value at gamma_c (1/2, 1/(1 + 3 rho_hat), 1/4) [choice]."
+            "at gamma_c (open circle) [paper]. Triangles, and magenta in the centre row: the "
+            "finite-d critical point x* = beta*(1 - rho_hat)/ln n of the draws at their "
+            "||z_0|| [derived]. Width: x90 - x10 of the normalised curve [choice]; dotted: the "
+            "same for Paper A's finite-n simplex map [derived], which shrinks like 1/ln n; "
+            "magenta: the width of the finite-d theory's mean self-weight curve of the same "
+            "draws [derived]. Centre: crossing of the value at gamma_c (1/2, 1/(1 + 3 rho_hat), "
+            "1/4) [choice]."
         ),
     script:
         ENTRY

@@ -37,7 +37,7 @@ from attnscale.layer import theory
 from .sharpness import OBSERVABLES, critical_level
 
 __all__ = ["LEVELS", "KEYS", "crossing", "delta_se", "curve_summary", "simplex_curve",
-           "SIMPLEX_X", "simplex_crossing", "finite_d_crossings", "transition_rows", "power_fit", "width_trends",
+           "SIMPLEX_X", "simplex_crossing", "first_order_width", "finite_d_crossings", "transition_rows", "power_fit", "width_trends",
            "sharpness_summary"]  # fmt: skip
 
 #: The width's levels of a normalised observable [choice: 10 % and 90 % of the step].
@@ -146,6 +146,18 @@ def simplex_crossing(observable: str, n: int, d: int, rho: float, level: float) 
                   float(xs[k]), float(xs[k + 1]), xtol=1e-12)  # fmt: skip
 
 
+def first_order_width(n: int, d: int, rho: float) -> float:
+    """Width in ``x`` of the self-weight's transition at first order in ``1/d``
+    (docs/long-context.md#transition-sharpness-against-context-length, [derived]):
+    ``2 ln 9 / (ln n sqrt(1 - 4 kappa))`` with ``kappa = ln n (1 + rho - rho^2/2) / (2 d)``; ``nan``
+    beyond the crossover ``4 kappa >= 1``, where the first-order root disappears."""
+    ln_n = np.log(n)
+    four_kappa = 2.0 * ln_n * (1.0 + rho - rho**2 / 2.0) / d
+    if four_kappa >= 1.0:
+        return float("nan")
+    return float(2.0 * np.log(9.0) / (ln_n * np.sqrt(1.0 - four_kappa)))
+
+
 def finite_d_crossings(x, g: pd.DataFrame, T: int, K: int) -> dict:
     """Width and centre (crossing of 1/2) of the finite-d theory's mean self-weight curve, the
     mean over the draws of ``E[A_ii | ||z_0||]`` at each draw's betas (column
@@ -207,6 +219,8 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
                 row["width_se"] = np.nan
             fd = finite_d_crossings(x, g, T, K) if obs == "self_weight" else {}
             row["width_finite_d"] = fd.get("width", np.nan)
+            row["width_first_order"] = (first_order_width(n, d, rho) if obs == "self_weight"
+                                        else np.nan)  # fmt: skip
             row["centre_finite_d"] = fd.get("centre", np.nan)
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo

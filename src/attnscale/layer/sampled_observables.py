@@ -24,7 +24,6 @@ import numpy as np
 from attnscale.core.validation import check_int
 from attnscale.layer.kernel_args import beta_grid
 from attnscale.layer.sampled_eta import (
-    DEFAULT_BLOCK_ROWS,
     ROUTES,
     SampledEta,
     jacobian_row_norms,
@@ -40,7 +39,10 @@ from attnscale.layer.sampled_lambda import (
 from attnscale.layer.sampled_pairs import pair_block_sums, pair_estimate_from_sums
 from attnscale.layer.sampled_rows import RowSample, resolve_rows, stratified_mean
 
-__all__ = ["SampledObservables", "lambda_from_outputs", "observables_sampled"]
+__all__ = ["DEFAULT_BLOCK_ROWS", "SampledObservables", "lambda_from_outputs", "observables_sampled"]
+
+#: Sampled rows per block (as the sampled eta's).
+DEFAULT_BLOCK_ROWS = 128
 
 
 class SampledObservables(NamedTuple):

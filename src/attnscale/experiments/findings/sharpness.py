@@ -17,12 +17,14 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 
-__all__ = ["TRANSITIONS", "TRENDS", "RHO", "Z_WITHIN", "sharpness_findings"]
+__all__ = ["TRANSITIONS", "TRENDS", "RHO", "NAMES", "Z_WITHIN", "sharpness_findings"]
 
 TRANSITIONS = "sharpness/transitions.csv"
 TRENDS = "sharpness/trends.csv"
 #: The rho of the per-d findings (the figure's curves) [choice].
 RHO = 0.5
+#: How the labels name the observables.
+NAMES = {"self_weight": "self-weight A_ii", "lambda": "lambda", "eta": "eta"}
 #: A simulated centre or width agrees with the finite-d theory if within this many SE [choice].
 Z_WITHIN = 2.0
 
@@ -51,7 +53,7 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
     def exponent(obs):
         def fn():
             got = _per_d(trends, "exponent", "exponent_se", observable=obs)
-            return {"label": f"{obs}: exponent p of its 10 %-90 % width ~ (ln n)^p at rho = "
+            return {"label": f"{NAMES[obs]}: exponent p of its 10 %-90 % width ~ (ln n)^p at rho = "
                              f"{RHO:g}, d = {' / '.join(map(str, got['ds']))}",
                     "value": got["value"], "se": got["se"]}  # fmt: skip
 
@@ -69,7 +71,7 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
             if not np.all(np.isfinite(r)):
                 raise NotAvailable("a width not computed at the largest n")
             ns = " / ".join(sci(n) for n in sub["n"])
-            return {"label": f"{obs}: width over Paper A's finite-n simplex width at the largest "
+            return {"label": f"{NAMES[obs]}: width over Paper A's finite-n simplex width at the largest "
                              f"n = {ns} of d = {' / '.join(map(str, sub['d']))} (rho = {RHO:g})",
                     "value": r.tolist(),
                     "se": (sub["width_se"] / sub["width_simplex"]).tolist()}  # fmt: skip
@@ -110,7 +112,7 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
             vals = sub["centre"].astype(float)
             if not np.all(np.isfinite(vals)):
                 raise NotAvailable("a centre not inside the grid at the largest n")
-            return {"label": f"{obs}: centre x (crossing of its value at gamma_c) at the largest n "
+            return {"label": f"{NAMES[obs]}: centre x (crossing of its value at gamma_c) at the largest n "
                              f"of d = {' / '.join(map(str, sub['d']))} (rho = {RHO:g})",
                     "value": vals.tolist(), "se": sub["centre_se"].tolist()}  # fmt: skip
 
