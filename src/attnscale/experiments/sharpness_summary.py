@@ -135,7 +135,7 @@ def _simplex_on_grid(observable: str, n: int, d: int, rho: float) -> np.ndarray:
 
 def simplex_crossing(observable: str, n: int, d: int, rho: float, level: float) -> float:
     """First crossing of ``level`` by :func:`simplex_curve` in ``x``: the first interval of
-    :data:`SIMPLEX_X` (``x = 0.05 .. 5``, 601 log-spaced points) that crosses, refined by Brent's
+    :data:`SIMPLEX_X` (601 log-spaced points from 0.05 to 5) that crosses, refined by Brent's
     method."""
     xs = SIMPLEX_X
     hit = crossing(xs, _simplex_on_grid(observable, int(n), int(d), float(rho)), level)
