@@ -30,6 +30,7 @@ include: "workflow/rules/causal.smk"
 include: "workflow/rules/realistic.smk"
 include: "workflow/rules/paper_b_exponent.smk"
 include: "workflow/rules/regimes.smk"
+include: "workflow/rules/sharpness.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/findings.smk"
 include: "workflow/rules/aliases.smk"
@@ -60,5 +61,6 @@ rule all:
         rules.paper_b_exponent_figure.output,
         rules.paper_b_exponent_rope_figure.output,
         rules.regimes_figure.output,
+        rules.sharpness_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -208,7 +208,9 @@ rule causal_rules_simulated_figure:
             "paper's illustration value [choice]. Qwen and Llama 4 coincide below 8192, Qwen "
             "and LongRoPE above. Dashed: exact simplex tokens at the draw's rho_hat [derived]; "
             "dotted: finite-d E[A_ii] at the block's middle position and the finite-d critical "
-            "beta (docs/finite-d.md) [derived]. Error bars: 1 SE over draws."
+            "beta (docs/finite-d.md) [derived]. Self-weight points: the block's mean A_ii with "
+            "the draw's ||z_0|| as a control variate (minus the finite-d E[A_ii | ||z_0||], plus "
+            "its mean over z_0) [derived: same expectation]. Error bars: 1 SE over draws."
         ),
     script:
         ENTRY

@@ -37,6 +37,8 @@ rule findings:
         regimes_simulations=rules.regimes_summary.input.simulations,
         regimes_exponent=rules.regimes_summary.output.exponent,
         regimes_rem_orders=rules.regimes_theory.output.rem_orders,
+        sharpness_transitions=rules.sharpness_summary.output.transitions,
+        sharpness_trends=rules.sharpness_summary.output.trends,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

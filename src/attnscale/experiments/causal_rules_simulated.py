@@ -7,7 +7,9 @@ and uses ``beta_i = gamma_c(rho) ln L m(i)`` (calibration A at the *nominal* rho
 as in a real model) or ``beta_i = m(i)`` (absolute rules, SSMax). Only the last ``block`` queries
 are computed (memory ``O(block x n)``); one Gram block is shared by every rule. Theory per row:
 the exact simplex values at the draw's ``rho_hat`` and the finite-d self-weight and critical beta
-of :mod:`attnscale.layer.finite_d` (``docs/finite-d.md``) at the nominal rho.
+of :mod:`attnscale.layer.finite_d` (``docs/finite-d.md``) at the nominal rho. The self-weight
+also comes with the common component ``z_0`` as a control variate (``self_weight_cv``,
+docs/realistic-attention.md#the-common-component-as-a-control-variate).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ STREAM = "realistic/rules_tokens"
 SUMMARY_KEYS = ["d", "block", "rho", "rule", "n"]
 #: ... with the mean and standard error over draws of these per-draw columns.
 SUMMARY_COLUMNS = [
-    "gamma_ratio", "self_weight", "self_weight_simplex", "self_weight_finite_d", "lambda_block",
-    "lambda_block_simplex", "beta_critical_finite_d",
+    "gamma_ratio", "self_weight", "self_weight_cv", "self_weight_simplex", "self_weight_finite_d",
+    "lambda_block", "lambda_block_simplex", "beta_critical_finite_d",
 ]  # fmt: skip
 
 
@@ -53,7 +55,11 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
     at the block's middle position and the finite-d critical beta (:mod:`attnscale.layer.finite_d`,
     nominal rho), the rule's ``beta`` at the last position and
     ``gamma_eff / gamma_c = beta_n / (gamma_c ln n)`` at the nominal rho (``gamma_ratio``) and at
-    ``rho_hat`` (``gamma_ratio_hat``).
+    ``rho_hat`` (``gamma_ratio_hat``). ``self_weight_cv`` is the self-weight with the draw's
+    ``||z_0||`` as a control variate: minus the finite-d ``E[A_ii | ||z_0||]`` at the block's
+    middle position (``self_weight_given_finite_d``) plus its mean over ``z_0``
+    (``self_weight_finite_d``); the same expectation, with most of the draw-to-draw spread
+    removed (docs/realistic-attention.md#the-common-component-as-a-control-variate).
 
     Parameters
     ----------
@@ -100,7 +106,11 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
         sw_fd = np.atleast_1d(finite_d.self_weight(mid, d, rho, grid[:, mid - 1]))
         for trial in range(trials):
             key = draw_key(d, rho, trial)
-            X = tokens.near_simplex(n, d, rho, job_rng(root_seed, key))
+            z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
+            X = tokens.from_draw(z0, Z, rho)  # = tokens.near_simplex(n, d, rho, rng), bit for bit
+            del Z
+            r0 = float(np.linalg.norm(z0))
+            sw_given = np.atleast_1d(finite_d.self_weight_given(mid, d, rho, grid[:, mid - 1], r0))
             rho_hat = tokens.mean_cosine(X)
             gc_hat = theory.gamma_c(rho_hat)
             res = causal.query_block(X, grid, start, n, causal=True)
@@ -117,6 +127,8 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
                     "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
                     "beta_critical_finite_d": beta_fd,
                     "self_weight": float(res["self_weight"][k].mean()),
+                    "self_weight_cv": float(res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]),
+                    "self_weight_given_finite_d": float(sw_given[k]), "r0": r0,
                     "self_weight_simplex": float(a_simplex.mean()),
                     "self_weight_finite_d": float(sw_fd[k]),
                     "lambda_block": causal.pair_ratio_mean(Yb, res["outputs"][k]),

@@ -44,9 +44,10 @@ def plot_rules_simulated(*, data, caption: str):
             a = agg[agg["rule"] == r].sort_values("n")
             c = colours[r]
             # no error bar (not a nan one) where a single draw has no standard error
-            sw_se, lam_se = a["self_weight_se"].fillna(0.0), a["lambda_block_se"].fillna(0.0)
+            # the self-weight with z_0 as a control variate: same expectation, far smaller SE
+            sw_se, lam_se = a["self_weight_cv_se"].fillna(0.0), a["lambda_block_se"].fillna(0.0)
             row[0].plot(a["n"], a["gamma_ratio_mean"], "-o", ms=3, color=c, lw=1.2, label=r)
-            row[1].errorbar(a["n"], a["self_weight_mean"], yerr=sw_se, fmt="-o", ms=3, color=c,
+            row[1].errorbar(a["n"], a["self_weight_cv_mean"], yerr=sw_se, fmt="-o", ms=3, color=c,
                             lw=1.2, capsize=2, label=r)  # fmt: skip
             row[1].plot(a["n"], a["self_weight_simplex_mean"], "--", color=c, lw=0.9)
             row[1].plot(a["n"], a["self_weight_finite_d_mean"], ":", color=c, lw=1.4)

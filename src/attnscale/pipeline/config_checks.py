@@ -129,6 +129,27 @@ def _check_explorer(cfg) -> None:
             fail(key, f"one degree per tier of explorer.tier_d ({len(tiers)})", cfg.get(key))
 
 
+def _check_sharpness(cfg) -> None:
+    try:
+        sizes = cfg.get("sharpness.sizes")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    if not sizes:
+        fail("sharpness.sizes", "a non-empty list of {d, n_max}", sizes)
+    n_min = min(cfg.ints("sharpness.n"))
+    d_range = Range(low=3, low_open=False, high=4096, high_open=False, integer=True)
+    n_range = Range(low=n_min, low_open=False, high=1e7, high_open=False, integer=True)
+    for k, s in enumerate(sizes):
+        if not d_range.ok(s["d"]):
+            fail(f"sharpness.sizes[{k}].d", d_range.text(), s["d"])
+        if not n_range.ok(s["n_max"]):
+            fail(f"sharpness.sizes[{k}].n_max", f"{n_range.text()} (>= the smallest "
+                 "sharpness.n)", s["n_max"])  # fmt: skip
+    ds = [s["d"] for s in sizes]
+    if any(b <= a for a, b in zip(ds, ds[1:], strict=False)):
+        fail("sharpness.sizes", "entries with increasing d", ds)
+
+
 #: The jobs that run the lambda-type kernels (Paper A's lambda and eta grids, the causal lambda
 #: map): what they are, and the configuration keys of their ``n`` and ``d`` (a grid of d: its
 #: largest value counts).
@@ -175,4 +196,4 @@ def check_backend(cfg) -> None:
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
 CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
                 _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
-                _check_regimes, _check_explorer, check_backend]  # fmt: skip
+                _check_regimes, _check_explorer, _check_sharpness, check_backend]  # fmt: skip

@@ -195,6 +195,11 @@ GRIDS: dict[str, Range] = {
     "regimes.rem_orders.n": Range(low=3, low_open=False, high=1e30, high_open=False),
     "regimes.rem_orders.factors": Range(low=0.0),
     "regimes.read_off.copy_cosine": Range(low=-1.0, high=1.0, high_open=False, increasing=False),
+    # transition sharpness against context length (ours, issue 27; docs/long-context.md): the
+    # finite-d theory's range, n <= 1e7 (sharpness.sizes: config_checks)
+    "sharpness.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
+    "sharpness.rho": Range(low=0.0, high=1.0),
+    "sharpness.x": Range(low=0.0),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
     "explorer.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "explorer.tier_d": Range(low=3, low_open=False, integer=True),
@@ -305,6 +310,10 @@ VALUES: dict[str, Range] = {
     "regimes.read_off.rho": Range(low=0.0, low_open=False, high=1.0),
     "regimes.read_off.shift": Range(low=0.0, high=1.0),
     "regimes.read_off.contexts": Range(low=4, low_open=False, integer=True),
+    # transition sharpness against context length (ours, issue 27; docs/long-context.md)
+    "sharpness.rows": Range(low=2, low_open=False, integer=True),
+    "sharpness.probes": Range(low=1, low_open=False, integer=True),
+    "sharpness.trials": Range(low=2, low_open=False, integer=True),
     # the explorer (issue 29; docs/explorer.md)
     "explorer.rho_max": Range(low=0.0, high=1.0),
     "explorer.heldout": Range(low=0, low_open=False, integer=True),

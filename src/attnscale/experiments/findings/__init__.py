@@ -2,8 +2,8 @@
 
 :func:`findings` is the entry function of the rule: it takes the summary tables of every figure
 family, runs one small function per family (``paper_a``, ``paper_b``, ``exponent``,
-``finite_d``, ``causal``, ``realistic``, ``regimes``, and ``theory_points``: the library's
-theory at the points the theory pages discuss) and returns the JSON document
+``finite_d``, ``causal``, ``realistic``, ``regimes``, ``sharpness``, and ``theory_points``: the
+library's theory at the points the theory pages discuss) and returns the JSON document
 (``results/findings.json``: key -> value, standard error, unit, source tables, what "+-" means)
 and its Markdown rendering (``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
 tables; a family whose tables lack a grid point reports that finding as "not computed at this
@@ -24,6 +24,7 @@ from attnscale.experiments.findings import (
     paper_b,
     realistic,
     regimes,
+    sharpness,
     theory_points,
 )
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
@@ -92,6 +93,9 @@ SECTIONS = [
      {"table": "regimes_table", "read_off": "regimes_read_off",
       "simulations": "regimes_simulations", "exponent": "regimes_exponent",
       "rem_orders": "regimes_rem_orders"}),
+    ("sharpness", "Transition sharpness against context length", "figures/sharpness/sharpness.png",
+     "long-context.md#transition-sharpness-against-context-length", sharpness.sharpness_findings,
+     {"transitions": "sharpness_transitions", "trends": "sharpness_trends"}),
 ]  # fmt: skip
 
 
@@ -162,6 +166,8 @@ def findings(
     regimes_simulations: list,
     regimes_exponent: pd.DataFrame,
     regimes_rem_orders: pd.DataFrame,
+    sharpness_transitions: pd.DataFrame,
+    sharpness_trends: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

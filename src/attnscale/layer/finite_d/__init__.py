@@ -6,7 +6,8 @@ Gaussian near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i``, ``z ~ 
 * :func:`self_weight`, :func:`self_weight_given` — ``E[A_ii]`` by the Laplace identity
   (docs/finite-d.md#exact-self-weight), exact up to quadrature.
 * :func:`critical_beta`, :func:`critical_gamma` — where ``E[A_ii] = 1/2``
-  (docs/finite-d.md#finite-d-critical-point).
+  (docs/finite-d.md#finite-d-critical-point); :func:`critical_beta_given` the same given
+  ``||z_0||``.
 * :func:`annealed_critical_beta` (docs/finite-d.md#annealed-approximation),
   :func:`first_order_critical_beta` (docs/finite-d.md#first-order-approximation) and where it
   loses its root, :func:`first_order_crossover_log_n` (docs/finite-d.md#asymptotic-regimes).
@@ -34,6 +35,7 @@ __all__ = [
     "self_weight",
     "self_weight_given",
     "critical_beta",
+    "critical_beta_given",
     "critical_gamma",
     "annealed_critical_beta",
     "first_order_critical_beta",
@@ -162,7 +164,26 @@ def critical_beta(n, d, rho, *, level: str = "standard", xtol: float = 1e-6) -> 
     n, d, rho = check_args(n, d, rho)
     if n == 2:
         return 0.0
-    tab = laws.table(d, rho, _level(level))
+    return _critical(laws.table(d, rho, _level(level)), n, d, rho, level, xtol)
+
+
+def critical_beta_given(n, d, rho, r0, *, level: str = "standard", xtol: float = 1e-6) -> float:
+    """``beta*`` of one draw: the ``beta`` with :func:`self_weight_given` ``= 1/2``, the critical
+    point conditioned on the common vector's norm ``||z_0|| = r0``
+    (docs/finite-d.md#finite-d-critical-point; the root as in :func:`critical_beta`). A draw's
+    simulated transition is compared with it at its own ``r0`` (docs/long-context.md#transition-sharpness-against-context-length).
+    """
+    n, d, rho = check_args(n, d, rho)
+    if isinstance(r0, bool) or not isinstance(r0, Real) or not (0 < float(r0) < np.inf):
+        raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
+    if n == 2:
+        return 0.0
+    return _critical(laws.table_given_r0(d, rho, float(r0), _level(level)), n, d, rho, level, xtol)
+
+
+def _critical(tab, n: int, d: int, rho: float, level: str, xtol: float) -> float:
+    """Root of ``mean_self_weight(tab, n, beta) = 1/2`` in ``beta``, bracketed from the first-order
+    guess (or ``ln(n - 1)/(1 - rho)``)."""
 
     def f(b):
         return laplace.mean_self_weight(tab, n, b, level) - 0.5

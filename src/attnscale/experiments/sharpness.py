@@ -1,0 +1,187 @@
+"""Transition sharpness against context length (ours): the self-weight, lambda and eta of Paper A's
+layer against ``x = gamma / gamma_c(rho_hat)`` for one ``(n, d)``, from a sample of query rows
+(docs/long-context.md#transition-sharpness-against-context-length).
+
+One job per ``(d, n)``. For each ``rho`` and trial the Gaussian draw of Paper A's tokens
+(:func:`attnscale.experiments.paper_a_tokens.draw_tokens`, the same draws as Figures 1 and 2 at
+the same ``(n, d, trial)``) is made inside the job and never written; the observables come from
+one row sample per draw (:func:`attnscale.layer.sampled_observables.observables_sampled`) at
+``beta = x gamma_c(rho_hat) ln n``: each draw is read at its own realised ``rho_hat``, so that the
+common component ``z_0``, which moves ``rho_hat`` from draw to draw, does not smear the curves
+(the conditioning of docs/paper-a.md#gaussian-near-simplex-tokens). Each row of the table also
+carries the finite-d theory of the draw at its ``||z_0||``: the mean self-weight
+(:func:`attnscale.layer.finite_d.self_weight_given`) and the critical point
+(:func:`attnscale.layer.finite_d.critical_beta_given`), and the unconditioned critical point, in
+units of ``x``. The reduction to curves, widths
+and centres is :mod:`attnscale.experiments.sharpness_summary`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnscale.core.seeding import job_rng, spawn_key, value_id
+from attnscale.core.validation import check_int, check_vector
+from attnscale.layer import finite_d, theory
+from attnscale.layer.sampled_observables import observables_sampled
+from attnscale.layer.sampled_rows import stratified_mean
+from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.runtime import Progress
+
+from .paper_a_tokens import draw_tokens, tokens_at
+
+__all__ = ["ROWS_STREAM", "OBSERVABLES", "critical_level", "eta_normalised", "draw_curves",
+           "sharpness_curves"]  # fmt: skip
+
+#: Stream of the row samples and probes (the tokens are Paper A's draws).
+ROWS_STREAM = "sharpness/rows"
+#: The observables of the figure, each normalised to its ``gamma -> inf`` value.
+OBSERVABLES = ("self_weight", "lambda", "eta")
+
+
+def critical_level(observable: str, rho: float) -> float:
+    """Value of a normalised observable at Paper A's critical point ``gamma = gamma_c``, ``n -> inf``
+    [paper]: self-weight 1/2, lambda ``1/(1 + 3 rho)``, eta a quarter of its super-critical value
+    (docs/paper-a.md#the-jacobian-norm-eta); the centre of a transition is where it is crossed
+    (docs/long-context.md#transition-sharpness-against-context-length)."""
+    if observable == "self_weight":
+        return 0.5
+    if observable == "lambda":
+        return float(theory.critical_lambda(rho))
+    if observable == "eta":
+        return 0.25
+    raise ValueError(f"observable must be one of {OBSERVABLES}, got {observable!r}")
+
+
+def eta_normalised(eta, X, route: str):
+    """eta over its ``gamma -> inf`` value on the same rows, ``(1 - 1/d) mean_S 1/r_i^2`` (the
+    limit of ``R_i / d``: ``J_ii -> P_i / r_i``, the other blocks vanish), a ratio estimator with its
+    linearised within-draw standard error (the stratified SE of the residuals
+    ``R_i / d - ratio (1 - 1/d) / r_i^2``; probe noise counted as in
+    :func:`attnscale.layer.sampled_eta.eta_sampled` with one probe).
+
+    Returns ``(ratio, se, limit)``, each ``(B,)`` but ``limit`` (a float)."""
+    sample = eta.rows
+    d = X.shape[1]
+    r2 = np.einsum("ij,ij->i", X[sample.rows], X[sample.rows])
+    inf = (1.0 - 1.0 / d) / r2
+    lim = float(stratified_mean(inf, sample)[0][0])
+    ratio = eta.estimate / lim
+    resid = eta.values - ratio[:, None] * inf[None]
+    _, se = stratified_mean(resid, sample, None if route == "exact" else "unknown")
+    return ratio, se / lim, lim
+
+
+def draw_curves(tok: dict, r0: float, x, rows: int, probes: int, rng, *,
+                route: str = "probe") -> pd.DataFrame:  # fmt: skip
+    """The three observables of one token draw on the grid ``x`` (one row sample), with their
+    within-draw standard errors, and the draw's finite-d self-weight and critical point
+    (docs/long-context.md#transition-sharpness-against-context-length).
+
+    Parameters
+    ----------
+    tok : dict
+        Tokens of one draw (:func:`attnscale.experiments.paper_a_tokens.tokens_at`).
+    r0 : float
+        The draw's ``||z_0||``.
+    x : array_like
+        ``gamma / gamma_c(rho_hat)`` grid.
+    rows : int
+        Sampled query rows (``min(rows, n)``; ``n``: all rows, SE 0).
+    probes : int
+        Tangent probes per row (eta's probe route).
+    rng : numpy.random.Generator
+        Source of the row sample and the probes.
+    route : {"probe", "exact"}, optional
+        eta's route (``"exact"``: checks at small n).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per grid point.
+    """
+    X, n, d, rho = tok["X"], tok["n"], tok["d"], tok["rho"]
+    rho_hat = tok["rho_hat"]
+    x = np.asarray(x, dtype=float)
+    gammas = x * theory.gamma_c(rho_hat)
+    betas = gammas * np.log(n)
+    obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, route=route,
+                              probes=probes)  # fmt: skip
+    eta_n, eta_n_se, eta_lim = eta_normalised(obs.eta, X, route)
+    to_x = (1.0 - rho_hat) / np.log(n)
+    return pd.DataFrame({
+        "d": d, "n": n, "rho": rho, "trial": tok["trial"], "rho_hat": rho_hat,
+        "q_hat": tok["q_hat"], "r0": r0, "x": x, "gamma": gammas, "beta": betas,
+        "m": obs.lam.m, "probes": probes if route == "probe" else 0,
+        "self_weight": obs.self_weight, "self_weight_se": obs.self_weight_se,
+        "self_weight_theory": finite_d.self_weight_given(n, d, rho, betas, r0),
+        "lambda": obs.lam.estimate, "lambda_se": obs.lam.se,
+        "eta_raw": obs.eta.estimate, "eta_raw_se": obs.eta.se, "eta_limit": eta_lim,
+        "eta": eta_n, "eta_se": eta_n_se,
+        "lambda_critical": critical_level("lambda", rho_hat),
+        "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
+        "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
+        "n_near_pairs": obs.lam.n_near_pairs, "n_excluded_pairs": obs.lam.n_excluded_pairs,
+    })  # fmt: skip
+
+
+def sharpness_curves(*, n: int, d: int, rhos, x, rows: int, probes: int, trials: int,
+                     root_seed: int) -> pd.DataFrame:  # fmt: skip
+    """Entry of rule ``sharpness_curves``: :func:`draw_curves` for every ``rho`` and trial of one
+    ``(n, d)`` (docs/long-context.md#transition-sharpness-against-context-length).
+
+    The tokens of trial ``t`` are Paper A's Gaussian draw of ``(n, d, t)``, made here and never
+    written (at ``n = 2^20``, ``d = 512`` it is 4 GiB), one ``rho`` at a time; the rows and probes
+    come from the stream ``sharpness/rows`` with key ``(n, d, rho, t)``.
+
+    Parameters
+    ----------
+    n, d : int
+        Context length (``n >= 2``) and dimension (``3 <= d <= 4096``: the finite-d theory).
+    rhos : sequence of float
+        Nominal token correlations, each in ``(0, 1)``.
+    x : sequence of float
+        Increasing grid of ``gamma / gamma_c(rho_hat)``, every value ``> 0``.
+    rows : int
+        Sampled query rows per draw, ``>= 2`` (``n`` if larger).
+    probes : int
+        Tangent probes per row, ``>= 1``.
+    trials : int
+        Token draws per ``rho``, ``>= 1``.
+    root_seed : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(rho, trial, x)``.
+    """
+    n = check_int("n", n, minimum=2)
+    d = check_int("d", d, minimum=3, maximum=4096)
+    rows = check_int("rows", rows, minimum=2)
+    probes = check_int("probes", probes, minimum=1)
+    trials = check_int("trials", trials, minimum=1)
+    rhos = check_vector("rhos", rhos, low=0.0, low_open=True)
+    if np.any(rhos >= 1.0):
+        raise ValueError(f"every entry of rhos must be < 1, got {rhos.tolist()}")
+    x = check_vector("x", x, low=0.0, low_open=True)
+    if np.any(np.diff(x) <= 0):
+        raise ValueError(f"x must be increasing, got {x.tolist()}")
+    params = {"n": n, "d": d, "rhos": rhos.tolist(), "x": x.tolist(), "rows": rows,
+              "probes": probes, "trials": trials}  # fmt: skip
+    tables = []
+    progress = Progress("sharpness (rho, draw)", rhos.size * trials)
+    for rho in rhos:
+        for trial in range(trials):
+            draw = draw_tokens(n=n, d=d, trial=trial, root_seed=root_seed)
+            r0 = float(np.linalg.norm(draw["z0"]))
+            tok = tokens_at(draw, float(rho))
+            del draw
+            key = spawn_key(ROWS_STREAM, n, d, value_id(rho), trial)
+            table = draw_curves(tok, r0, x, rows, probes, job_rng(root_seed, key))
+            del tok
+            for col, val in provenance_columns(root_seed, key, params).items():
+                table[col] = val
+            tables.append(table)
+            progress.step()
+    return pd.concat(tables, ignore_index=True)

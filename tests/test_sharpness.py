@@ -1,0 +1,282 @@
+"""Transition sharpness against context length (docs/long-context.md#transition-sharpness-against-context-length).
+
+Where each tolerance comes from:
+
+* **Exact identities** (one pass for three observables against the separate sampled kernels, and
+  with every row sampled against the dense kernels and numpy from the definitions): rounding only,
+  ``1e-12`` relative, absolute below ``1e-3`` (lambda and eta vanish at ``beta = 0``); eta
+  bit-identical to ``eta_sampled`` with the same generator state.
+* **The figure's data at tiny size**: ``draw_curves`` with every row and the exact eta route
+  against an independent recomputation (the self-weight and lambda from the n x n attention
+  matrix in numpy, eta from the dense kernel ``eta_exact_grid``, Paper A's token draw rebuilt
+  from ``tokens.gaussian_draw``): rounding, ``1e-10`` relative.
+* **Crossings, widths and their delta-method SE**: linear interpolation is exact on a piecewise
+  linear curve; the SE against the spread of the width over ``R = 2000`` synthetic replications
+  (logistic curves with a random centre per draw and independent noise per point): the ratio of
+  the spread to the root-mean-square SE is known to ~2 % (``1/sqrt(2 R)``) and the delta method
+  is first order, so it must lie in ``[0.9, 1.1]`` (the spread part alone); the within-draw
+  floor, which takes the errors at neighbouring ``x`` as fully correlated (they are independent
+  here), can only make the SE larger: ``[0.75, 1.1]`` with it.
+* **Paper A's finite-n simplex width** of the self-weight and lambda is a function of
+  ``(n - 1) n^{-x}`` (lambda up to ``O(1/n)``): its exponent against ``ln n`` is ``-1`` to ``0.01``
+  for ``n >= 2^10``; eta's has explicit beta terms and shrinks a little slower.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnscale.experiments.findings.sharpness import sharpness_findings
+from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
+from attnscale.experiments.sharpness import critical_level, draw_curves, sharpness_curves
+from attnscale.experiments.sharpness_summary import (
+    crossing,
+    delta_se,
+    first_order_width,
+    power_fit,
+    sharpness_summary,
+    simplex_crossing,
+    transition_rows,
+)
+from attnscale.layer import finite_d, theory, tokens
+from attnscale.layer.eta_exact import eta_exact_grid
+from attnscale.layer.sampled_eta import eta_sampled
+from attnscale.layer.sampled_lambda import angle_ratio_sampled
+from attnscale.layer.sampled_observables import observables_sampled
+
+SEED = 20261201
+ROOT = 271828182845904523536028747135266249775
+
+
+def rel(a, b) -> float:
+    """Largest relative difference (absolute below 1e-3: lambda and eta vanish at beta = 0)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3)))
+
+
+def dense(X, betas, alpha=0.0, causal=False):
+    """Self-weight and lambda of every beta from the n x n attention matrix, by definition."""
+    n = X.shape[0]
+    Y = X / np.linalg.norm(X, axis=1, keepdims=True)
+    G = Y @ Y.T
+    iu = np.triu_indices(n, 1)
+    sw, lam = [], []
+    for b in betas:
+        S = b * G
+        if causal:
+            S = np.where(np.tril(np.ones((n, n), dtype=bool)), S, -np.inf)
+        S -= S.max(axis=1, keepdims=True)
+        A = np.exp(S)
+        A /= A.sum(axis=1, keepdims=True)
+        out = A @ Y + alpha * X
+        Yo = out / np.linalg.norm(out, axis=1, keepdims=True)
+        sw.append(np.diag(A).mean())
+        lam.append(np.mean((1.0 - (Yo @ Yo.T)[iu]) / (1.0 - G[iu])))
+    return np.array(sw), np.array(lam)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("alpha", [0.0, 0.5])
+def test_one_pass_equals_the_sampled_kernels_and_with_every_row_the_dense_ones(alpha, causal):
+    X = tokens.near_simplex(200, 12, 0.5, np.random.default_rng(SEED))
+    betas = np.array([0.0, 2.0, 7.0, 20.0])
+    got = observables_sampled(X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2,
+                              causal=causal)  # fmt: skip
+    eta = eta_sampled(X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2,
+                      causal=causal)  # fmt: skip
+    assert np.array_equal(got.eta.estimate, eta.estimate)
+    assert np.array_equal(got.eta.se, eta.se)
+    assert np.array_equal(got.lam.rows.rows, eta.rows.rows)
+    lam = angle_ratio_sampled(X, betas, alpha, rows=got.lam.rows, causal=causal)
+    assert rel(got.lam.estimate, lam.estimate) < 1e-12
+    assert np.allclose(got.lam.se, lam.se, rtol=1e-10, atol=1e-15)
+    full = observables_sampled(X, betas, alpha, rows=200, route="exact", causal=causal)
+    sw, lam_dense = dense(X, betas, alpha, causal)
+    assert rel(full.self_weight, sw) < 1e-12 and np.all(full.self_weight_se == 0)
+    assert rel(full.lam.estimate, lam_dense) < 1e-12
+    if not causal:
+        assert rel(full.eta.estimate, eta_exact_grid(X, betas, alpha)) < 1e-12
+
+
+def test_figure_data_at_tiny_size_against_a_dense_recomputation():
+    n, d, rho, trial = 96, 8, 0.5, 1
+    x = np.array([0.5, 0.9, 1.0, 1.3, 2.0])
+    draw = draw_tokens(n=n, d=d, trial=trial, root_seed=ROOT)
+    tok = tokens_at(draw, rho)
+    r0 = float(np.linalg.norm(draw["z0"]))
+    got = draw_curves(tok, r0, x, n, 1, np.random.default_rng(0), route="exact")
+    # Paper A's draw rebuilt independently: z_0 first, then the n x d block, both N(0, I/d)
+    from attnscale.core.seeding import job_rng
+    from attnscale.experiments.paper_a_tokens import token_key
+
+    g = job_rng(ROOT, token_key(n, d, trial))
+    z0 = g.standard_normal(d) / np.sqrt(d)
+    Z = g.standard_normal((n, d)) / np.sqrt(d)
+    X = np.sqrt(rho) * z0 + np.sqrt(1 - rho) * Z
+    assert np.allclose(X, tok["X"], rtol=1e-14, atol=0)
+    Y = X / np.linalg.norm(X, axis=1, keepdims=True)
+    s = Y.sum(axis=0)
+    rho_hat = (s @ s - n) / (n * (n - 1))
+    assert got["rho_hat"].iloc[0] == pytest.approx(rho_hat, rel=1e-12)
+    betas = x / (1 - rho_hat) * np.log(n)
+    assert rel(got["beta"], betas) < 1e-12
+    sw, lam = dense(X, betas)
+    assert rel(got["self_weight"], sw) < 1e-10
+    assert rel(got["lambda"], lam) < 1e-10
+    limit = (1 - 1 / d) * np.mean(1 / np.einsum("ij,ij->i", X, X))
+    assert rel(got["eta"], eta_exact_grid(X, betas) / limit) < 1e-10
+    assert np.all(got[["self_weight_se", "lambda_se", "eta_se"]].to_numpy() == 0)
+    # the finite-d critical point of the draw: E[A_ii | ||z_0||] = 1/2 there
+    xs = got["x_star_given"].iloc[0]
+    beta_star = xs * np.log(n) / (1 - rho_hat)
+    assert finite_d.self_weight_given(n, d, rho, beta_star, r0) == pytest.approx(0.5, abs=1e-6)
+    assert got["lambda_critical"].iloc[0] == pytest.approx(1 / (1 + 3 * rho_hat))
+
+
+def test_sharpness_curves_is_reproducible_and_checks_its_arguments():
+    kw = dict(n=64, d=6, rhos=[0.5], x=[0.8, 1.0, 1.5], rows=16, probes=1, trials=2,
+              root_seed=ROOT)  # fmt: skip
+    a, b = sharpness_curves(**kw), sharpness_curves(**kw)
+    pd.testing.assert_frame_equal(a, b)
+    assert sorted(a["trial"].unique()) == [0, 1] and (a["m"] == 16).all()
+    for bad, name in (({"x": [1.0, 0.8]}, "x"), ({"rows": 1}, "rows"), ({"d": 2}, "d"),
+                      ({"rhos": [1.0]}, "rhos"), ({"trials": 0}, "trials")):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            sharpness_curves(**{**kw, **bad})
+
+
+def test_crossing_interpolates_linearly_and_finds_the_first_upward_crossing():
+    x = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    F = np.array([0.0, 0.2, 0.6, 0.5, 1.0])
+    assert crossing(x, F, 0.4)[0] == pytest.approx(1.5)
+    assert crossing(x, F, 0.55)[0] == pytest.approx(1.875)  # the first, not the one after 3
+    assert crossing(x, F, 1.5) is None and crossing(x, F, -0.1) is None
+
+
+def _synthetic(rng, T, x, centre, spread, scale, noise):
+    c = centre + spread * rng.standard_normal(T)
+    f = 1 / (1 + np.exp(-(x[None] - c[:, None]) / scale))
+    return f + noise * rng.standard_normal(f.shape), np.full(f.shape, noise)
+
+
+def test_delta_method_se_of_the_width_matches_its_spread():
+    rng = np.random.default_rng(SEED)
+    x = np.linspace(0.5, 1.5, 26)
+    T, R = 8, 2000
+    widths, spread, floored = [], [], []
+    for _ in range(R):
+        f, s = _synthetic(rng, T, x, 1.0, 0.03, 0.06, 0.01)
+        F = f.mean(axis=0)
+        lo, hi = crossing(x, F, 0.1), crossing(x, F, 0.9)
+        from attnscale.experiments.sharpness_summary import _gradient, _merge
+
+        coef = _merge((1.0, _gradient(x, F, hi)[0]), (-1.0, _gradient(x, F, lo)[0]))
+        widths.append(hi[0] - lo[0])
+        spread.append(delta_se(coef, 0.0, f, 0 * s, np.zeros(T)))
+        floored.append(delta_se(coef, 0.0, f, s, np.zeros(T)))
+    sd = np.std(widths, ddof=1)
+    assert 0.9 <= sd / np.sqrt(np.mean(np.square(spread))) <= 1.1
+    # the within-draw floor (errors at neighbouring x taken as fully correlated) only adds
+    assert np.all(np.asarray(floored) >= np.asarray(spread))
+    assert 0.75 <= sd / np.sqrt(np.mean(np.square(floored))) <= 1.1
+
+
+def test_simplex_width_shrinks_like_one_over_ln_n():
+    ns = 2 ** np.arange(10, 21, 2)
+    for obs in ("self_weight", "lambda", "eta"):
+        lev = critical_level(obs, 0.5)
+        w = [simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
+             for n in ns]  # fmt: skip
+        fit = power_fit(np.log(ns), w, 1e-3 * np.asarray(w))
+        if obs == "eta":  # its explicit beta terms: a little slower than 1/ln n, still to 0
+            assert -1.0 < fit["p"] < -0.85, fit
+        else:  # a function of (n - 1) n^{-x} (lambda: up to O(1/n))
+            assert fit["p"] == pytest.approx(-1.0, abs=0.01), (obs, fit)
+        # the centre tends to Paper A's gamma_c (x = 1); not eta's at fixed d, whose value at
+        # gamma_c exceeds the limit's 1/4 by about beta / (2 d) (docs/paper-a.md)
+        c = [simplex_crossing(obs, n, 128, 0.5, lev) for n in ns]
+        if obs != "eta":
+            assert abs(c[-1] - 1) < abs(c[0] - 1) + 1e-12
+    a = simplex_crossing("self_weight", 1024, 128, 0.5, 0.5)
+    assert a == pytest.approx(np.log(1023) / np.log(1024), rel=1e-9)  # (n - 1) n^{-x} = 1
+
+
+def test_first_order_width_approximates_the_finite_d_theory():
+    """At d = 512 (ln n << d) the first-order width is within 10 % of the exact finite-d theory's
+    (the mean self-weight over the law of the draw; measured 0.90 .. 0.99 for n = 2^10 .. 2^20, the
+    first-order formula neglects the rows' own spread); beyond the crossover it has none."""
+    x = np.linspace(0.4, 2.0, 321)
+    for n in (2**10, 2**15, 2**20):
+        sw = finite_d.self_weight(n, 512, 0.5, x * np.log(n) / 0.5)
+        exact = crossing(x, sw, 0.9)[0] - crossing(x, sw, 0.1)[0]
+        assert first_order_width(n, 512, 0.5) == pytest.approx(exact, rel=0.1)
+    assert np.isnan(first_order_width(2**20, 32, 0.5))
+    assert first_order_width(2**10, 10**6, 0.5) == pytest.approx(2 * np.log(9) / np.log(2**10),
+                                                                 rel=1e-5)  # fmt: skip
+
+
+def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
+    """Per-draw rows of sharpness_curves' layout: logistic curves narrowing like 1/ln n."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0.6, 1.8, 31)
+    rows = []
+    for d in (32, 128):
+        for n in ns:
+            for t in range(T):
+                rec = {"d": d, "rho": 0.5, "n": n, "trial": t, "x": x, "m": 64, "rho_hat": 0.5,
+                       "x_star_given": 1.05, "x_star_nominal": 1.05, "lambda_critical": 0.4}  # fmt: skip
+                for obs in ("self_weight", "lambda", "eta"):
+                    f, s = _synthetic(rng, 1, x, 1.05, 0.01, 1.0 / np.log(n), 0.005)
+                    rec[obs], rec[f"{obs}_se"] = f[0], s[0]
+                rec["self_weight_theory"] = 1 / (1 + np.exp(-(x - 1.05) * np.log(n)))
+                rows.append(pd.DataFrame(rec))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_summary_and_findings_on_a_known_table():
+    out = sharpness_summary(data=[_table()])
+    tr, trends = out["transitions"], out["trends"]
+    w_true = 2 * np.log(9) / np.log(tr["n"])  # 10 %-90 % width of a logistic of scale 1/ln n
+    assert np.allclose(tr["width"], w_true, rtol=0.05)
+    assert np.allclose(tr["centre"][tr["observable"] == "self_weight"], 1.05, atol=0.01)
+    assert np.allclose(trends["exponent"], -1.0, atol=0.15)
+    found = {f.key: f for f in sharpness_findings(transitions=tr, trends=trends)}
+    assert found["sharpness.width_exponent_lambda"].value == pytest.approx(
+        trends[trends["observable"] == "lambda"].sort_values("d")["exponent"].tolist()
+    )
+    k, m = found["sharpness.centre_self_weight_within"].value
+    assert m == 6 and k >= 4
+    assert all(f.value is not None for f in found.values()), [
+        (k, f.note) for k, f in found.items() if f.value is None
+    ]
+    # a transition outside the grid: width nan, and the findings say why
+    narrow = transition_rows(_table(ns=(1024,))[lambda t: t["x"] < 0.9])
+    assert narrow["width"].isna().all()
+
+
+def test_config_refuses_bad_sizes():
+    from attnscale.pipeline.config import Config, ConfigError
+    from attnscale.pipeline.config_checks import CHECKS
+
+    check = next(fn for fn in CHECKS if fn.__name__ == "_check_sharpness")
+    good = {"sharpness": {"sizes": [{"d": 32, "n_max": 4096}], "n": [1024, 4096]}}
+    check(Config(good))
+    for sizes, msg in (([{"d": 2, "n_max": 4096}], r"sharpness.sizes\[0\].d"),
+                       ([{"d": 32, "n_max": 512}], r"sharpness.sizes\[0\].n_max"),
+                       ([{"d": 64, "n_max": 4096}, {"d": 32, "n_max": 4096}], "increasing d"),
+                       ([], "non-empty")):  # fmt: skip
+        with pytest.raises(ConfigError, match=msg):
+            check(Config({"sharpness": {**good["sharpness"], "sizes": sizes}}))
+
+
+def test_critical_beta_given_is_the_root_of_the_conditional_self_weight():
+    b = finite_d.critical_beta_given(4096, 64, 0.5, 1.1)
+    assert finite_d.self_weight_given(4096, 64, 0.5, b, 1.1) == pytest.approx(0.5, abs=1e-6)
+    assert finite_d.critical_beta_given(2, 64, 0.5, 1.0) == 0.0
+    # a larger ||z_0|| correlates the tokens more: the transition moves to larger beta
+    assert finite_d.critical_beta_given(4096, 64, 0.5, 1.2) > b
+    with pytest.raises(ValueError, match="r0"):
+        finite_d.critical_beta_given(4096, 64, 0.5, 0.0)
+    assert theory.gamma_c(0.5) == 2.0

@@ -1,0 +1,121 @@
+# Transition sharpness against context length (ours, issue 27;
+# docs/long-context.md#transition-sharpness-against-context-length): the self-weight, lambda and
+# eta against x = gamma / gamma_c(rho_hat) from sampled query rows, one job per (d, n). Rule files
+# hold rules only: values come from CFG, each rule names its library function in params.entry.
+
+
+rule sharpness_curves:
+    """The three observables of every draw and rho of one (d, n) on the x grid, from sampled
+    rows; Paper A's token draws made inside the job and never written."""
+    input:
+        lib=lib("experiments.sharpness"),
+    output:
+        csv="results/sharpness/d{d}/n{n}.csv",
+    log:
+        "logs/sharpness/d{d}/n{n}.log",
+    benchmark:
+        "benchmarks/sharpness/d{d}/n{n}.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        # the Gaussian draw, the tokens and one n x d temporary (float64), plus 500 MB
+        mem_mb=lambda wc: 500 + 24 * int(wc.n) * int(wc.d) // 10**6,
+        # about 2e-8 + 1.5e-10 d CPU-s per sampled row, key, x, rho and draw, three times over
+        runtime=lambda wc: 5
+        + int(
+            3
+            * CFG.value("sharpness.rows")
+            * int(wc.n)
+            * (2e-8 + 1.5e-10 * int(wc.d))
+            * len(CFG.grid("sharpness.x"))
+            * len(CFG.grid("sharpness.rho"))
+            * CFG.value("sharpness.trials")
+            / 60
+        ),
+    params:
+        entry="experiments.sharpness:sharpness_curves",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
+        rhos=CFG.grid("sharpness.rho").tolist(),
+        x=CFG.grid("sharpness.x").tolist(),
+        rows=CFG.value("sharpness.rows"),
+        probes=CFG.value("sharpness.probes"),
+        trials=CFG.value("sharpness.trials"),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule sharpness_summary:
+    """Figure data: mean curves over draws, the 10 %-90 % width and the centre of every
+    transition with delta-method SEs, the finite-d and finite-n simplex references, and the
+    width's trend against ln n."""
+    input:
+        data=[
+            rules.sharpness_curves.output.csv.format(d=s["d"], n=n)
+            for s in CFG.get("sharpness.sizes")
+            for n in CFG.ints("sharpness.n")
+            if n <= s["n_max"]
+        ],
+        lib=lib("experiments.sharpness_summary"),
+    output:
+        curves="results/sharpness/curves.csv",
+        transitions="results/sharpness/transitions.csv",
+        trends="results/sharpness/trends.csv",
+    log:
+        "logs/sharpness/summary.log",
+    benchmark:
+        "benchmarks/sharpness/summary.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.sharpness_summary:sharpness_summary",
+    script:
+        ENTRY
+
+
+rule sharpness_figure:
+    """Figure (ours): lambda and eta against gamma / gamma_c for n up to 2^20, the width and the
+    centre of each transition against n, with Paper A's limit and the finite-d centre.
+    """
+    input:
+        curves=rules.sharpness_summary.output.curves,
+        transitions=rules.sharpness_summary.output.transitions,
+        lib=lib("figures.sharpness"),
+    output:
+        png=report(
+            "figures/sharpness/sharpness.png",
+            caption="../report/sharpness_figure.rst",
+            category="Long contexts",
+            labels={
+                "figure": "transition sharpness (ours)",
+                "quantity": "lambda, eta",
+            },
+        ),
+        pdf="figures/sharpness/sharpness.pdf",
+    log:
+        "logs/sharpness/figure.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.sharpness:plot_sharpness",
+        caption=(
+            "(ours) Paper A's layer, Gaussian near-simplex tokens [paper model], alpha = 0, "
+            "beta = x gamma_c(rho_hat) ln n with rho_hat each draw's realised mean cosine "
+            "[choice: conditioning on z_0]. Each curve: mean over "
+            f"{CFG.value('sharpness.trials')} token draws (Paper A's draws of the same n, d) "
+            f"of estimates from {CFG.value('sharpness.rows')} sampled query rows, each exact "
+            "against all n keys, eta with one tangent probe per row [derived: unbiased, "
+            "docs/long-context.md]; band and error bars 2 SE (delta method over draws, floored "
+            "by the within-draw error) [choice]. Sizes, x grid and draws [choice]. Dashed "
+            "step: Paper A's n -> inf limit, 0 below gamma_c and 1 above, the critical value "
+            "at gamma_c (open circle) [paper]. Triangles, and magenta in the centre row: the "
+            "finite-d critical point x* = beta*(1 - rho_hat)/ln n of the draws at their "
+            "||z_0|| [derived]. Width: x90 - x10 of the normalised curve [choice]; dotted: the "
+            "same for Paper A's finite-n simplex map [derived], which shrinks like 1/ln n; "
+            "magenta: the width of the finite-d theory's mean self-weight curve of the same "
+            "draws [derived]. Centre: crossing of the value at gamma_c (1/2, 1/(1 + 3 rho_hat), "
+            "1/4) [choice]."
+        ),
+    script:
+        ENTRY
