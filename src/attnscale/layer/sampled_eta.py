@@ -47,6 +47,7 @@ from attnscale.layer.sampled_rows import RowSample, resolve_rows, stratified_mea
 
 __all__ = [
     "ROUTES",
+    "DEFAULT_BLOCK_ROWS",
     "SampledEta",
     "tangent_probes",
     "row_sums",

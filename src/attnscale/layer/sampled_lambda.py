@@ -52,6 +52,7 @@ __all__ = [
     "sampled_outputs",
     "pair_ratio_block",
     "angle_ratio_sampled",
+    "pair_statistics",
 ]
 
 #: Sampled rows per block (all of them up to this many).
@@ -373,22 +374,37 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
     group = int(max(1, min(Bm.shape[0], budget // (m * d))))
     ests, ses = [], []
     for g0 in range(0, Bm.shape[0], group):
-        brow = Bm[g0 : g0 + group][:, idx]
-        Yp = outputs(brow)
+        Yp = outputs(Bm[g0 : g0 + group][:, idx])
         Yp /= np.linalg.norm(Yp, axis=2, keepdims=True)
-        parts = []
-        n_near = n_excl = 0
-        for a0 in range(0, m, br):
-            a1 = min(m, a0 + br)
-            units = np.arange(a0, a1)
-            H, keep, near = pair_ratio_block(Ys[a0:a1], Ys, Yp[:, a0:a1], Yp, units)
-            parts.append(pair_block_sums(H, keep, units, sample))
-            upper = units[:, None] < np.arange(m)[None, :]
-            n_near += int((near & upper).sum())
-            n_excl += int((near & upper & ~keep).sum())
-        sums = {key: np.concatenate([p[key] for p in parts], axis=-2) for key in ("h", "h2", "n")}
-        est, se = pair_estimate_from_sums(sums, sample)
+        est, se, n_near, n_excl = pair_statistics(Ys, Yp, sample, br)
         ests.append(est)
         ses.append(se)
     return SampledLambda(np.concatenate(ests), np.concatenate(ses), m, m * (m - 1) // 2,
                          n_near, n_excl, sample)  # fmt: skip
+
+
+def pair_statistics(Ys, Yp, sample: RowSample, block_rows: int):
+    """lambda's U-statistic over the pairs of the sampled rows and its within-draw standard error
+    (docs/long-context.md#standard-error-of-the-sampled-lambda), from their unit inputs ``Ys``
+    ``(m, d)`` and unit outputs ``Yp`` ``(B, m, d)``, in blocks of ``block_rows`` rows (no
+    ``m x m`` matrix per beta is kept).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, int, int)
+        Estimate and SE ``(B,)``, and the near and excluded pairs among the sampled pairs.
+    """
+    m = sample.m
+    parts = []
+    n_near = n_excl = 0
+    for a0 in range(0, m, block_rows):
+        a1 = min(m, a0 + block_rows)
+        units = np.arange(a0, a1)
+        H, keep, near = pair_ratio_block(Ys[a0:a1], Ys, Yp[:, a0:a1], Yp, units)
+        parts.append(pair_block_sums(H, keep, units, sample))
+        upper = units[:, None] < np.arange(m)[None, :]
+        n_near += int((near & upper).sum())
+        n_excl += int((near & upper & ~keep).sum())
+    sums = {key: np.concatenate([p[key] for p in parts], axis=-2) for key in ("h", "h2", "n")}
+    est, se = pair_estimate_from_sums(sums, sample)
+    return est, se, n_near, n_excl

@@ -25,6 +25,7 @@ __all__ = [
     "Range",
     "GRIDS",
     "VALUES",
+    "CHOICES",
 ]
 
 #: Decimals of a grid value in a file name.
@@ -203,6 +204,7 @@ VALUES: dict[str, Range] = {
     "paper_a.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.rho_per_job": Range(low=1, low_open=False, integer=True),
     "paper_a.alpha": Range(low=0.0, low_open=False),
+    "paper_a.regenerate_n": Range(low=2, low_open=False, integer=True),
     "paper_a.eta.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.theorem_table.trials": Range(low=2, low_open=False, integer=True),  # SEs, z
     "paper_a.finite_size.trials": Range(low=2, low_open=False, integer=True),  # SEs, z
@@ -302,4 +304,16 @@ VALUES: dict[str, Range] = {
     # the explorer (issue 29; docs/explorer.md)
     "explorer.rho_max": Range(low=0.0, high=1.0),
     "explorer.heldout": Range(low=0, low_open=False, integer=True),
+}
+
+
+#: Values that are one of a few words (or null) or a number in a range, by dotted key: the
+#: allowed words and the range of the numbers (checked by
+#: :func:`attnscale.pipeline.config_checks.check_choices`).
+CHOICES: dict[str, tuple[tuple, Range]] = {
+    # rows behind lambda and eta: all, or m sampled rows (docs/long-context.md#the-rows-choice);
+    # m < n is checked against the job's n by the entry functions
+    "paper_a.rows": (("all",), Range(low=2, low_open=False, integer=True)),
+    # the theorem table's n: null (paper_a.n) or its own
+    "paper_a.theorem_table.n": ((None,), Range(low=2, low_open=False, integer=True)),
 }
