@@ -137,6 +137,8 @@ GRIDS: dict[str, Range] = {
     "paper_a.finite_size.alpha": Range(low=0.0, low_open=False),
     "paper_a.scaling_rules.n": Range(low=1.0),
     "benchmark.scaling.n": Range(low=2, low_open=False, integer=True),
+    "benchmark.sampled.n": Range(low=2, low_open=False, integer=True),
+    "benchmark.sampled.d": Range(low=1, low_open=False, integer=True, increasing=False),
     # finite d (issue 9): the theory's range is 3 <= d <= 4096, 2 <= n <= 1e7, 0 <= rho < 1
     "finite_d.transition.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
     "finite_d.transition.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
@@ -282,6 +284,9 @@ VALUES: dict[str, Range] = {
     "benchmark.eta.d": Range(low=1, low_open=False, integer=True),
     "benchmark.eta.probes": Range(low=1, low_open=False, integer=True),
     "benchmark.scaling.d": Range(low=1, low_open=False, integer=True),
+    "benchmark.sampled.m": Range(low=2, low_open=False, integer=True),
+    "benchmark.sampled.gammas": Range(low=1, low_open=False, integer=True),
+    "benchmark.sampled.max_gib": Range(low=0.0),
     # the root of every SeedSequence (numpy takes any non-negative integer; 128 bits are plenty)
     "seed": Range(low=0, high=2**128 - 1, low_open=False, high_open=False, integer=True),
     # critical-scale regimes (issue 20; docs/regimes.md)
