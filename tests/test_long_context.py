@@ -187,3 +187,64 @@ def test_theorem_quantities_from_sampled_rows():
     key = pa.rows_key(pth.ROWS_STREAM, 300, 16, 2)
     assert (rows["rows"] == 60).all()
     assert rows.loc[rows["trial"] == 2, "spawn_key"].eq("-".join(map(str, key))).all()
+
+
+# --------------------------------------------------------------------------- the configuration
+@pytest.mark.workflow
+def test_long_context_configuration_dry_runs(tmp_path):
+    """``snakemake -n --configfile config/long-context.yaml`` builds the whole DAG on the numpy
+    backend: Figures 1 and 2 at n = 32768 for d = 512, 128, 32 on the full grid with >= 2 draws
+    and sampled rows, the theorem table at n = 131072 whose draws are made in its jobs (no token
+    job at that n: only Figure 1's and the finite-size panel's draws are cached), and the
+    explorer shows Figure 1's table."""
+    import yaml
+
+    from conftest import REPO, copy_repo, jobs_to_run, snakemake
+
+    from attnscale.bench.long_context import load_overlay
+
+    work = copy_repo(tmp_path / "repo")
+    proc = snakemake(work, "-n", "--quiet", "rules", "--configfile", "config/long-context.yaml")
+    jobs = jobs_to_run(proc.stdout)
+    over = yaml.safe_load((REPO / "config/long-context.yaml").read_text())
+    assert "backend" not in over
+    cfg = load_overlay(REPO / "config/long-context.yaml", REPO)
+    pa_ = cfg.get("paper_a")
+    assert pa_["n"] == 32768 and pa_["d"] == [512, 128, 32] and pa_["rows"] != "all"
+    assert min(pa_["trials"], pa_["eta"]["trials"]) >= 2
+    assert len(cfg.grid("paper_a.rho")) == 35 and len(cfg.grid("paper_a.gamma")) == 48
+    assert pa_["theorem_table"]["n"] == 131072 >= pa_["regenerate_n"]
+    assert jobs["paper_a_lambda"] == jobs["paper_a_eta"] == 3 * 5
+    assert jobs["paper_a_theorem_rows"] == 3 * len(pa_["theorem_table"]["rho"])
+    fs = pa_["finite_size"]
+    assert jobs["paper_a_tokens"] == 3 * pa_["trials"] + 3 * len(fs["n"]) * fs["trials"]
+    assert "explorer_data" in jobs and "all" in jobs
+
+
+def test_benchmark_and_cost_estimate_run_at_tiny_sizes(tmp_path, capsys):
+    """``python -m attnscale.bench.sampled --tiny`` writes its table (every (n, d) within the
+    memory cap, both kernels, flops counted as documented) and
+    ``python -m attnscale.bench.long_context --tiny`` extrapolates the long-context overlay's
+    units (counts from the configuration); no timing is checked."""
+    from conftest import REPO
+
+    from attnscale.bench import long_context, sampled
+
+    assert sampled.main(["--tiny", "--out", str(tmp_path)]) == 0
+    df = pd.read_csv(tmp_path / "sampled.csv")
+    kern = df[df["benchmark"] != "gemm_peak"]
+    assert len(kern) == 2 * len(sampled.TINY["ns"]) * len(sampled.TINY["ds"])
+    flops = 2.0 * kern["m"] * kern["n"] * kern["d"] * np.where(
+        kern["benchmark"] == "sampled_lambda", kern["betas"] + 1, 3 * kern["betas"] + 2)
+    np.testing.assert_allclose(kern["gflops"], flops / kern["seconds"] / 1e9, rtol=1e-9)
+    assert (kern["fraction_of_gemm_peak"] > 0).all()
+    cfg = long_context.load_overlay(REPO / "config/long-context.yaml", REPO)
+    counts = {(u["part"], u["d"]): u["count"] for u in long_context.units(cfg)}
+    assert counts[("Figure 1 (lambda)", 512)] == 35 * 2 and ("token draw", 512) in counts
+    assert counts[("theorem table", 32)] == 3 * 8
+    out = tmp_path / "estimate.csv"
+    assert long_context.main([str(REPO / "config/long-context.yaml"), "--tiny", "--out",
+                              str(out)]) == 0  # fmt: skip
+    est = pd.read_csv(out)
+    assert set(est["part"]) == {p for p, _ in counts} and (est["cpu_seconds"] > 0).all()
+    assert "CPU-s" in capsys.readouterr().out
