@@ -199,9 +199,8 @@ def test_long_context_configuration_dry_runs(tmp_path):
     explorer shows Figure 1's table."""
     import yaml
 
-    from conftest import REPO, copy_repo, jobs_to_run, snakemake
-
     from attnscale.bench.long_context import load_overlay
+    from conftest import REPO, copy_repo, jobs_to_run, snakemake
 
     work = copy_repo(tmp_path / "repo")
     proc = snakemake(work, "-n", "--quiet", "rules", "--configfile", "config/long-context.yaml")
@@ -226,16 +225,20 @@ def test_benchmark_and_cost_estimate_run_at_tiny_sizes(tmp_path, capsys):
     memory cap, both kernels, flops counted as documented) and
     ``python -m attnscale.bench.long_context --tiny`` extrapolates the long-context overlay's
     units (counts from the configuration); no timing is checked."""
-    from conftest import REPO
-
     from attnscale.bench import long_context, sampled
+    from conftest import REPO
 
     assert sampled.main(["--tiny", "--out", str(tmp_path)]) == 0
     df = pd.read_csv(tmp_path / "sampled.csv")
     kern = df[df["benchmark"] != "gemm_peak"]
     assert len(kern) == 2 * len(sampled.TINY["ns"]) * len(sampled.TINY["ds"])
-    flops = 2.0 * kern["m"] * kern["n"] * kern["d"] * np.where(
-        kern["benchmark"] == "sampled_lambda", kern["betas"] + 1, 3 * kern["betas"] + 2)
+    flops = (
+        2.0
+        * kern["m"]
+        * kern["n"]
+        * kern["d"]
+        * np.where(kern["benchmark"] == "sampled_lambda", kern["betas"] + 1, 3 * kern["betas"] + 2)
+    )
     np.testing.assert_allclose(kern["gflops"], flops / kern["seconds"] / 1e9, rtol=1e-9)
     assert (kern["fraction_of_gemm_peak"] > 0).all()
     cfg = long_context.load_overlay(REPO / "config/long-context.yaml", REPO)

@@ -59,8 +59,9 @@ def units(cfg) -> list[dict]:
     rhos, per_job = len(cfg.grid("paper_a.rho")), int(cfg.value("paper_a.rho_per_job"))
     trials, eta_trials = int(cfg.value("paper_a.trials")), int(cfg.value("paper_a.eta.trials"))
     regen = int(cfg.value("paper_a.regenerate_n"))
-    th_rho, th_trials = len(cfg.grid("paper_a.theorem_table.rho")), int(
-        cfg.value("paper_a.theorem_table.trials")
+    th_rho, th_trials = (
+        len(cfg.grid("paper_a.theorem_table.rho")),
+        int(cfg.value("paper_a.theorem_table.trials")),
     )
     inter = int(cfg.value("finite_d.intermediate.trials"))
     jobs = -(-rhos // per_job)

@@ -68,18 +68,21 @@ def bench_sampled(n: int, d: int, m: int, gammas: int, peak: float, repeat: int 
     (``gamma = 1 .. 3``, ``rho = 0.5``), ``m`` rows; two rows of the benchmark table."""
     X = _tokens(n, d)
     betas = np.geomspace(1.0, 3.0, gammas) * np.log(n)
+    probes = 1
+    kernels = {
+        "sampled_lambda": (
+            lambda: sampled_lambda.angle_ratio_sampled(X, betas, rows=m,
+                                                       rng=np.random.default_rng(1)),
+            2.0 * m * n * d * (gammas + 1),
+        ),
+        "sampled_eta": (
+            lambda: sampled_eta.eta_sampled(X, betas, rows=m, rng=np.random.default_rng(1),
+                                            probes=probes),
+            2.0 * m * n * d * ((2 + probes) * gammas + 1 + probes),
+        ),
+    }  # fmt: skip
     rows = []
-    for kernel, probes in (("sampled_lambda", 0), ("sampled_eta", 1)):
-        if kernel == "sampled_lambda":
-            def fn():
-                return sampled_lambda.angle_ratio_sampled(X, betas, rows=m,
-                                                          rng=np.random.default_rng(1))  # fmt: skip
-            flops = 2.0 * m * n * d * (gammas + 1)
-        else:
-            def fn():
-                return sampled_eta.eta_sampled(X, betas, rows=m, rng=np.random.default_rng(1),
-                                               probes=probes)  # fmt: skip
-            flops = 2.0 * m * n * d * ((2 + probes) * gammas + 1 + probes)
+    for kernel, (fn, flops) in kernels.items():
         t = best_time(fn, repeat)
         rows.append({"benchmark": kernel, "n": n, "d": d, "m": m, "betas": gammas,
                      "seconds": t, "seconds_per_beta": t / gammas, "gflops": flops / t / 1e9,
