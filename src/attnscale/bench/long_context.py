@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["JOB_STARTUP_S", "load_overlay", "units", "measure", "estimate", "main"]
+__all__ = ["JOB_STARTUP_S", "load_overlay", "units", "measure", "estimate", "z0_spread", "main"]
 
 #: Start-up of one job (Python and library imports, reading inputs), seconds [measured ~0.5-1.5
 #: s on this machine kind, docs/performance.md; the upper end is taken].
@@ -154,6 +154,40 @@ def estimate(cfg, *, cores: int = 2, say=print):
                 "wall_seconds_if_busy": total / cores}  # fmt: skip
 
 
+def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed: int = 1):
+    """The draw-to-draw spread of the sampled lambda with the Gaussian ``z_0`` and with
+    ``||z_0|| = 1`` (docs/long-context.md#variance-reduction): for ``draws`` token draws (the
+    same ``z_i`` and direction of ``z_0`` in both modes) and ``m`` sampled rows each, per gamma
+    the mean and the standard deviation over draws in each mode, the rms within-draw SE, and
+    the ratio of the two variances; with the Gaussian ``z_0`` also the fraction of the variance
+    that a straight line in ``||z_0||^2`` explains (R^2). A table (one row per gamma)."""
+    import pandas as pd
+
+    from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
+    from attnscale.layer.sampled_lambda import angle_ratio_sampled
+
+    gam = np.asarray(gammas, dtype=float)
+    est = {mode: [] for mode in ("gaussian", "fixed_norm")}
+    se, r2 = [], []
+    for t in range(draws):
+        draw = draw_tokens(n=n, d=d, trial=t, root_seed=root_seed)
+        r2.append(float(draw["z0"] @ draw["z0"]))
+        for mode in est:
+            res = angle_ratio_sampled(tokens_at(draw, rho, z0=mode)["X"], gam * np.log(n),
+                                      rows=m, rng=np.random.default_rng([root_seed, t]))  # fmt: skip
+            est[mode].append(res.estimate)
+            if mode == "fixed_norm":
+                se.append(res.se)
+    g, f = np.array(est["gaussian"]), np.array(est["fixed_norm"])
+    fit = [np.corrcoef(r2, g[:, k])[0, 1] ** 2 for k in range(gam.size)]
+    return pd.DataFrame({"n": n, "d": d, "rho": rho, "gamma": gam, "draws": draws, "m": m,
+                         "mean_gaussian": g.mean(0), "sd_gaussian": g.std(0, ddof=1),
+                         "mean_fixed_norm": f.mean(0), "sd_fixed_norm": f.std(0, ddof=1),
+                         "rms_se_within": np.sqrt((np.array(se) ** 2).mean(0)),
+                         "variance_ratio": g.var(0, ddof=1) / f.var(0, ddof=1),
+                         "r2_on_z0_norm": fit})  # fmt: skip
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("overlay", nargs="?", default="config/long-context.yaml")
@@ -161,7 +195,18 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true",
                    help="the overlay at tiny sizes (n = 512, 2 rho, 3 gammas; for the tests)")  # fmt: skip
     p.add_argument("--out", default=None, help="write the table here (CSV)")
+    p.add_argument("--z0-spread", nargs=5, type=float, default=None,
+                   metavar=("N", "D", "RHO", "DRAWS", "M"),
+                   help="instead: the draw-to-draw spread of lambda with and without ||z_0|| = 1 "
+                        "at gamma = 1.6 .. 2.4 (docs/long-context.md#variance-reduction)")  # fmt: skip
     a = p.parse_args(argv)
+    if a.z0_spread is not None:
+        n, d, rho, draws, m = a.z0_spread
+        table = z0_spread(int(n), int(d), rho, [1.6, 1.8, 2.0, 2.2, 2.4], int(draws), int(m))
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        if a.out:
+            table.to_csv(a.out, index=False)
+        return 0
     cfg = load_overlay(a.overlay)
     if a.tiny:
         raw = cfg.raw
