@@ -4,12 +4,16 @@
   run, published with ``python -m attnscale.experiments.findings publish``): the page cannot be
   edited by hand.
 * Every ``<!-- finding:KEY -->value`` in README.md and docs/*.md names a key of
-  ``docs/findings.json`` and is followed by exactly its rendered value.
+  ``docs/findings.json`` and is followed by exactly its rendered value; every generated table
+  (``<!-- finding-table:KEY -->`` ... ``<!-- /finding-table -->``) is exactly the rendering of its
+  table finding.
 * The smoke run's ``findings`` rule runs end to end and yields the same keys, each with its
   source tables present in the run's ``results/``.
-* Outside markers and the exempt contexts, no number that looks like a result remains in the
-  README or in the docs' result sections (the heuristic below); a negative control checks that
-  it catches the stale claims that issue 21 found.
+* On every line of the README and the docs (the generated pages excepted), outside markers,
+  generated tables and the exempt contexts, no number looks like a result (the rule of
+  ``prose_numbers``). Controls: a typed value planted in a copy of a page is flagged on its line,
+  the stale claims that issue 21 found are flagged, and choices, derivations, dated measurements
+  and the papers' values are not.
 * The computations behind two of those stale claims (the sink's spread correction, the
   first-order root) against hand-built tables.
 """
@@ -19,16 +23,27 @@ from __future__ import annotations
 import glob
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from prose_numbers import (
+    GENERATED,
+    MARKER,
+    MEASURED_LINK,
+    TABLE_BLOCK,
+    evaluate,
+    measured_link_targets,
+    suspects,
+)
 
 from attnscale.experiments.findings import finite_d, realistic
 from attnscale.experiments.findings.record import (
     format_number,
     render_markdown,
+    render_table_blocks,
     render_value,
 )
 from conftest import REPO
@@ -37,118 +52,18 @@ DOCS = REPO / "docs"
 FINDINGS_JSON = DOCS / "findings.json"
 FINDINGS_MD = DOCS / "findings.md"
 
-# --------------------------------------------------------------------------- the rule, as data
-
-#: ``<!-- finding:KEY -->`` (the value follows the marker directly).
-MARKER = re.compile(r"<!--\s*finding:([A-Za-z0-9_.\-]+)\s*-->")
-#: Docs pages checked section by section (the generated pages are checked by equality instead).
-GENERATED = {"findings.md", "gallery.md", "api.md"}
-#: A docs section describes results if its heading says so; its subsections inherit.
-RESULT_HEADING = re.compile(
-    r"\b(findings?|results?)\b|experiment and finding|where each approximation fails", re.I
-)
-#: ... except the papers' own results ("Results of the paper that we use").
-PAPER_HEADING = re.compile(r"of the papers?\b", re.I)
-#: A section of measurements (timings, throughputs) is exempt if its heading says "measured"
-#: and the heading or the section's first paragraph names the date (the machine goes with it).
-MEASURED_HEADING = re.compile(r"\bmeasured\b", re.I)
-DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
-#: Numbers that look like results (after the exempt contexts are removed; LaTeX normalised).
-SUSPECT = {
-    "three or more decimals": re.compile(r"(?<![\w.])\d+\.\d{3,}"),
-    "a percentage": re.compile(r"(?<![\w.])\d+(\.\d+)?\s?%(?!-)"),
-    "plus-minus": re.compile(r"(±|\+-|\+/-)\s?\d"),
-    "approximately": re.compile(r"(~|≈|\babout|\bapprox\w*)\s?\d"),
-    "within a tolerance": re.compile(r"\bwithin\s+(?![1-4]\s?(SE|standard errors?)\b)\d"),
-    "a factor": re.compile(r"\bfactors?\s+(of\s+)?\d"),
-    "a count": re.compile(r"(?<![\w.])\d+\s+of\s+\d+\b(?!\s*%)"),
-    "a multiple": re.compile(r"(?<![\w.])\d+(\.\d+)?\s?(x|times)\b"),
-    "a decimal mantissa in powers of ten": re.compile(
-        r"(?<![\w.])\d+\.\d+\s?(e-?\d|×\s?10|\*\s?10\^)"
-    ),
-    "a list of 2-decimal values": re.compile(r"(?<![\w.])\d+\.\d{2,}\s?/\s?\d"),
-    "a range of 2-decimal values": re.compile(r"(?<![\w.])\d+\.\d{2,}\s?(\.\.|–)\s?\d"),
-}
-#: LaTeX spellings of the same things.
-LATEX = [(r"\pm", "±"), (r"\%", "%"), (r"\approx", "≈"), (r"\sim", "~"), (r"\times", "×"),
-         ("$", ""), ("{", ""), ("}", ""), (r"\,", " "), (r"\ ", " ")]  # fmt: skip
-
 
 def _load_json() -> dict:
     return json.loads(FINDINGS_JSON.read_text(encoding="utf-8"))
-
-
-def _strip_exempt(text: str, rendered: dict[str, str]) -> str:
-    """The prose with the exempt contexts removed: fenced code, inline code, markers with their
-    values, other HTML comments, link targets, and paragraphs that quote the papers ([paper])."""
-    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    text = re.sub(r"^:::.*?^:::", "", text, flags=re.S | re.M)
-
-    out, pos = [], 0
-    for m in MARKER.finditer(text):
-        out.append(text[pos : m.start()])
-        val = rendered.get(m.group(1), "")
-        pos = m.end() + (len(val) if val and text.startswith(val, m.end()) else 0)
-    out.append(text[pos:])
-    text = "".join(out)
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-    text = re.sub(r"`[^`]*`", "", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    paras = re.split(r"\n\s*\n|\n(?=\s*[*-] )", text)
-    text = "\n\n".join(p for p in paras if "[paper]" not in p)
-    for a, b in LATEX:
-        text = text.replace(a, b)
-    return text
-
-
-def result_sections(path: Path) -> list[tuple[str, str]]:
-    """(heading, text) of the parts of a file that the rule covers: all of README.md; in a docs
-    page, the sections whose heading describes results (with their subsections), minus the
-    measurement sections that name their date."""
-    text = path.read_text(encoding="utf-8")
-    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)  # no headings inside code
-    if path.name == "README.md":
-        return [("README.md", text)]
-    parts = re.split(r"^(#{1,6} .*)$", text, flags=re.M)
-    out, active_level = [], None
-    for i in range(1, len(parts), 2):
-        heading, body = parts[i], parts[i + 1]
-        level = len(heading) - len(heading.lstrip("#"))
-        if active_level is not None and level <= active_level:
-            active_level = None
-        if (
-            active_level is None
-            and RESULT_HEADING.search(heading)
-            and not PAPER_HEADING.search(heading)
-        ):
-            active_level = level
-        if active_level is None:
-            continue
-        if MEASURED_HEADING.search(heading):
-            first = body.strip().split("\n\n")[0]
-            if DATE.search(heading) or DATE.search(first):
-                continue
-        out.append((heading.strip(), body))
-    return out
-
-
-def suspects(text: str, rendered: dict[str, str]) -> list[tuple[str, str]]:
-    """(kind, context) of every result-like number left in ``text``."""
-    clean = _strip_exempt(text, rendered)
-    hits = []
-    for kind, pattern in SUSPECT.items():
-        for m in pattern.finditer(clean):
-            ctx = clean[max(0, m.start() - 50) : m.end() + 30].replace("\n", " ").replace("\0", "")
-            hits.append((kind, ctx.strip()))
-    return hits
 
 
 def _rendered() -> dict[str, str]:
     return {k: e["rendered"] for k, e in _load_json()["findings"].items()}
 
 
-def _prose_files() -> list[Path]:
-    return [REPO / "README.md", *sorted(p for p in DOCS.glob("*.md") if p.name not in GENERATED)]
+def _prose_files(docs: Path = DOCS) -> list[Path]:
+    return [docs.parent / "README.md",
+            *sorted(p for p in docs.glob("*.md") if p.name not in GENERATED)]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the checks
@@ -196,17 +111,90 @@ def test_markers_quote_the_findings():
     assert not bad, "markers that do not quote their finding:\n" + "\n".join(bad)
 
 
+def test_generated_tables_are_the_rendering_of_their_findings():
+    doc, blocks = _load_json(), 0
+    for path in _prose_files():
+        text = path.read_text(encoding="utf-8")
+        blocks += len(TABLE_BLOCK.findall(text))
+        assert render_table_blocks(text, doc) == text, (
+            f"{path.relative_to(REPO)}: a generated table differs from its finding; regenerate "
+            "with python -m attnscale.experiments.findings publish"
+        )
+    assert blocks, "no generated tables at all: the scan is broken"
+
+
 def test_no_hand_typed_result_numbers():
     rendered = _rendered()
-    hits = []
-    for path in _prose_files():
-        for heading, body in result_sections(path):
-            for kind, ctx in suspects(body, rendered):
-                hits.append(f"{path.relative_to(REPO)} [{heading[:40]}] {kind}: ...{ctx}...")
+    hits = [
+        f"{path.relative_to(REPO)}:{line} {kind}: ...{ctx}..."
+        for path in _prose_files()
+        for line, kind, ctx in suspects(path.read_text(encoding="utf-8"), rendered, path)
+    ]
     assert not hits, (
-        "numbers that look like results outside <!-- finding:KEY --> markers "
-        "(docs/pipeline.md#numbers-in-the-prose):\n" + "\n".join(hits)
+        "numbers that look like results outside <!-- finding:KEY --> markers and generated "
+        "tables (docs/pipeline.md#numbers-in-the-prose):\n" + "\n".join(hits)
     )
+
+
+def test_measured_links_point_to_dated_measurements():
+    """A sentence is exempt as a measurement only through a link to a dated measured section:
+    every such link must resolve (a broken one would make the exemption silently lapse)."""
+    bad = [
+        f"{path.relative_to(REPO)}: {target}"
+        for path in _prose_files()
+        for target, ok in measured_link_targets(path).items()
+        if not ok
+    ]
+    assert not bad, "links labelled 'measured' that name no dated measured section:\n" + "\n".join(
+        bad
+    )
+
+
+#: Typed results planted into ordinary prose of a copy of the docs (page, text after which it is
+#: planted, the planted sentence): each must be flagged on its own line.
+PLANTED = [
+    (
+        "finite-d.md",
+        "## Asymptotic regimes\n",
+        "At $d = 4$, $n = 10^4$ the exact $\\beta^* = 6.133$.\n",
+    ),
+    ("regimes.md", "## Results\n", "Above the transition lambda falls to 0.61 at this size.\n"),
+    (
+        "paper-b-beyond.md",
+        "### What is measured [choice]\n",
+        "Measured $\\beta^*(10^6)/10^{6\\alpha}$: 0.405, 1.05, 1.96 for $d = 3, 4, 5$.\n",
+    ),
+    (
+        "paper-a.md",
+        "## Gaussian near-simplex tokens\n",
+        "**[derived]** The map gives $\\lambda = 0.6238$ at $n = 1024$.\n",
+    ),
+    ("README.md", "## Two commands\n", "The run's critical point sits 5 to 7 % above the line.\n"),
+    ("finite-d.md", "**Crossover.**", " Its root is lost beyond n ~ 4600. "),
+]
+
+
+@pytest.mark.parametrize("page, after, planted", PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_planted_typed_result_is_flagged(tmp_path, page, after, planted):
+    """Issue 28: the rule covers every line. A copy of the docs (and the README) with one typed
+    value planted into an ordinary prose section is flagged on exactly that line, and the
+    unchanged copy is clean."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for p in DOCS.glob("*.md"):
+        shutil.copyfile(p, docs / p.name)
+    shutil.copyfile(REPO / "README.md", tmp_path / "README.md")
+    (tmp_path / "tests").symlink_to(REPO / "tests")
+    target = tmp_path / page if page == "README.md" else docs / page
+    text = target.read_text(encoding="utf-8")
+    assert after in text, after
+    rendered = _rendered()
+    assert not suspects(text, rendered, target)
+    cut = text.index(after) + len(after)
+    planted_text = text[:cut] + planted + text[cut:]
+    target.write_text(planted_text, encoding="utf-8")
+    lines = {line for line, _, _ in suspects(planted_text, rendered, target)}
+    assert lines == {planted_text.count("\n", 0, cut) + 1}, (lines, planted)
 
 
 #: Issue 21's stale sentences, typed back: the heuristic must flag each one.
@@ -232,10 +220,32 @@ ALLOWED = [
     "within 2 SE of 1/2 at every point, for d = 3 .. 10 and n = 1e2 .. 1e6",
     "<!-- finding:sink.spread_exact_up_to -->VALUE of the line",
     "our notes quote 0.74 / 0.92 [paper]",
+    "**[paper]** The paper reports 0.7234 / 0.896 at these sizes.",
+    r"$\frac1n\sum_i A_{ii} \to \ln 2 = 0.693$ and $(1 + 0.1\ln 32)^2 \approx 1.813$",
+    r"$2\pi \cdot 10^{3.5} \approx 2.0 \cdot 10^4$",
+    r"at the root $u^*$ of $2\ln(1 + u) = u$, $u^* = 2.513$ **[derived]**, i.e.",
+    r"$c_s \in \{-0.5, 0, 0.3, 0.45, 0.48\}$, $\kappa = 4$, step 0.45, $0 \le \rho \le 0.9$",
+    "the first call costs 0.3 to 0.6 s (measured 2026-11-30 on the 2-core machine)",
+    "Theorem 2.3 and Python 3.11 (arXiv 2510.05554), accurate to about 10^-4",
+    "the metric drops by 10 % **[choice]** when the top group is removed",
 ]
 
 
-@pytest.mark.parametrize("sentence", STALE)
+#: Typed results in the forms the exemptions must not let through.
+TYPED = [
+    r"$\ln 2 = 0.700$",  # a derivation constant that its closed form does not give
+    r"$\beta^* = 25.11$ at $d = 128$",
+    r"the transition sits at $\beta = 25.11$, $\gamma = 2.131$",  # beta, gamma: not config symbols
+    "lambda falls to 0.61",
+    "the spread measured here is 0.024 (2-core machine)",  # measured, but no date
+    # a [paper] label inside a paragraph exempts its own sentence only
+    "At these sizes the ratios of the simulation are as the notes quote them, 0.74 / 0.92 [paper]. "
+    "The exact value is 0.8958.",
+    "the criterion is met, 0.0283 / 0.3256 **[choice]** in the next clause, 0.9497 / 0.9614",
+]
+
+
+@pytest.mark.parametrize("sentence", STALE + TYPED)
 def test_the_heuristic_catches_the_stale_claims(sentence):
     assert suspects(sentence, {}), sentence
 
@@ -246,11 +256,32 @@ def test_the_heuristic_leaves_choices_alone(sentence):
     assert not suspects(sentence, rendered), suspects(sentence, rendered)
 
 
-def test_result_sections_are_found():
-    """The scoping works: the docs' findings sections are scanned, theory sections are not."""
-    heads = [h for h, _ in result_sections(DOCS / "realistic-attention.md")]
-    assert any("Findings" in h for h in heads), heads
-    assert not any("Simplex tokens under a causal mask" in h for h in heads), heads
+def test_derivation_constants_are_evaluated():
+    """The closed forms the rule evaluates (a derivation constant is exempt only if its closed form
+    gives it to its printed digits)."""
+    assert evaluate(r"\ln 2") == pytest.approx(np.log(2))
+    assert evaluate(r"(1 + 0.1\ln 32)^2") == pytest.approx((1 + 0.1 * np.log(32)) ** 2)
+    assert evaluate(r"\sqrt2/\pi") == pytest.approx(np.sqrt(2) / np.pi)
+    assert evaluate(r"2\pi \cdot 10^{3.5}") == pytest.approx(2 * np.pi * 10**3.5)
+    assert evaluate(r"\frac{5}{16} + 2\ln 2^{20}/128") == pytest.approx(
+        5 / 16 + 40 * np.log(2) / 128
+    )
+    assert evaluate(r"10^{-6 \cdot 2/9}") == pytest.approx(10 ** (-6 * 2 / 9))
+    for not_closed in (r"\beta^*", r"\ln n", "x + 1", r"\Lambda^*_3"):
+        with pytest.raises(ValueError):
+            evaluate(not_closed)
+
+
+def test_measured_link_exempts_only_through_a_dated_section(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("## Times (measured 2026-11-30, 2-core machine)\n\nIt ran 3 min.\n\n"
+                    "## Use\n\nIt takes about 9 minutes ([measured](#times-measured-2026-11-30-2-core-machine)).\n\n"
+                    "It takes about 8 minutes ([measured](#use)).\n", encoding="utf-8")  # fmt: skip
+    assert measured_link_targets(page) == {
+        "#times-measured-2026-11-30-2-core-machine": True, "#use": False}  # fmt: skip
+    hits = suspects(page.read_text(encoding="utf-8"), {}, page)
+    assert [line for line, _, _ in hits] == [9], hits
+    assert MEASURED_LINK.search("([measured](performance.md#x))")
 
 
 def test_readme_figure_table_lists_every_figure_of_all():
@@ -279,6 +310,32 @@ def test_smoke_findings_have_the_published_keys(smoke_run):
             assert glob.glob(str(work / "results" / src)), f"{key}: no table {src}"
         if e["value"] is None:
             assert e["note"].startswith("not computed at this configuration"), (key, e["note"])
+
+
+def test_publish_renders_the_generated_tables(tmp_path):
+    """``publish`` copies the findings and rewrites every generated table of the pages from them;
+    an unknown key or a finding that is not a table is an error naming it."""
+    from attnscale.experiments.findings.__main__ import publish
+
+    results, docs = tmp_path / "results", tmp_path / "docs"
+    results.mkdir()
+    docs.mkdir()
+    shutil.copyfile(FINDINGS_JSON, results / "findings.json")
+    shutil.copyfile(FINDINGS_MD, results / "findings.md")
+    block = "<!-- finding-table:{} -->\n| stale |\n<!-- /finding-table -->\n"
+    (docs / "page.md").write_text("Text.\n\n" + block.format("finite_d.gamma_ratio_table"),
+                                  encoding="utf-8")  # fmt: skip
+    (tmp_path / "README.md").write_text(block.format("paper_a.simplex_eta_table"), encoding="utf-8")
+    publish(results, docs)
+    doc = _load_json()
+    for page in (docs / "page.md", tmp_path / "README.md"):
+        text = page.read_text(encoding="utf-8")
+        assert "| stale |" not in text and render_table_blocks(text, doc) == text
+    assert (docs / "findings.json").read_bytes() == FINDINGS_JSON.read_bytes()
+    with pytest.raises(KeyError, match="no_such.key"):
+        render_table_blocks(block.format("no_such.key"), doc)
+    with pytest.raises(ValueError, match="not a table"):
+        render_table_blocks(block.format("finite_d.power_law_over_exact"), doc)
 
 
 # --------------------------------------------------------------------------- computations

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, optimize, stats
 
@@ -22,10 +23,11 @@ from attnscale.experiments import regimes_simulation as rgs
 from attnscale.experiments import regimes_summary as rgsum
 from attnscale.experiments import regimes_theory as rgth
 from attnscale.experiments import regimes_tokens as rgt
+from attnscale.experiments.findings import regimes_checks
 from attnscale.figures import regimes as fr
 from attnscale.layer import finite_d, tokens
 from attnscale.pipeline.config import ConfigError
-from attnscale.regimes import gap, observable, rem, rem_samplers, ties, token_samplers
+from attnscale.regimes import gap, observable, rem, rem_samplers, ties, ties_exact, token_samplers
 
 SEED = 271828182845904523536028747135266249775
 
@@ -357,6 +359,154 @@ def test_curve_root_against_exact_root_finding():
     assert rgs.curve_root(grid, W - 1, dW, level=0.5, batches=8)["status"] == "high"
 
 
+# =========================================================================== exact k copies
+def _mc_group_weight(n, k, d, rho, beta, noise, draws, gen):
+    """Plain Monte Carlo of the top group's weight with full Gaussian tokens: token 0 is the
+    query, tokens 1 .. k-1 are replaced by its copies (y + noise xi)/||.||, xi ~ N(0, I_d/d); one
+    independent draw (z_0 included) per row. Mean and SE over the rows."""
+    z0 = gen.standard_normal((draws, 1, d)) / math.sqrt(d)
+    Z = gen.standard_normal((draws, n, d)) / math.sqrt(d)
+    X = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * Z
+    Y = X / np.linalg.norm(X, axis=2, keepdims=True)
+    q = Y[:, 0, :]
+    C = q[:, None, :] + noise * gen.standard_normal((draws, k - 1, d)) / math.sqrt(d)
+    Y[:, 1:k, :] = C / np.linalg.norm(C, axis=2, keepdims=True)
+    e = np.exp(beta * (np.einsum("bnd,bd->bn", Y, q) - 1.0))
+    W = e[:, :k].sum(1) / e.sum(1)
+    return W.mean(), W.std(ddof=1) / math.sqrt(draws)
+
+
+@pytest.mark.parametrize(
+    "n, k, d, rho, noise", [(40, 3, 8, 0.5, 0.0), (40, 3, 8, 0.5, 0.5), (60, 5, 4, 0.0, 0.3)]
+)
+def test_ties_exact_against_monte_carlo(n, k, d, rho, noise):
+    """The exact finite-d group weight of k copies against plain Monte Carlo of full tokens at
+    0.7, 1 and 1.4 times its beta*: within 4 SE plus the quadrature tolerance 3e-4 of
+    docs/finite-d.md#exact-self-weight (docs/regimes.md#exact-finite-d-theory-for-k-copies)."""
+    b = ties_exact.ties_exact_critical_beta(n, k, d, rho, copy_noise=noise)
+    gen = rng(28, n, k, d)
+    for f in (0.7, 1.0, 1.4):
+        th = ties_exact.ties_group_weight(n, k, d, rho, f * b, copy_noise=noise)
+        m, se = _mc_group_weight(n, k, d, rho, f * b, noise, 12000, gen)
+        assert abs(m - th) <= 4 * se + 3e-4, (f, m, se, th)
+    # the first-order group formula is far off here, so the test can tell the two apart
+    s2 = finite_d.first_order_variance(d, rho)
+    first = ties.ties_critical_beta(n, k, 1 - rho, s2=s2, copy_noise=noise, d=d)
+    assert not np.isfinite(first) or abs(first / b - 1) > 0.01
+
+
+def test_ties_exact_limits():
+    """k = 1 is the finite-d self-weight bit for bit; the root solves its equation at any level;
+    a real k lies between its integer neighbours; the first-order formula's relative excess falls
+    like 1/d at large d (it neglects the O(beta/d) shift of the mean score,
+    docs/finite-d.md#first-order-approximation)."""
+    for n, d, rho in ((300, 8, 0.0), (1000, 32, 0.5)):
+        b = finite_d.critical_beta(n, d, rho)
+        bs = [0.8 * b, b, 1.3 * b]
+        assert np.array_equal(ties_exact.ties_group_weight(n, 1, d, rho, bs),
+                              finite_d.self_weight(n, d, rho, bs))  # fmt: skip
+    for level, noise in ((0.5, 0.0), (0.3, 0.2)):
+        b = ties_exact.ties_exact_critical_beta(2000, 12, 32, 0.5, copy_noise=noise, level=level)
+        w = ties_exact.ties_group_weight(2000, 12, 32, 0.5, b, copy_noise=noise)
+        assert w == pytest.approx(level, abs=1e-5)  # the root's relative tolerance is 1e-6
+    bk = [ties_exact.ties_exact_critical_beta(2000, k, 32, 0.5) for k in (2, 2.5, 3)]
+    assert bk[0] > bk[1] > bk[2]
+    assert ties_exact.ties_exact_critical_beta(10, 6, 32, 0.5) == 0.0  # k / n >= level
+    excess = []
+    for d in (1024, 4096):
+        e = ties_exact.ties_exact_critical_beta(10**4, 100, d, 0.5, xtol=1e-10)
+        f = ties.ties_critical_beta(10**4, 100, 0.5, s2=finite_d.first_order_variance(d, 0.5))
+        excess.append(f / e - 1)
+    assert 0 < excess[1] < excess[0] < 1.0 / 1024
+    assert 2.0 < excess[0] / excess[1] < 8.0
+
+
+def test_first_order_line_ends_at_its_breakdown():
+    """The finite-d first-order line of the theory table runs up to ln(n - 1) = d / (2 (1 + rho -
+    rho^2 / 2)), where its root is 2 ln(n - 1) / (1 - rho) = (1 - rho) / s^2, and has no root
+    beyond (docs/regimes.md#finite-d-where-log-n-ends)."""
+    th = rgth.theory_table(n=[100, 1000], theory_n=np.geomspace(100, 1e5, 7), gap_d=64,
+                           gap_rho=0.5, ties=[], rem_s=1.0, fd_d=[16], fd_rho=0.0,
+                           level=0.5)  # fmt: skip
+    fo = th[(th["series"] == "finite_d d=16") & (th["kind"] == "first_order")
+            & (th["role"] == "line")].sort_values("n")  # fmt: skip
+    ok = fo[np.isfinite(fo["beta"])]
+    ln_b = gap.log_n_breakdown(16, 0.0)
+    end = ok.iloc[-1]
+    assert math.log(end["n"] - 1) == pytest.approx(ln_b, rel=1e-12)
+    assert end["beta"] == pytest.approx(1.0 / finite_d.first_order_variance(16, 0.0), rel=1e-12)
+    assert np.all(np.log(fo.loc[~np.isfinite(fo["beta"]), "n"] - 1) > ln_b)
+    assert np.all(np.diff(ok["beta"]) > 0) and len(ok) >= len(rgth.FIRST_ORDER_END) + 3
+    for n in (200.0, 2500.0):
+        assert rgth.first_order_at(math.log(n - 1), 16, 0.0) == pytest.approx(
+            finite_d.first_order_critical_beta(int(n), 16, 0.0), rel=1e-12)  # fmt: skip
+    assert math.isnan(rgth.first_order_at(ln_b * (1 + 1e-9), 16, 0.0))
+
+
+def _synthetic_table():
+    """A summary table by hand: two finite-d points a decade apart, their predictions and power
+    law, one gap row set with a tie series, one REM row set."""
+    rows = []
+    for n, b, se in ((1e5, 60.0, 0.6), (1e6, 116.0, 1.2)):
+        rows.append({"regime": "finite_d", "series": "finite_d d=8", "kind": "simulation",
+                     "role": "point", "n": n, "d": 8, "rho": 0.0, "k": 1.0, "beta": b,
+                     "beta_se": se, "z_pred": 0.5, "spawn_keys": f"fd-{n:g}"})  # fmt: skip
+    for kind, b5, b6 in (("prediction", 60.3, 117.7), ("power_law", 61.6, 119.0)):
+        for n, b in ((1e5, b5), (1e6, b6)):
+            rows.append({"regime": "finite_d", "series": "finite_d d=8", "kind": kind,
+                         "role": "point", "n": n, "d": 8, "rho": 0.0, "k": 1.0, "beta": b})  # fmt: skip
+    rows += [
+        {"regime": "gap", "series": "gap", "kind": "simulation", "role": "point", "n": 1e3,
+         "d": 64, "rho": 0.5, "k": 1.0, "z_pred": 2.5, "spawn_keys": "g"},
+        {"regime": "ties", "series": "ties kappa=0.5", "kind": "simulation", "role": "point",
+         "n": 1e3, "d": 64, "rho": 0.5, "k": 32.0, "z_pred": 2.6, "spawn_keys": "g"},
+        {"regime": "rem", "series": "rem", "kind": "simulation", "role": "point", "n": 1e3,
+         "d": np.nan, "rho": np.nan, "k": 1.0, "z_pred": -1.0, "spawn_keys": "r"},
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_local_exponent_and_row_sets_by_hand():
+    """The local exponent table and the row-set summary of the findings against a hand
+    computation (docs/regimes.md#finite-d-where-log-n-ends, docs/regimes.md#results)."""
+    t = _synthetic_table()
+    e = rgsum.local_exponent_table(t).iloc[0]
+    ln10 = math.log(10.0)
+    assert e["exponent_sim"] == pytest.approx(math.log(116.0 / 60.0) / ln10, rel=1e-12)
+    se = math.hypot(0.6 / 60.0, 1.2 / 116.0) / ln10  # independent rows at the two n
+    assert e["exponent_sim_se"] == pytest.approx(se, rel=1e-12)
+    assert e["exponent_pred"] == pytest.approx(math.log(117.7 / 60.3) / ln10, rel=1e-12)
+    assert e["exponent_power_law"] == pytest.approx(2.0 / 7.0)
+    assert e["ratio_sim_power_law"] == pytest.approx(116.0 / 119.0)
+    assert e["ln_n_over_d_hi"] == pytest.approx(math.log(1e6) / 8)
+    found = {f.key: f for f in regimes_checks.regimes_check_findings(
+        table=t, exponent=rgsum.local_exponent_table(t), rem_orders=pd.DataFrame())}  # fmt: skip
+    # three row sets (finite d at two n, gap with its tie series, REM): the tie series counts once
+    assert found["regimes.row_sets_within_2se"].value == [3, 4]
+    chi2 = 0.5**2 + 0.5**2 + 2.5**2 + 1.0**2
+    assert found["regimes.row_sets_chi2"].value == pytest.approx(
+        [chi2, 4, stats.chi2.sf(chi2, 4)])  # fmt: skip
+    assert found["regimes.finite_d8.local_exponent"].value[0] == pytest.approx(e["exponent_sim"])
+    assert found["regimes.finite_d16.local_exponent"].value is None  # not in this table
+
+
+def test_rem_orders_from_the_library():
+    """The REM orders table is the library's values (docs/regimes.md#freezing-point-and-finite-n-corrections)."""
+    t = rgth.rem_orders(n=[100, 1e12], factors=[0.8, 1.5], s=2.0, level=0.5)
+    r = t[(t["n"] == 1e12) & (t["factor"] == 1.5)].iloc[0]
+    assert r["beta_exact"] == pytest.approx(rem.rem_critical_beta(1e12, s=2.0))
+    assert r["beta_penultimate"] == pytest.approx(rem.gaussian_tail_scale(1e12)[1]
+                                                  / rem.pd_critical_alpha() / 2.0)  # fmt: skip
+    assert r["top_weight"] == pytest.approx(
+        rem.rem_top_weight_mean(1e12, 1.5 * rem.rem_freezing_beta(1e12, 2.0), s=2.0)
+    )
+    assert r["top_weight_pd"] == pytest.approx(rem.pd_top_weight_mean(1 / 1.5))
+    assert t.loc[t["factor"] == 0.8, "top_weight_pd"].eq(0.0).all()
+    assert r["penultimate_excess_ln_n"] == pytest.approx(
+        (r["beta_penultimate"] / r["beta_exact"] - 1) * math.log(1e12)
+    )
+
+
 # =========================================================================== experiments
 def small_rem(seed=SEED, n=(100, 1000), contexts=600):
     return rgr.rem_points(
@@ -439,6 +589,9 @@ def test_simulated_tokens_within_4se_of_predictions():
         assert r["beta_pred"] == pytest.approx(
             finite_d.critical_beta(int(r["n"]), int(r["d"]), r["rho"])
         )
+    # the tie series against the exact theory of k copies, paired on the rows of the query alone
+    tied = sim[sim["k"] > 1]
+    assert len(tied) == 4 and np.all(np.abs(tied["z_ratio"]) < 4), tied[["series", "z_ratio"]]
     # practical reading: simulated shifts bracket the target, near the first-order theory
     s = ro.set_index("k")
     ks = sorted(s.index)
@@ -505,8 +658,9 @@ def test_figure_draws_from_the_table():
     out = rgsum.critical_scale_table(
         simulations=[sim], theory=th, read_off_sim=ro, read_off_theory=rt
     )
-    fig = fr.plot_regimes(table=out["table"], read_off=out["read_off"], caption="test")
-    assert len(fig.axes) == 3
+    fig = fr.plot_regimes(table=out["table"], read_off=out["read_off"], caption="test",
+                          exponent=out["exponent"])  # fmt: skip
+    assert len(fig.axes) == 6
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -620,6 +774,11 @@ def test_figure_draws_from_the_table():
             "copy_cosine must be <= 1",
         ),
         (lambda: rgs.beta_grid(5.0, 0.0, 7), "slope must lie in"),
+        (lambda: ties_exact.ties_group_weight(10, 10, 8, 0.0, 1.0), "k must lie in"),
+        (lambda: ties_exact.ties_group_weight(10, 2, 8, 0.0, -1.0), "beta must be finite"),
+        (lambda: ties_exact.ties_group_weight(10, 2, 8, 0.0, 1.0, quad="x"), "quad must be"),
+        (lambda: ties_exact.ties_exact_critical_beta(10, 2, 2, 0.0), "d must be an integer"),
+        (lambda: rgth.rem_orders(n=[2.0], factors=[1.5], s=1.0, level=0.5), "n must be >= 3"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_argument(call, needle):

@@ -151,6 +151,7 @@ def test_every_results_table_records_its_provenance(smoke_run):
             "finite_d/transition_theory.csv",
             "regimes/theory.csv",  # quadrature and closed forms (docs/regimes.md)
             "regimes/read_off_theory.csv",
+            "regimes/rem_orders.csv",  # quadrature (docs/regimes.md)
         }
         deterministic |= rel.parts[:2] == ("explorer", "theory")  # the theory at its nodes
         if not deterministic and "root_seed" not in cols:

@@ -449,7 +449,7 @@
   Explorer.prototype.renderFooter = function () {
     var src = this.data.source, acc = this.data.accuracy;
     var worst = acc.max_abs_rel_error;
-    this.footer.textContent = "Data: configuration " + src.configuration + ", commit " +
+    this.footer.textContent = "Data: commit " +
       String(src.git_commit).slice(0, 10) + ". Theory grid: " + this.data.theory.d_nodes.length +
       " d-nodes; largest interpolation error at " + acc.points.length + " held-out points " +
       (worst === null ? "\u2014" : pyExp(worst, 1)) + " (bound " + acc.bound + ").";

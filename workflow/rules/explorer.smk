@@ -85,7 +85,6 @@ rule explorer_data:
             *CFG.get("explorer.extra_lambda_tables"),
         ],
         rho_max=CFG.value("explorer.rho_max"),
-        configuration=CONFIG_SOURCE,
         root_seed=ROOT_SEED,
     script:
         ENTRY

@@ -35,6 +35,8 @@ rule findings:
         regimes_table=rules.regimes_summary.output.table,
         regimes_read_off=rules.regimes_summary.output.read_off,
         regimes_simulations=rules.regimes_summary.input.simulations,
+        regimes_exponent=rules.regimes_summary.output.exponent,
+        regimes_rem_orders=rules.regimes_theory.output.rem_orders,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

@@ -78,6 +78,9 @@ rule finite_d_transition_figure:
             d=CFG.ints("finite_d.transition.d"),
         ),
         theory=rules.finite_d_transition_theory.output.csv,
+        # the regimes experiment's finite-d series to n = 1e6 (rule regimes_finite_d, included
+        # after this file, hence the path)
+        regimes="results/regimes/finite_d.csv",
         lib=lib("figures.finite_d"),
     output:
         png=report(
@@ -102,7 +105,10 @@ rule finite_d_transition_figure:
             f"{CFG.value('finite_d.transition.rows')} query rows x "
             f"{CFG.value('finite_d.transition.trials')} Gaussian token draws equals 1/2 "
             "(common random numbers across beta), error bars 2 SE by the delta method over "
-            "draws; sizes, draws and rows [choice]. Star: read-off head "
+            "draws; sizes, draws and rows [choice]. Open diamonds (rho = 0): the regimes page's "
+            "finite-d series, one query row of n tokens per context drawn through its "
+            f"sufficient statistics, {CFG.value('regimes.finite_d.contexts')} contexts per n, "
+            "2 SE [choice]. Star: read-off head "
             f"d = {CFG.value('finite_d.transition.read_off.d')}, "
             f"n = {CFG.value('finite_d.transition.read_off.n')} [choice]."
         ),

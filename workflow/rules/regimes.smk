@@ -68,6 +68,40 @@ rule regimes_gap_ties:
         ENTRY
 
 
+rule regimes_ties_finite_d:
+    """Simulated beta*(n) of the query alone and of the near-tie series again at small d, where
+    the first-order group formula fails (docs/regimes.md#exact-finite-d-theory-for-k-copies).
+    """
+    input:
+        lib=lib("experiments.regimes_tokens"),
+    output:
+        csv="results/regimes/ties_finite_d.csv",
+    log:
+        "logs/regimes/ties_finite_d.log",
+    benchmark:
+        "benchmarks/regimes/ties_finite_d.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        mem_mb=500 + 6 * 8e-6 * max(CFG.grid("regimes.n")),
+        runtime=15,
+    params:
+        entry="experiments.regimes_tokens:token_points",
+        regime="gap",
+        label_d=True,
+        n=CFG.ints("regimes.n"),
+        d=CFG.ints("regimes.ties_finite_d.d"),
+        rho=CFG.value("regimes.gap.rho"),
+        contexts=CFG.value("regimes.ties_finite_d.contexts"),
+        level=CFG.value("regimes.level"),
+        grid_points=CFG.value("regimes.grid_points"),
+        batches=CFG.value("regimes.batches"),
+        root_seed=ROOT_SEED,
+        ties=[[t["kappa"], t["copy_noise"]] for t in CFG.get("regimes.ties")],
+    script:
+        ENTRY
+
+
 rule regimes_finite_d:
     """Simulated beta*(n) of Gaussian tokens at small d, where the log n scale ends
     (docs/regimes.md#finite-d-where-log-n-ends)."""
@@ -131,13 +165,14 @@ rule regimes_read_off:
 
 
 rule regimes_theory:
-    """Every prediction of the figure on a line grid and at the simulated points, and the
-    practical reading in theory (docs/regimes.md)."""
+    """Every prediction of the figure on a line grid and at the simulated points, the practical
+    reading in theory and the REM's orders at a few n (docs/regimes.md)."""
     input:
         lib=lib("experiments.regimes_theory"),
     output:
         lines="results/regimes/theory.csv",
         read_off="results/regimes/read_off_theory.csv",
+        rem_orders="results/regimes/rem_orders.csv",
     log:
         "logs/regimes/theory.log",
     benchmark:
@@ -156,7 +191,10 @@ rule regimes_theory:
         rem_s=CFG.value("regimes.rem.s"),
         fd_d=CFG.ints("regimes.finite_d.d"),
         fd_rho=CFG.value("regimes.finite_d.rho"),
+        ties_d=CFG.ints("regimes.ties_finite_d.d"),
         level=CFG.value("regimes.level"),
+        rem_orders_n=CFG.grid("regimes.rem_orders.n").tolist(),
+        rem_orders_factors=CFG.grid("regimes.rem_orders.factors").tolist(),
         read_off={
             "n": CFG.value("regimes.read_off.n"),
             "d": CFG.value("regimes.read_off.d"),
@@ -169,13 +207,15 @@ rule regimes_theory:
 
 
 rule regimes_summary:
-    """Summary: simulated and predicted beta*(n) side by side (tidy table behind the figure) and
-    the practical-reading table (docs/regimes.md#results)."""
+    """Summary: simulated and predicted beta*(n) side by side (tidy table behind the figure), the
+    practical-reading table and the local exponent of the finite-d series
+    (docs/regimes.md#results)."""
     input:
         simulations=[
             rules.regimes_gap_ties.output.csv,
             rules.regimes_finite_d.output.csv,
             rules.regimes_rem.output.csv,
+            rules.regimes_ties_finite_d.output.csv,
         ],
         theory=rules.regimes_theory.output.lines,
         read_off_sim=rules.regimes_read_off.output.csv,
@@ -184,6 +224,7 @@ rule regimes_summary:
     output:
         table="results/regimes/critical_scale.csv",
         read_off="results/regimes/read_off.csv",
+        exponent="results/regimes/local_exponent.csv",
     log:
         "logs/regimes/table.log",
     conda:
@@ -199,6 +240,7 @@ rule regimes_figure:
     input:
         table=rules.regimes_summary.output.table,
         read_off=rules.regimes_summary.output.read_off,
+        exponent=rules.regimes_summary.output.exponent,
         lib=lib("figures.regimes"),
     output:
         png=report(
@@ -221,17 +263,22 @@ rule regimes_figure:
             "scores per context (gap/ties/finite d: Paper A's Gaussian tokens drawn through "
             "their sufficient statistics; REM: i.i.d. N(0, s^2) scores, no self-score), root of "
             "the Monte Carlo mean with common random numbers across beta, error bars 2 SE "
-            "(delta method over contexts) [derived method]; contexts per n: gap/ties "
+            "(delta method over contexts; panel e: paired over the same rows) [derived method]; "
+            "contexts per n: gap/ties "
             f"{CFG.value('regimes.gap.contexts')}, finite d "
-            f"{CFG.value('regimes.finite_d.contexts')}, REM "
-            f"{CFG.value('regimes.rem.contexts')} [choice]. Solid: finite-n predictions "
-            "[derived]: exact finite-d theory (gap, finite d), first-order group formula "
-            "(near-ties), exact quadrature of E A_(1) (REM). Dashed: leading orders, Paper A's "
-            "ln(n-1)/(1-rho) [paper] and ln((n-k)/k)/(1-rho), sqrt(2 ln n)/(alpha_c s) with "
-            "alpha_c = 0.6455 [derived]; finite d: first order, ending at ln n = d/2 (dotted "
-            "vertical) [derived]. Box: the practical reading, a d = "
+            f"{CFG.value('regimes.finite_d.contexts')}, near-ties at small d "
+            f"{CFG.value('regimes.ties_finite_d.contexts')}, REM "
+            f"{CFG.value('regimes.rem.contexts')} [choice]. Solid: exact finite-n predictions "
+            "[derived]: finite-d theory of the self-weight (gap, finite d) and of k copies "
+            "(near-ties), quadrature of E A_(1) (REM). Dashed: leading orders, Paper A's "
+            "ln(n-1)/(1-rho) [paper] and ln((n-k)/k)/(1-rho), sqrt(2 ln n)/(alpha_c s) "
+            "[derived]. Dash-dot-dot: first order in 1/d [derived], for finite d drawn to where "
+            "it loses its root (grey dashed vertical; ln n / d = 1/2 in panel d). Loosely "
+            "dotted and panel d: Paper B's power law with its constant [derived]. Panel f: the "
+            "practical reading, a d = "
             f"{CFG.value('regimes.read_off.d')} head at n = {CFG.value('regimes.read_off.n')} "
-            "[choice], from the first-order group formula [derived], checked by simulation."
+            "[choice], k from the first-order group formula [derived], checked by simulation "
+            "against the first-order and the exact theory; local exponents over the last decade."
         ),
     script:
         ENTRY

@@ -1,6 +1,8 @@
 """The Laplace identity for the mean of ``1 / (1 + S)``, ``S`` a sum of ``n - 1`` conditionally
 i.i.d. terms: one integral, used by the finite-d self-weight (docs/finite-d.md#exact-self-weight)
-and the random-energy model's top weight (docs/regimes.md#exact-finite-n-top-weight).
+and the random-energy model's top weight (docs/regimes.md#exact-finite-n-top-weight); and its
+generalisation to ``K / (K + S)`` with a random ``K`` independent of ``S`` (:func:`group_mean`, the
+weight of ``k`` copies of the query, docs/regimes.md#exact-finite-d-theory-for-k-copies).
 
 ``1 / (1 + S) = int_0^inf e^{-s (1 + S)} ds`` gives
 ``E[1 / (1 + S)] = int_R exp(t - e^t + (n - 1) ln phi(e^t)) dt`` with ``s = e^t`` and ``phi`` the
@@ -24,6 +26,7 @@ __all__ = [
     "series_terms",
     "log_one_minus",
     "reciprocal_mean",
+    "group_mean",
 ]
 
 #: [derived] Upper end of the ``t`` grid: ``exp(-e^4.7) = 1e-48``.
@@ -104,3 +107,45 @@ def reciprocal_mean(
     log_phi = np.concatenate([log_phi_series(ts), log_phi_direct(td)], axis=-1)
     with np.errstate(under="ignore"):
         return h * np.exp(t - np.exp(t) + (n - 1.0) * log_phi).sum(axis=-1)
+
+
+def group_mean(
+    n_others: float,
+    log_group: Callable[[np.ndarray], np.ndarray],
+    log_phi_series: Callable[[np.ndarray], np.ndarray],
+    log_phi_direct: Callable[[np.ndarray], np.ndarray],
+    *,
+    h: float,
+    t_lo: float,
+) -> np.ndarray:
+    """``E[K / (K + S)]`` for ``K > 0`` independent of ``S``, ``S`` a sum of ``n_others``
+    conditionally i.i.d. terms with Laplace transform ``phi``
+    (docs/regimes.md#exact-finite-d-theory-for-k-copies).
+
+    ``K / (K + S) = int_0^inf K e^{-s (K + S)} ds`` gives
+    ``E[K / (K + S)] = int_R exp(t + ln G(e^t) + n_others ln phi(e^t)) dt`` with
+    ``G(s) = E[K e^{-s K}]`` and ``s = e^t``; trapezoid rule of step ``h`` from ``T_MAX`` down to
+    above ``t_lo``, as :func:`reciprocal_mean` (which is ``K = 1``, ``ln G = -e^t``).
+
+    Parameters
+    ----------
+    n_others : float
+        Number of terms of ``S``.
+    log_group : callable
+        ``ln G(e^t)`` at the grid's ``t`` values (an array of their shape).
+    log_phi_series, log_phi_direct : callable
+        As in :func:`reciprocal_mean`.
+    h, t_lo : float
+        As in :func:`reciprocal_mean`; ``t_lo`` must lie where the integrand is negligible
+        (``E[K] e^{t_lo}`` is the mass left out below it).
+
+    Returns
+    -------
+    numpy.ndarray
+        The integral at every conditioning node.
+    """
+    t = np.arange(T_MAX, t_lo, -h)[::-1]
+    ts, td = t[t < T_SWITCH], t[t >= T_SWITCH]
+    log_phi = np.concatenate([log_phi_series(ts), log_phi_direct(td)], axis=-1)
+    with np.errstate(under="ignore"):
+        return h * np.exp(t + log_group(t) + n_others * log_phi).sum(axis=-1)

@@ -24,13 +24,8 @@ from attnscale.experiments.regimes_simulation import (
 )
 from attnscale.layer import finite_d
 from attnscale.regimes.observable import group_weight_grid
-from attnscale.regimes.ties import (
-    copy_cosines,
-    copy_factor,
-    ties_critical_beta,
-    ties_for_shift,
-    ties_shift,
-)
+from attnscale.regimes.ties import copy_cosines, ties_for_shift, ties_shift
+from attnscale.regimes.ties_exact import ties_exact_critical_beta, ties_group_weight
 from attnscale.regimes.token_samplers import gaussian_token_draw
 
 __all__ = ["TOKEN_STREAM", "token_points", "read_off_points"]
@@ -40,36 +35,24 @@ TOKEN_STREAM = "regimes/tokens"
 
 
 def _token_theory(n: int, d: int, rho: float, k: int, noise: float, level: float):
-    """Prediction and slope of one token series: the exact finite-d theory for ``k = 1``
+    """Prediction and slope of one token series: the exact finite-d theory, for the query alone
     (:func:`attnscale.layer.finite_d.critical_beta`, slope by a central difference of
-    :func:`attnscale.layer.finite_d.self_weight`), the first-order ties formula otherwise."""
+    :func:`attnscale.layer.finite_d.self_weight`) and for ``k`` copies
+    (:func:`attnscale.regimes.ties_exact.ties_exact_critical_beta`, slope by a central difference
+    of :func:`attnscale.regimes.ties_exact.ties_group_weight`)."""
     if k == 1:
         b = float(finite_d.critical_beta(n, d, rho))
         lo, hi = finite_d.self_weight(n, d, rho, [b * (1 - 1e-3), b * (1 + 1e-3)])
         return b, float((hi - lo) / (2e-3 * b))
-    s2 = finite_d.first_order_variance(d, rho)
-    b = float(ties_critical_beta(n, k, 1.0 - rho, s2=s2, copy_noise=noise, d=d, level=level))
-    return b, _annealed_slope(n, d, rho, k, noise, b)
+    b = ties_exact_critical_beta(n, k, d, rho, copy_noise=noise, level=level)
+    lo, hi = ties_group_weight(n, k, d, rho, [b * (1 - 1e-3), b * (1 + 1e-3)], copy_noise=noise)
+    return b, float((hi - lo) / (2e-3 * b))
 
 
-def _annealed_group_weight(n, d, rho, k, noise, beta) -> float:
-    s2 = finite_d.first_order_variance(d, rho)
-    k_eff = 1.0 + (k - 1) * copy_factor(beta, noise, d)
-    bulk = (n - k) * math.exp(-beta * (1.0 - rho) + 0.5 * beta * beta * s2)
-    return k_eff / (k_eff + bulk)
-
-
-def _annealed_slope(n, d, rho, k, noise, b) -> float:
-    h = 1e-4 * b
-    up = _annealed_group_weight(n, d, rho, k, noise, b + h)
-    dn = _annealed_group_weight(n, d, rho, k, noise, b - h)
-    return (up - dn) / (2.0 * h)
-
-
-def _token_series(regime, n, d, rho, ties, extra_k, level, grid_points) -> list[dict]:
-    specs = [(regime, f"finite_d d={d}" if regime == "finite_d" else regime, 1, np.nan, 0.0)]
+def _token_series(regime, n, d, rho, ties, extra_k, level, grid_points, tag="") -> list[dict]:
+    specs = [(regime, f"finite_d d={d}" if regime == "finite_d" else regime + tag, 1, np.nan, 0.0)]
     for kappa, noise in ties:
-        name = f"ties kappa={kappa:g}" + (f" noise={noise:g}" if noise > 0 else "")
+        name = f"ties kappa={kappa:g}" + (f" noise={noise:g}" if noise > 0 else "") + tag
         specs.append(("ties", name, ties_k(n, kappa), kappa, noise))
     for k in extra_k:
         specs.append((regime, f"{regime} k={k}", int(k), np.nan, 0.0))
@@ -122,6 +105,7 @@ def token_points(
     batches: int,
     root_seed: int,
     ties=(),
+    label_d: bool = False,
 ) -> pd.DataFrame:
     """Simulated ``beta*(n)`` for one query row of Gaussian near-simplex tokens
     (docs/regimes.md#gap-regime-paper-a, docs/regimes.md#finite-d-where-log-n-ends,
@@ -133,8 +117,11 @@ def token_points(
     copies (exact for ``copy_noise = 0``). All series of one ``(d, n)`` share the same rows
     (common random numbers): copies replace tokens ``1 .. k - 1``. Row ``c`` uses
     ``job_rng(root_seed, spawn_key(TOKEN_STREAM, d, value_id(rho), n, c))``. The grid is centred
-    on the prediction (:func:`attnscale.layer.finite_d.critical_beta` for the query alone, the
-    first-order :func:`attnscale.regimes.ties.ties_critical_beta` for copies).
+    on the exact finite-d prediction (:func:`attnscale.layer.finite_d.critical_beta` for the query
+    alone, :func:`attnscale.regimes.ties_exact.ties_exact_critical_beta` for copies). Each series
+    also gets its ratio to the query-alone series of the same rows, ``beta*_k / beta*_1``, with a
+    paired delta-method SE (per-row influence values), in which the rows' common fluctuation
+    cancels (docs/regimes.md#exact-finite-d-theory-for-k-copies).
 
     Parameters
     ----------
@@ -150,11 +137,15 @@ def token_points(
         As in :func:`attnscale.experiments.regimes_rem.rem_points`.
     ties : sequence of [kappa, copy_noise], optional
         Near-tie series, ``0 < kappa < 1``, ``copy_noise >= 0``.
+    label_d : bool, optional
+        Append `` d=<d>`` to the names of the ``"gap"`` and tie series (for a second set of them
+        at another ``d``).
 
     Returns
     -------
     pandas.DataFrame
-        One row per ``(d, n, series)``; ``keys_drawn = n``.
+        One row per ``(d, n, series)``; ``keys_drawn = n``; ``ratio_to_query`` and
+        ``ratio_to_query_se`` (1 and 0 for the query-alone series).
     """
     if regime not in ("gap", "finite_d"):
         raise ValueError(f"regime must be 'gap' or 'finite_d', got {regime!r}")
@@ -166,8 +157,10 @@ def token_points(
     out = []
     for dv in ds:
         for nv in ns:
-            series = _token_series(regime, nv, dv, rho, ties, (), level, grid_points)
+            tag = f" d={dv}" if label_d and regime == "gap" else ""
+            series = _token_series(regime, nv, dv, rho, ties, (), level, grid_points, tag)
             _simulate_tokens(nv, dv, rho, series, contexts, level, batches, root_seed)
+            base = series[0]["result"]
             for s in series:
                 s["keys_drawn"] = float(nv)
                 params = {
@@ -181,12 +174,21 @@ def token_points(
                     "grid_points": grid_points,
                 }
                 key = spawn_key(TOKEN_STREAM, dv, value_id(rho), nv)
-                out.append(
-                    simulated_row(
-                        s, nv, contexts, level, row_provenance(root_seed, key, contexts, params)
-                    )
+                row = simulated_row(
+                    s, nv, contexts, level, row_provenance(root_seed, key, contexts, params)
                 )
+                ratio, se = _paired_ratio(s["result"], base, contexts)
+                row.update(ratio_to_query=ratio, ratio_to_query_se=se if s["k"] > 1 else 0.0)
+                out.append(row)
     return pd.DataFrame(out)
+
+
+def _paired_ratio(r: dict, base: dict, contexts: int) -> tuple[float, float]:
+    """``beta*_r / beta*_base`` of two series solved on the same rows, and its paired
+    delta-method SE from the per-row influence values (docs/regimes.md#practical-reading)."""
+    ratio = r["beta_star"] / base["beta_star"]
+    infl = r["influence"] / base["beta_star"] - ratio * base["influence"] / base["beta_star"]
+    return ratio, float(infl.std(ddof=1) / math.sqrt(contexts))
 
 
 def read_off_points(
@@ -212,7 +214,10 @@ def read_off_points(
     pandas.DataFrame
         One row per simulated ``k``: the :func:`token_points` columns plus ``k_theory`` (the
         real-valued ``k`` for ``shift``), ``shift_sim``, ``shift_sim_se``, ``shift_theory``
-        (:func:`attnscale.regimes.ties.ties_shift` at that ``k``).
+        (:func:`attnscale.regimes.ties.ties_shift` at that ``k``, first order) and
+        ``shift_exact`` (exact finite-d theory: ``1 - beta*_k / beta*_1`` from
+        :func:`attnscale.regimes.ties_exact.ties_exact_critical_beta` at ``k`` and at 1,
+        relative tolerance ``1e-10``).
     """
     n = check_int("n", n, minimum=3)
     d = check_int("d", d, minimum=3, maximum=4096)
@@ -227,11 +232,11 @@ def read_off_points(
     series[0]["series"] = "read_off k=1"
     _simulate_tokens(n, d, rho, series, contexts, level, batches, root_seed)
     base = series[0]["result"]
+    b1 = ties_exact_critical_beta(n, 1, d, rho, level=level, xtol=1e-10)
     out = []
     for s in series:
-        r = s["result"]
-        ratio = r["beta_star"] / base["beta_star"]
-        infl = r["influence"] / base["beta_star"] - ratio * base["influence"] / base["beta_star"]
+        ratio, ratio_se = _paired_ratio(s["result"], base, contexts)
+        bk = ties_exact_critical_beta(n, s["k"], d, rho, level=level, xtol=1e-10)
         s["keys_drawn"] = float(n)
         params = {
             "n": n,
@@ -249,8 +254,9 @@ def read_off_points(
             k_theory=k_real,
             shift_target=shift,
             shift_sim=1.0 - ratio,
-            shift_sim_se=float(infl.std(ddof=1) / math.sqrt(contexts)) if s["k"] > 1 else 0.0,
+            shift_sim_se=ratio_se if s["k"] > 1 else 0.0,
             shift_theory=float(ties_shift(n, s["k"], d, rho, level=level)),
+            shift_exact=1.0 - bk / b1,
         )
         out.append(row)
     return pd.DataFrame(out)

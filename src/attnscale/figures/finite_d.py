@@ -36,7 +36,7 @@ def _d_colours(ds) -> dict:
 ZOOM = (0.97, 1.6)
 
 
-def plot_transition(*, data, theory: pd.DataFrame, caption: str):
+def plot_transition(*, data, theory: pd.DataFrame, caption: str, regimes=None):
     """``gamma* = beta*(n, d, rho) / ln n`` against ``n``, one column per ``rho`` (ours).
 
     Top row: ``gamma*`` on log axes with Paper A's ``gamma_c`` (dashed) and, at ``rho = 0``, the
@@ -55,9 +55,15 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str):
         ``kind == "read_off"`` are annotated.
     caption : str
         Caption text (labels [paper] / [derived] / [choice]).
+    regimes : pandas.DataFrame, optional
+        Simulated ``beta*`` of the regimes experiment's finite-d series, one query row per
+        context to ``n = 1e6`` (:func:`attnscale.experiments.regimes_tokens.token_points`,
+        docs/regimes.md#finite-d-where-log-n-ends): drawn as diamonds in the panel of their
+        ``rho`` for the ``d`` the theory has.
     """
     apply_style()
     pts = _frame(data)
+    reg = _frame(regimes) if regimes is not None else pd.DataFrame(columns=["rho", "d", "n"])
     th = theory
     rhos = sorted(th["rho"].unique())
     colours = _d_colours(th["d"].unique())
@@ -79,6 +85,12 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str):
             keep = np.isfinite(pw) & (ln >= d / 2.0)
             if keep.any():
                 ax.plot(g["n"].to_numpy()[keep], pw[keep], ":", color=col, lw=1.2)
+            r = reg[np.isclose(reg["rho"].astype(float), rho) & (reg["d"] == d)].sort_values("n")
+            if not r.empty:
+                for a, scale in ((ax, 1.0), (az, gc)):
+                    a.errorbar(r["n"], r["gamma_sim"] / scale, yerr=2.0 * r["gamma_sim_se"] / scale,
+                               fmt="D", ms=3.6, color=col, mfc="white", mec=col, mew=1.0,
+                               capsize=2, elinewidth=0.8, zorder=5)  # fmt: skip
             s = pts[(pts["rho"] == rho) & (pts["d"] == d)].sort_values("n")
             if not s.empty:
                 for a, scale in ((ax, 1.0), (az, gc)):
@@ -109,6 +121,8 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str):
         ax.set_xscale("log")
         ax.set_yscale("log")
         n_all = pd.concat([th["n"], pts["n"]]) if not pts.empty else th["n"]
+        if not reg.empty:
+            n_all = pd.concat([n_all, reg["n"]])
         ax.set_xlim(0.8 * n_all.min(), 1.25 * n_all.max())
         top = min(grid["gamma_star"].max() * 1.3, 60.0 * gc)
         ax.set_ylim(0.8 * gc, top)
@@ -129,11 +143,18 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str):
         plt.Line2D([], [], color="k", ls=":"),
         plt.Line2D([], [], color="grey", marker="o", ls="", mec="k", mew=0.4),
     ]
+    if not reg.empty:
+        h.append(plt.Line2D([], [], color="grey", marker="D", ls="", mfc="white", mec="grey"))
     lab += [
         r"Paper A: $\gamma_c = 1/(1-\rho)$",
         r"$\rho = 0$ power law $\propto n^{2/(d-1)}$ (where $\ln n \geq d/2$)",
         r"simulation ($\langle A_{ii}\rangle = 1/2$, $\pm 2$ SE)",
     ]
+    if not reg.empty:
+        top = float(reg["n"].max())
+        k = np.log10(top)
+        top_txt = f"10^{{{int(round(k))}}}" if abs(k - round(k)) < 1e-9 else f"{top:.0f}"
+        lab.append(rf"one query row per context, $n \leq {top_txt}$ (regimes page), $\pm 2$ SE")
     ncol = (len(lab) + 1) // 2 if len(rhos) > 1 else 2
     fig.legend(h, lab, loc="upper center", ncol=ncol, fontsize=7,
                bbox_to_anchor=(0.5, 0.965))  # fmt: skip

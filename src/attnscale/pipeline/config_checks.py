@@ -119,7 +119,7 @@ def _check_regimes(cfg) -> None:
         batches = cfg.get("regimes.batches")
     except KeyError:  # section absent (only the schema's defaults create it)
         return
-    for sec in ("gap", "rem", "finite_d", "read_off"):
+    for sec in ("gap", "rem", "finite_d", "ties_finite_d", "read_off"):
         if batches > cfg.get(f"regimes.{sec}.contexts"):
             fail("regimes.batches", f"<= regimes.{sec}.contexts "
                  f"({cfg.get(f'regimes.{sec}.contexts')})", batches)  # fmt: skip

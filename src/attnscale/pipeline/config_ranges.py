@@ -192,6 +192,11 @@ GRIDS: dict[str, Range] = {
     "regimes.n": Range(low=3, low_open=False, high=1e7, high_open=False),
     "regimes.theory_n": Range(low=3, low_open=False, high=1e7, high_open=False),
     "regimes.finite_d.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+    "regimes.ties_finite_d.d": Range(
+        low=3, low_open=False, high=4096, high_open=False, integer=True
+    ),  # fmt: skip
+    "regimes.rem_orders.n": Range(low=3, low_open=False, high=1e30, high_open=False),
+    "regimes.rem_orders.factors": Range(low=0.0),
     "regimes.read_off.copy_cosine": Range(low=-1.0, high=1.0, high_open=False, increasing=False),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
     "explorer.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
@@ -301,6 +306,7 @@ VALUES: dict[str, Range] = {
     "regimes.rem.truncation_eps": Range(low=0.0, high=1.0),
     "regimes.finite_d.rho": Range(low=0.0, low_open=False, high=1.0),
     "regimes.finite_d.contexts": Range(low=4, low_open=False, integer=True),
+    "regimes.ties_finite_d.contexts": Range(low=4, low_open=False, integer=True),
     "regimes.read_off.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
     "regimes.read_off.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "regimes.read_off.rho": Range(low=0.0, low_open=False, high=1.0),

@@ -11,7 +11,10 @@ imports none of them, so a rule depends only on the modules it uses):
     self-score 1 against ``n - 1`` scores ``rho`` (Paper A's simplex, order ``log n``), and Paper
     A's Gaussian tokens at finite ``d``, where that ``log n`` scale ends
 :mod:`attnscale.regimes.ties`
-    ``k`` near-ties: exact and noisy copies of the query, and the practical reading
+    ``k`` near-ties: exact and noisy copies of the query (first-order group formula), and the
+    practical reading
+:mod:`attnscale.regimes.ties_exact`
+    the exact finite-``d`` theory of ``k`` copies of the query among Paper A's Gaussian tokens
 :mod:`attnscale.regimes.rem`
     ``n`` i.i.d. Gaussian scores, no self-score (random-energy model): the exact finite-``n`` law,
     its Poisson-Dirichlet limit and the freezing point

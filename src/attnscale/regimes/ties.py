@@ -21,6 +21,7 @@ from attnscale.regimes.common import LEVEL, check_level, check_rho, logit, n_arr
 __all__ = [
     "copy_cosines",
     "copy_factor",
+    "copy_gap_rule",
     "ties_critical_beta",
     "ties_shift",
     "ties_for_shift",
@@ -54,6 +55,19 @@ def _copy_nodes(d: int, m: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray
     A, W = np.meshgrid(a, wq, indexing="ij")
     P = np.outer(wz, wz)
     return A.ravel(), W.ravel(), P.ravel()
+
+
+def copy_gap_rule(noise, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Quadrature rule for the law of a noisy copy's gap ``1 - cos`` (:func:`copy_cosines`): the
+    product Gauss-Hermite rule of :func:`copy_factor` (32 x 32 nodes in ``a`` and in the normal
+    score of ``w``), as nodes ``1 - cos`` and weights summing to 1
+    (docs/regimes.md#noisy-copies). Exact copies (``noise = 0``) give the single node 0."""
+    noise = check_real("noise", noise, low=0.0)
+    d = check_int("d", d, minimum=2)
+    if noise == 0.0:
+        return np.zeros(1), np.ones(1)
+    A, W, P = _copy_nodes(d)
+    return 1.0 - copy_cosines(noise, A, W, d), P
 
 
 def copy_factor(beta, noise, d: int):

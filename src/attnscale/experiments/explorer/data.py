@@ -159,8 +159,7 @@ def rules_table() -> list[dict]:
             for r in scaling_rules.RULES + scaling_rules.ABSOLUTE_RULES]  # fmt: skip
 
 
-def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, configuration,
-                  root_seed) -> dict:  # fmt: skip
+def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, root_seed) -> dict:
     """Entry of rule ``explorer_data``: the page's data document (docs/explorer.md).
 
     Parameters
@@ -175,8 +174,11 @@ def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, con
         Their paths, in the same order (shown on the page).
     rho_max : float
         The largest rho of the grid.
-    configuration, root_seed
-        The run's configuration files and root seed (the page's header).
+    root_seed
+        The run's root seed (the page's header). The configuration files of the run are not
+        recorded: they are not an input of the page (a ``--configfile`` that changes nothing the
+        explorer uses must not rerun it); :func:`publish` checks the grid against
+        ``config.yaml`` instead.
     """
     from attnscale.pipeline.io import git_commit
 
@@ -186,7 +188,6 @@ def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, con
     doc = {
         "format": FORMAT,
         "source": {
-            "configuration": configuration,
             "git_commit": git_commit(),
             "root_seed": str(int(root_seed)),
         },
@@ -226,15 +227,21 @@ def check_data(doc: dict, bound: bool = True) -> None:
 
 
 def publish(results: Path, docs: Path) -> Path:
-    """Check ``results/explorer/data.json`` (:func:`check_data`; made by the default
-    configuration, ``config.yaml`` alone) and copy it to ``docs/explorer-data.json``, the copy the
-    docs build embeds (docs/explorer.md#where-the-data-come-from)."""
+    """Check ``results/explorer/data.json`` (:func:`check_data`, and a theory grid with the nodes
+    of the default configuration: ``config.yaml``'s ``explorer`` section next to ``docs/``) and
+    copy it to ``docs/explorer-data.json``, the copy the docs build embeds
+    (docs/explorer.md#where-the-data-come-from)."""
+    import yaml
+
     src = Path(results) / "explorer" / "data.json"
     doc = json.loads(src.read_text(encoding="utf-8"))
     check_data(doc)
-    if doc["source"]["configuration"] != "config.yaml":
-        raise SystemExit(f"{src} was made with {doc['source']['configuration']!r}; publish a "
-                         "default run's data (configuration config.yaml)")  # fmt: skip
+    cfg = yaml.safe_load((Path(docs).parent / "config.yaml").read_text(encoding="utf-8"))
+    cfg = cfg["explorer"]
+    got = [node["d"] for node in doc["theory"]["d_nodes"]], doc["theory"]["rho_max"]
+    if got != (cfg["d"], cfg["rho_max"]):
+        raise SystemExit(f"{src} has d-nodes {got[0]} and rho_max {got[1]}, not config.yaml's "
+                         f"{cfg['d']} and {cfg['rho_max']}: publish a default run's data")  # fmt: skip
     dest = Path(docs) / "explorer-data.json"
     shutil.copyfile(src, dest)
     print(f"{src} -> {dest}")

@@ -2,7 +2,8 @@
 
 :func:`findings` is the entry function of the rule: it takes the summary tables of every figure
 family, runs one small function per family (``paper_a``, ``paper_b``, ``exponent``,
-``finite_d``, ``causal``, ``realistic``, ``regimes``) and returns the JSON document
+``finite_d``, ``causal``, ``realistic``, ``regimes``, and ``theory_points``: the library's
+theory at the points the theory pages discuss) and returns the JSON document
 (``results/findings.json``: key -> value, standard error, unit, source tables, what "+-" means)
 and its Markdown rendering (``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
 tables; a family whose tables lack a grid point reports that finding as "not computed at this
@@ -23,6 +24,7 @@ from attnscale.experiments.findings import (
     paper_b,
     realistic,
     regimes,
+    theory_points,
 )
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
 
@@ -42,6 +44,9 @@ SECTIONS = [
     ("paper-a-finite-size", "Paper A: critical values against n", "figures/paper_a/finite_size.png",
      "paper-a.md#gaussian-near-simplex-tokens", paper_a.finite_size_findings,
      {"finite_size": "finite_size"}),
+    ("paper-a-simplex", "Paper A: the finite-n simplex map at the points the docs discuss",
+     "figures/paper_a/theorem_table.png", "paper-a.md#finite-n-simplex-map",
+     theory_points.simplex_findings, {"critical": "lambda_critical", "theorem": "theorem"}),
     ("scaling-rules", "Scaling rules of real models (calibration A)",
      "figures/paper_a/scaling_rules.png", "scaling-rules.md#calibration-a",
      paper_a.scaling_rules_findings, {"rules": "scaling_rules"}),
@@ -63,6 +68,9 @@ SECTIONS = [
     ("finite-d-transition", "Finite d: where the transition is", "figures/finite_d/transition.png",
      "finite-d.md#where-each-approximation-fails", finite_d.transition_findings,
      {"data": "transition", "theory": "transition_theory"}),
+    ("finite-d-points", "Finite d: the theory at the points the docs discuss",
+     "figures/finite_d/transition.png", "finite-d.md#finite-d-critical-point",
+     theory_points.finite_d_points_findings, {"theory": "transition_theory"}),
     ("finite-d-intermediate", "Finite d: the intermediate phase", "figures/finite_d/intermediate.png",
      "finite-d.md#finite-d-critical-point", finite_d.intermediate_findings,
      {"data": "intermediate"}),
@@ -82,7 +90,8 @@ SECTIONS = [
     ("regimes", "Regimes of the critical scale: gap, REM, finite d, near-ties",
      "figures/regimes/critical_scale.png", "regimes.md#results", regimes.regimes_findings,
      {"table": "regimes_table", "read_off": "regimes_read_off",
-      "simulations": "regimes_simulations"}),
+      "simulations": "regimes_simulations", "exponent": "regimes_exponent",
+      "rem_orders": "regimes_rem_orders"}),
 ]  # fmt: skip
 
 
@@ -151,6 +160,8 @@ def findings(
     regimes_table: pd.DataFrame,
     regimes_read_off: pd.DataFrame,
     regimes_simulations: list,
+    regimes_exponent: pd.DataFrame,
+    regimes_rem_orders: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

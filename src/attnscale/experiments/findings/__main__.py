@@ -2,7 +2,9 @@
 
 Copies a run's ``findings.json`` and ``findings.md`` (rule ``findings``) into ``docs/`` after
 checking that the page is the rendering of the JSON document, so the published page
-(``docs/findings.md``) is never edited by hand (docs/pipeline.md#numbers-in-the-prose).
+(``docs/findings.md``) is never edited by hand, and renders the generated tables of the pages
+(``<!-- finding-table:KEY -->`` blocks in ``docs/*.md`` and the README) from the published
+findings (docs/pipeline.md#numbers-in-the-prose).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from attnscale.experiments.findings.record import render_markdown
+from attnscale.experiments.findings.record import render_markdown, render_table_blocks
 
 
 def publish(results: Path, docs: Path) -> None:
-    """Check ``results/findings.md`` against its JSON and copy both into ``docs``."""
+    """Check ``results/findings.md`` against its JSON, copy both into ``docs`` and render the
+    generated tables of the pages (``docs/*.md`` and ``docs/../README.md``) from it."""
     src_json, src_md = results / "findings.json", results / "findings.md"
     doc = json.loads(src_json.read_text(encoding="utf-8"))
     if render_markdown(doc) != src_md.read_text(encoding="utf-8"):
@@ -25,12 +28,24 @@ def publish(results: Path, docs: Path) -> None:
     for src in (src_json, src_md):
         shutil.copyfile(src, docs / src.name)
         print(f"{src} -> {docs / src.name}")
+    pages = [*sorted(docs.glob("*.md")), docs.parent / "README.md"]
+    for page in pages:
+        if page.name == src_md.name or not page.exists():
+            continue
+        text = page.read_text(encoding="utf-8")
+        new = render_table_blocks(text, doc)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            print(f"generated tables rendered in {page}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m attnscale.experiments.findings")
     sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("publish", help="copy results/findings.{json,md} into docs/")
+    p = sub.add_parser(
+        "publish",
+        help="copy results/findings.{json,md} into docs/ and render the pages' generated tables",
+    )
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--docs", type=Path, default=Path("docs"))
     args = ap.parse_args(argv)

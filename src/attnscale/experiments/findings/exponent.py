@@ -88,6 +88,18 @@ def exponent_findings(*, fits: pd.DataFrame, points: pd.DataFrame) -> list[Findi
             "value": 100.0 * (y.iloc[-1] / y.iloc[0] - 1.0),
         }
 
+    def prefactor():
+        p = pick(points, family="uniform", method="d2q")
+        rows = []
+        for d, sub in p.groupby("d", sort=True):
+            top = sub.loc[sub["n"].idxmax()]
+            rows.append((int(d), top["n"], top["beta_star"] / top["n"] ** (2.0 / (d - 1))))
+        return {
+            "label": f"uniform keys: beta*(n)/n^(2/(d-1)) at n = {sci(rows[0][1])}, d = "
+            + " / ".join(str(d) for d, _, _ in rows),
+            "value": [v for _, _, v in rows],
+        }
+
     def subsphere():
         rows = []
         f = pick(fits, family="subsphere", model="correction")
@@ -206,6 +218,8 @@ def exponent_findings(*, fits: pd.DataFrame, points: pd.DataFrame) -> list[Findi
                 source=[FITS]),
         compute("exponent.uniform_rise", "finite-n rise", rise, fmt=".0f", unit="%",
                 source=[POINTS]),
+        compute("exponent.prefactor_at_largest_n", "prefactor at the largest n", prefactor,
+                fmt=".3g", source=[POINTS]),
         compute("exponent.subsphere_table", "sub-spheres", subsphere, kind="table",
                 source=[FITS], pm=PM_FIT_SCALED,
                 columns=["k", "2/(k-1)", "exact law", "z", "keys in R^d", "z"],

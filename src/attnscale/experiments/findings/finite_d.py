@@ -22,6 +22,8 @@ __all__ = [
     "POWER_TOL",
     "TABLE_N_MIN",
     "TABLE_D",
+    "GAMMA_TABLE_D",
+    "GAMMA_TABLE_LOG10_N",
     "INTERMEDIATE_FACTORS",
     "INTERMEDIATE_RHO",
     "transition_findings",
@@ -38,6 +40,10 @@ POWER_TOL = 1e-3
 TABLE_N_MIN = 1000
 #: Dimensions of the gamma*/gamma_c table ("typical heads") [choice].
 TABLE_D = (64, 128)
+#: Dimensions and decades of n of the rho = 0 beta*/ln n table in
+#: docs/finite-d.md#asymptotic-regimes [choice].
+GAMMA_TABLE_D = (4, 8, 16, 32, 64, 128)
+GAMMA_TABLE_LOG10_N = (2, 3, 4, 5, 6, 7)
 #: gamma / gamma_c multiples at which the intermediate-phase table is read [choice].
 INTERMEDIATE_FACTORS = (0.5, 1.0, 1.5, 2.0, 4.0, 8.0)
 #: rho at which the intermediate-phase table is read (the nearest grid value) [choice].
@@ -170,7 +176,33 @@ def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
             "value": rows,
         }
 
+    def gamma_row(d):
+        from attnscale.layer import finite_d
+
+        pick(theory, kind="grid", rho=0.0)  # the configuration has the rho = 0 transition
+        ns = [10**k for k in GAMMA_TABLE_LOG10_N]
+        return {
+            "label": f"rho = 0, d = {d}: exact beta*/ln n at n = " + " / ".join(sci(n) for n in ns),
+            "value": [finite_d.critical_beta(n, d, 0.0) / np.log(n) for n in ns],
+            "note": "computed from the library (attnscale.layer.finite_d.critical_beta) at these n, "
+            "which the theory grid need not hold; the table only says that rho = 0 is configured",
+        }
+
+    def power_at_largest():
+        g = pick(theory, kind="grid", rho=0.0)
+        top = g[g["n"] == g["n"].max()].sort_values("d")
+        return {
+            "label": f"rho = 0, n = {sci(top['n'].iloc[0])}: power law n^(2/(d-1)) over the exact "
+            "beta* at d = " + " / ".join(str(int(d)) for d in top["d"]),
+            "value": (top["beta_power"] / top["beta_star"]).tolist(),
+        }
+
     src_p, src_t = [POINTS], [THEORY]
+    gamma_rows = [
+        compute(f"finite_d.gamma_star_rho0_d{d}", f"beta*/ln n at d = {d}",
+                lambda d=d: gamma_row(d), fmt=".4g", source=src_t)
+        for d in GAMMA_TABLE_D
+    ]  # fmt: skip
     return [
         compute("finite_d.points_within_2se", "points within 2 SE", lambda: within(2),
                 kind="count", source=src_p),
@@ -195,7 +227,9 @@ def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
                 columns=["d", "min ratio", "max ratio", "ratio at the largest n",
                          "within tolerance from n"],
                 columns_fmt=["d", ".4g", ".4g", ".4g", ""], source=src_t),
-    ]  # fmt: skip
+        compute("finite_d.power_law_over_exact", "power law at the largest n", power_at_largest,
+                fmt=".4f", source=src_t),
+    ] + gamma_rows  # fmt: skip
 
 
 def _span(v: pd.Series) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "FINITE_SIZE",
     "RULES",
     "REPORT_RHO",
+    "THEOREM_POINT",
     "critical_lambda_findings",
     "theorem_findings",
     "finite_size_findings",
@@ -36,6 +37,8 @@ RULES = "paper_a/scaling_rules.csv"
 
 #: rho values at which lambda at gamma_c is reported (where the grid has them) [choice].
 REPORT_RHO = (0.2, 0.5, 0.8)
+#: (d, rho) of the theorem table's self-weight quoted in docs/finite-d.md [choice].
+THEOREM_POINT = (32, 0.5)
 
 
 def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
@@ -174,7 +177,22 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
                  r["finite_d"], r["z_fd"]] for _, r in fd.iterrows()]  # fmt: skip
         return {"label": "rows that fail the finite-d criterion", "value": rows}
 
+    def point(simulated):
+        d, rho = THEOREM_POINT
+        s = pick(T, d=d, rho=rho, alpha=0.0, quantity="self_weight").sort_values("gamma_factor")
+        at = (f"d = {d}, n = {int(s['n'].iloc[0])}, rho = {rho:g}, gamma = "
+              + " / ".join(f"{f:g}" for f in s["gamma_factor"]) + " gamma_c(rho_hat)")  # fmt: skip
+        if simulated:
+            return {"label": f"{at}: simulated self-weight A_ii", "value": s["sim_mean"].tolist(),
+                    "se": s["sim_se"].tolist()}  # fmt: skip
+        return {"label": f"{at}: finite-d theory of A_ii (conditioned on each draw's ||z_0||)",
+                "value": s["finite_d"].tolist()}  # fmt: skip
+
     return [
+        compute("theorem.self_weight_point_sim", "self-weight at one point", lambda: point(True),
+                fmt=".4f", source=src, pm=PM_DRAWS.format(k=k)),
+        compute("theorem.self_weight_point_theory", "finite-d self-weight at one point",
+                lambda: point(False), fmt=".4f", source=src),
         compute("theorem.agreement", "agreement counts", counts, kind="table", source=src,
                 columns=["d", "within 2 SE of the simplex theory",
                          "finite-d criterion met", "finite-d within 2 SE / 3 SE",

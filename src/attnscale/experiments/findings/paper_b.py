@@ -201,7 +201,27 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
             "note": "read from the quadrature, not derived",
         }
 
+    def by_decade(col):
+        c = curve.sort_values("beta")
+        lo, hi = np.ceil(np.log10(c["beta"].min())), np.floor(np.log10(c["beta"].max()))
+        betas = [10.0**k for k in np.arange(max(lo, 1.0), hi + 1.0)]
+        if not betas:
+            raise NotAvailable("no power of ten >= 10 on the quadrature's beta grid")
+        rows = [pick(c, beta=b).iloc[0] for b in betas]
+        if col == "ratio_quadrature":
+            rows = rows[:2]
+        return {
+            "label": ("beta (ratio - 1)" if col == "correction_quadrature" else "ratio")
+            + " of the quadrature at beta = "
+            + " / ".join(sci(r["beta"]) for r in rows),
+            "value": [r[col] for r in rows],
+        }
+
     return [
+        compute("heat_drift.correction_by_decade", "correction by decade",
+                lambda: by_decade("correction_quadrature"), fmt=".6g", source=[DRIFT_CURVE]),
+        compute("heat_drift.ratio_by_decade", "ratio at small beta",
+                lambda: by_decade("ratio_quadrature"), fmt=".4f", source=[DRIFT_CURVE]),
         compute("heat_drift.ratio_table", "heat drift", table, kind="table",
                 columns=["beta", "contexts", "simulated", "SE", "quadrature", "z"],
                 columns_fmt=["g", "d", ".4f", ".4f", ".4f", ".2f"],
@@ -271,7 +291,20 @@ def output_law_findings(*, summaries) -> list[Finding]:
             "pm": PM_SAMPLES.format(k=int(sub["samples"].iloc[0])),
         }
 
+    def mecke():
+        lim = S.groupby(["d", "gamma"], sort=True)["m2_mecke"].first()
+        gammas = sorted(lim.index.get_level_values("gamma").unique())
+        rows = [[int(d), *[lim.get((d, g)) for g in gammas]]
+                for d in sorted(lim.index.get_level_values("d").unique())]  # fmt: skip
+        return {
+            "label": "E|L|^2 of the limit (Mecke formula, by quadrature) by d and gamma",
+            "value": rows,
+            "columns": ["d", *[f"gamma = {g:g}" for g in gammas]],
+            "columns_fmt": ["d", *[".5g"] * len(gammas)],
+        }
+
     return [
+        compute("output_law.m2_mecke_table", "Mecke values", mecke, kind="table", source=src),
         compute("output_law.ks_table", "KS table", table, kind="table", source=src),
         compute("output_law.ks_noise", "noise", noise, fmt=".4f", source=src),
         compute("output_law.d3_above_q95", "d = 3 above q95", d3_above, kind="count", source=src),

@@ -15,6 +15,7 @@ Rendering is a pure function of the JSON document (:func:`render_markdown`), so 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,8 @@ __all__ = [
     "format_number",
     "render_value",
     "render_markdown",
+    "TABLE_BLOCK",
+    "render_table_blocks",
     "frame",
     "near",
     "pick",
@@ -286,6 +289,32 @@ def render_markdown(doc: dict) -> str:
                 ]
         lines += [""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+#: A generated table in a page: the rendering of a table finding between two comments, each on
+#: a line of its own (docs/pipeline.md#numbers-in-the-prose).
+TABLE_BLOCK = re.compile(
+    r"^<!-- finding-table:([A-Za-z0-9_.\-]+) -->\n(.*?)^<!-- /finding-table -->$", re.S | re.M
+)
+
+
+def render_table_blocks(text: str, doc: dict) -> str:
+    """``text`` with every generated table replaced by the rendering of its finding in ``doc``
+    (the same Markdown table as on the findings page); a pure function, so a test can check that
+    a page holds exactly the rendering. An unknown key or a finding that is not a table is a
+    ``KeyError``/``ValueError`` naming it."""
+
+    def one(m):
+        key = m.group(1)
+        if key not in doc["findings"]:
+            raise KeyError(f"generated table of an unknown finding {key!r}")
+        e = doc["findings"][key]
+        if e["kind"] != "table":
+            raise ValueError(f"finding {key!r} is not a table")
+        body = "\n".join(_table_markdown(e)) if e["value"] is not None else e["rendered"]
+        return f"<!-- finding-table:{key} -->\n{body}\n<!-- /finding-table -->"
+
+    return TABLE_BLOCK.sub(one, text)
 
 
 # --------------------------------------------------------------------------- reading tables

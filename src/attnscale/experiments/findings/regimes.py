@@ -1,5 +1,7 @@
 """Findings of the regimes figure (docs/regimes.md): simulated against predicted beta*(n) for the
-gap, near-tie, finite-d and no-gap (REM) regimes, and the practical reading for one head."""
+gap, near-tie, finite-d and no-gap (REM) regimes, and the practical reading for one head; the
+row-set, near-tie, power-law and REM-order checks are in
+:mod:`attnscale.experiments.findings.regimes_checks`."""
 
 from __future__ import annotations
 
@@ -15,12 +17,23 @@ from attnscale.experiments.findings.record import (
     pick,
     sci,
 )
+from attnscale.experiments.findings.regimes_checks import (
+    EXPONENT,
+    REM_ORDERS,
+    regimes_check_findings,
+)
 
-__all__ = ["TABLE", "READ_OFF", "SIMULATIONS", "SERIES", "regimes_findings"]
+__all__ = ["TABLE", "READ_OFF", "SIMULATIONS", "EXPONENT", "REM_ORDERS", "SERIES",
+           "regimes_findings"]  # fmt: skip
 
 TABLE = "regimes/critical_scale.csv"
 READ_OFF = "regimes/read_off.csv"
-SIMULATIONS = ["regimes/gap_ties.csv", "regimes/finite_d.csv", "regimes/rem.csv"]
+SIMULATIONS = [
+    "regimes/gap_ties.csv",
+    "regimes/finite_d.csv",
+    "regimes/rem.csv",
+    "regimes/ties_finite_d.csv",
+]
 
 #: The series reported one by one (key, ``series`` of the table): the rows of the table in
 #: docs/regimes.md#results [choice]; a configuration without a series reports it as not computed.
@@ -30,6 +43,8 @@ SERIES = (
     ("ties_k0p5", "ties kappa=0.5"),
     ("ties_k0p5_noisy", "ties kappa=0.5 noise=0.3"),
     ("finite_d16", "finite_d d=16"),
+    ("finite_d8", "finite_d d=8"),
+    ("finite_d4", "finite_d d=4"),
     ("rem", "rem"),
 )
 
@@ -47,7 +62,7 @@ def _describe(row: pd.Series) -> str:
     return f"{row['series']} (d = {int(row['d'])}, rho = {float(row['rho']):g})"
 
 
-def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
+def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> list[Finding]:
     """Findings of the critical-scale regimes (docs/regimes.md#results,
     docs/regimes.md#practical-reading, docs/regimes.md#simulation-and-root-finding).
 
@@ -63,17 +78,22 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
         ``results/regimes/read_off.csv``: the practical reading in theory (``source = "theory"``,
         one row per copy cosine) and simulated (``source = "simulation"``, one row per ``k``).
     simulations : list of pandas.DataFrame
-        The simulation tables (``rem.csv``, ``gap_ties.csv``, ``finite_d.csv``), read for the
-        number of grid attempts per point only.
+        The simulation tables (``rem.csv``, ``gap_ties.csv``, ``finite_d.csv``,
+        ``ties_finite_d.csv``), read for the number of grid attempts per point only.
+    exponent, rem_orders : pandas.DataFrame
+        ``results/regimes/local_exponent.csv`` and ``results/regimes/rem_orders.csv``, for
+        :func:`attnscale.experiments.findings.regimes_checks.regimes_check_findings`.
 
     Returns
     -------
     list of Finding
         Per series at its largest simulated ``n``: simulated ``beta*`` +- SE, the finite-n
         prediction, the leading order, ``z``, and ``gamma* = beta*/ln n`` at the smallest and the
-        largest ``n``; over all points: the count within 2 SE, the largest ``|z|``, the batch /
+        largest ``n``; over all points: the independent row sets, the largest ``|z|``, the batch /
         delta SE ratio, re-gridded points, the REM's truncated draws; the practical reading
-        (``gamma*``, ``k`` for the configured drop, exact and noisy copies, simulated drops).
+        (``gamma*``, ``k`` for the configured drop, exact and noisy copies, simulated drops
+        against the first-order and the exact theory); and the checks of
+        :func:`attnscale.experiments.findings.regimes_checks.regimes_check_findings`.
         A series or grid point that the configuration lacks gives "not computed at this
         configuration".
     """
@@ -117,20 +137,19 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
             raise NotAvailable("no simulated points")
         return z
 
-    def within():
-        z = z_all()
-        return {
-            "label": "simulated points within 2 SE of their finite-n prediction",
-            "value": [int((z.abs() <= 2.0).sum()), len(z)],
-        }
-
     def row_sets():
         z_all()
         return {
-            "label": "independent row sets among the simulated points (series drawn from the "
-            "same rows, the gap series and its tie series at one n, count once)",
+            "label": f"independent row sets among the {len(S)} simulated points (series drawn "
+            "from the same rows, a query-alone series and its tie series at one n, count once)",
             "value": int(S[["n", "spawn_keys"]].drop_duplicates().shape[0]),
         }
+
+    def gap_over_leading():
+        _, r = series_rows("gap")
+        return {"label": f"{_describe(r)}, n = {sci(r['n'])}: exact finite-d beta* over Paper A's "
+                "ln(n - 1)/(1 - rho), minus 1",
+                "value": 100.0 * (float(r["beta_pred"]) / float(r["beta_leading"]) - 1.0)}  # fmt: skip
 
     def largest_z():
         z = z_all()
@@ -228,7 +247,7 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
         ln_n = np.log(float(r["n"]))
         return {
             "label": f"{_describe(r)}, n = {sci(r['n'])}: gamma* = beta*/ln n simulated, "
-            "predicted (first-order group formula) and its n -> infinity asymptote "
+            "predicted (exact finite-d theory of k copies) and its n -> infinity asymptote "
             "(1 - kappa)/(Delta - delta)",
             "value": [r["gamma"], r["beta_pred"] / ln_n,
                       theory_at(name, "asymptote", r["n"]) / ln_n],
@@ -290,6 +309,15 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
         if what == "formula":
             return {"label": head + ", first-order group formula",
                     "value": s["shift_theory"].tolist()}  # fmt: skip
+        if what in ("exact", "exact_excess") and "shift_exact" not in s.columns:
+            raise NotAvailable("no column 'shift_exact'")
+        if what == "exact":
+            return {"label": head + ", exact finite-d theory of k copies",
+                    "value": s["shift_exact"].tolist()}  # fmt: skip
+        if what == "exact_excess":
+            return {"label": head + ": exact theory minus simulation",
+                    "value": (s["shift_exact"] - s["shift_sim"]).tolist(),
+                    "se": s["shift_sim_se"].tolist(), "pm": pm}  # fmt: skip
         return {"label": head + ": formula minus simulation",
                 "value": (s["shift_theory"] - s["shift_sim"]).tolist(),
                 "se": s["shift_sim_se"].tolist(), "pm": pm}  # fmt: skip
@@ -321,8 +349,9 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
                 fmt=".3g", source=src_t),
         compute("regimes.rem.drawn_share", "drawn share", lambda: rem_truncation("share"),
                 fmt=".0f", unit="%", source=src_t),
-        compute("regimes.points_within_2se", "within 2 SE", within, kind="count", source=src_t),
         compute("regimes.independent_row_sets", "row sets", row_sets, fmt="d", source=src_t),
+        compute("regimes.gap.pred_over_leading", "exact over leading", gap_over_leading,
+                fmt=".2f", unit="%", source=src_t),
         compute("regimes.largest_abs_z", "largest |z|", largest_z, fmt=".2f", source=src_t),
         compute("regimes.se_ratio", "SE ratio", lambda: se_ratio("mean"), fmt=".2f",
                 source=src_t, note="a batch-means SE of B batches scatters with relative sd close "
@@ -343,4 +372,8 @@ def regimes_findings(*, table, read_off, simulations) -> list[Finding]:
                 fmt=".6f", source=src_r),
         compute("regimes.read_off.formula_excess", "formula minus simulation",
                 lambda: ro_sim("excess"), fmt=".2g", source=src_r),
-    ]  # fmt: skip
+        compute("regimes.read_off.drop_exact", "exact drop", lambda: ro_sim("exact"),
+                fmt=".6f", source=src_r),
+        compute("regimes.read_off.exact_minus_sim", "exact minus simulation",
+                lambda: ro_sim("exact_excess"), fmt=".2g", source=src_r),
+    ] + regimes_check_findings(table=T, exponent=exponent, rem_orders=rem_orders)  # fmt: skip
