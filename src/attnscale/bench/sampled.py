@@ -65,7 +65,7 @@ def _tokens(n: int, d: int) -> np.ndarray:
 
 def bench_sampled(n: int, d: int, m: int, gammas: int, peak: float, repeat: int = 1) -> list[dict]:
     """The sampled lambda and eta at one ``(n, d)``: ``gammas`` betas around the transition
-    (``gamma = 1 .. 3``, ``rho = 0.5``), ``m`` rows; two rows of the benchmark table."""
+    (``gamma`` from 1 to 3, ``rho = 0.5``), ``m`` rows; two rows of the benchmark table."""
     X = _tokens(n, d)
     betas = np.geomspace(1.0, 3.0, gammas) * np.log(n)
     probes = 1

@@ -110,7 +110,7 @@ def check_draws(draws: list[dict], n: int | None = None, d: int | None = None) -
 
 
 class RegeneratedDraws:
-    """The token draws ``0 .. trials - 1`` of one ``(n, d)``, made from their seeds when they are
+    """The token draws 0 to ``trials - 1`` of one ``(n, d)``, made from their seeds when they are
     used (:func:`draw_tokens`, the same numbers as the cached draw of rule ``paper_a_tokens``),
     one at a time: a sequence for jobs whose draws are not cached (``n >=
     paper_a.regenerate_n``, docs/long-context.md#draws-that-are-not-cached). Each access makes the
