@@ -51,7 +51,8 @@ def mem_mb_dense(wildcards):
 
 def mem_mb_rows(wildcards):
     """Memory (MB) of a Paper A job with all rows (mem_mb_dense) or with paper_a.rows sampled
-    rows: 600 MB plus four n x d float64 arrays of its {n} and {d} (draw, tokens, their check)."""
+    rows: 600 MB plus four n x d float64 arrays of its {n} and {d} (draw, tokens, their check).
+    """
     if CFG.get("paper_a.rows") == "all":
         return mem_mb_dense(wildcards)
     return 600 + 32 * int(wildcards.n) * int(wildcards.d) // 10**6

@@ -130,7 +130,8 @@ rule paper_a_lambda_figure:
             f"n = {CFG.value('paper_a.n')}, {len(CFG.grid('paper_a.rho'))} x "
             f"{len(CFG.grid('paper_a.gamma'))} grid (rho linear, gamma log-spaced) [our choices: "
             "the paper's n and grid are unknown]. Near-simplex Gaussian tokens, z ~ N(0, I/d). "
-            "Dashed: gamma = 1/(1 - rho) [paper]." + long_context_note()
+            "Dashed: gamma = 1/(1 - rho) [paper]."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY
@@ -160,7 +161,8 @@ rule paper_a_critical_check_figure:
             f"{CFG.value('paper_a.trials')} draws per rho), at gamma = gamma_c(rho_hat) with "
             "rho_hat the draw's realised mean cosine. Black: n -> inf limit 1/(1 + 3 rho) "
             "[paper]. Orange dashed: exact finite-n simplex map [our derivation]. Bottom: "
-            "simulation minus finite-n simplex." + long_context_note()
+            "simulation minus finite-n simplex."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY

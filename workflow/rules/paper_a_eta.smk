@@ -92,7 +92,8 @@ rule paper_a_eta_figure:
             f"{CFG.get('paper_a.eta.method')} rule (exact block formula where it costs <= "
             f"{CFG.get('paper_a.eta.probes')} Hutchinson probes, else "
             f"{CFG.get('paper_a.eta.probes')} {CFG.get('paper_a.eta.probe_kind')} probes). "
-            "Dashed: gamma = 1/(1 - rho) [paper]." + long_context_note()
+            "Dashed: gamma = 1/(1 - rho) [paper]."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY
@@ -181,7 +182,8 @@ rule paper_a_theorem_table_figure:
             "exact). simplex n: exact finite-n simplex value at the draw's rho_hat, q_hat [our "
             "derivation]. limit: n -> inf (Theorems 2.1, 2.4 [paper]; alpha > 0 and lambda "
             "forms [our derivation]). z: paired (sim - simplex n) / SE over draws; green "
-            "|z| <= 2, orange otherwise." + long_context_note()
+            "|z| <= 2, orange otherwise."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY
