@@ -193,8 +193,7 @@ def test_eta_hutchinson_through_jvp_matches_numpy(X, kind):
     )
 
 
-@pytest.mark.parametrize("tile", [None, 8])
-@pytest.mark.parametrize("causal_mask", [False, True])
+@pytest.mark.parametrize("causal_mask, tile", [(False, None), (True, 8)])
 def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
     """The row-sampled lambda and eta (docs/long-context.md) on JAX: the same row sample and
     probes (drawn by numpy), estimates and standard errors to 1e-10, global and per-row betas,
@@ -238,6 +237,17 @@ def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
     ref = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
                                          rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
     assert rel(R[0], ref[0], 1e-12) < TOL
+    if not causal_mask:  # the theorem table's four quantities share the eta pass
+        from attnscale.layer.sampled_stats import QUANTITIES, layer_statistics_sampled
+
+        kw = {"rows": 20, "rng": np.random.default_rng(4)}
+        ref = layer_statistics_sampled(X, BETAS[1:5], [0.0, 0.5], **kw)
+        kw["rng"] = np.random.default_rng(4)
+        got = layer_statistics_sampled(X, BETAS[1:5], [0.0, 0.5], backend="jax", **kw)
+        for q in QUANTITIES:
+            assert (
+                rel(got[q], ref[q], 1e-12) < TOL and rel(got[f"{q}_se"], ref[f"{q}_se"], 1e-4) < TOL
+            )
 
 
 def test_small_memory_budget_splits_the_work_and_changes_nothing(X):

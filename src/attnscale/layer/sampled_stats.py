@@ -26,6 +26,7 @@ from attnscale.layer.sampled_eta import (
     row_sums,
     tangent_probes,
 )
+from attnscale.layer.sampled_lambda import DEFAULT_BLOCK_ROWS as PAIR_BLOCK_ROWS
 from attnscale.layer.sampled_lambda import check_tokens, pair_statistics, unit_rows
 from attnscale.layer.sampled_pairs import pair_estimate
 from attnscale.layer.sampled_rows import resolve_rows, stratified_mean
@@ -102,7 +103,9 @@ def layer_statistics_sampled(X, betas, alphas, *, rows, rng, probes: int = 1,
         out["cosine"][ia], out["cosine_se"][ia] = pair_estimate(
             np.matmul(Yp, Yp.transpose(0, 2, 1)), sample
         )
-        out["lambda"][ia], out["lambda_se"][ia], _, _ = pair_statistics(Ys, Yp, sample, 256)
+        out["lambda"][ia], out["lambda_se"][ia], _, _ = pair_statistics(
+            Ys, Yp, sample, PAIR_BLOCK_ROWS
+        )
         R, noise = jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d)
         nv = "unknown" if noise is None else noise / d**2
         out["eta"][ia], out["eta_se"][ia] = stratified_mean(R / d, sample, nv)
