@@ -193,6 +193,63 @@ def test_eta_hutchinson_through_jvp_matches_numpy(X, kind):
     )
 
 
+@pytest.mark.parametrize("causal_mask, tile", [(False, None), (True, 8)])
+def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
+    """The row-sampled lambda and eta (docs/long-context.md) on JAX: the same row sample and
+    probes (drawn by numpy), estimates and standard errors to 1e-10, global and per-row betas,
+    alpha 0 and 0.5; ``tile=8`` gives several key tiles with a padded last one. Estimates that
+    are 0 up to rounding (beta = 0, alpha = 0: the outputs coincide) and standard errors below
+    1e-4 (their rounding error scales with the estimate, not with themselves) are compared
+    absolutely."""
+    from attnscale.layer import sampled_eta, sampled_eta_jax, sampled_lambda, sampled_lambda_jax
+
+    if tile is not None:
+        monkeypatch.setattr(sampled_lambda_jax, "MAX_TILE", tile)
+        monkeypatch.setattr(sampled_eta_jax, "MAX_TILE", tile)
+    per_row = BETAS[:4, None] * np.log(np.arange(2, 39))[None] / np.log(38)
+    for betas in (BETAS, per_row):
+        for alpha in (0.0, 0.5):
+            kw = {"rows": 16, "causal": causal_mask}
+            ref = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rng=np.random.default_rng(3),
+                                                     **kw)  # fmt: skip
+            got = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rng=np.random.default_rng(3),
+                                                     backend="jax", **kw)  # fmt: skip
+            assert rel(got.estimate, ref.estimate, 1e-12) < TOL
+            assert rel(got.se, ref.se, 1e-4) < TOL
+            assert np.array_equal(got.rows.rows, ref.rows.rows)
+            ref = sampled_eta.eta_sampled(X, betas, alpha, rng=np.random.default_rng(3), probes=2,
+                                          **kw)  # fmt: skip
+            got = sampled_eta.eta_sampled(X, betas, alpha, rng=np.random.default_rng(3), probes=2,
+                                          backend="jax", **kw)  # fmt: skip
+            assert rel(got.values, ref.values, 1e-12) < TOL
+            assert rel(got.estimate, ref.estimate, 1e-12) < TOL
+            assert rel(got.se, ref.se, 1e-4) < TOL
+    out = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask)
+    got = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30),
+                                         causal=causal_mask, backend="jax")  # fmt: skip
+    assert rel(got, out, 1e-300) < TOL
+    with backend.use("jax", memory_gb=2e-5):  # groups of one beta
+        got = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30),
+                                             causal=causal_mask)  # fmt: skip
+        assert rel(got, out, 1e-300) < TOL
+        R = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
+                                           rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
+    ref = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
+                                         rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
+    assert rel(R[0], ref[0], 1e-12) < TOL
+    if not causal_mask:  # the theorem table's four quantities share the eta pass
+        from attnscale.layer.sampled_stats import QUANTITIES, layer_statistics_sampled
+
+        kw = {"rows": 20, "rng": np.random.default_rng(4)}
+        ref = layer_statistics_sampled(X, BETAS[1:5], [0.0, 0.5], **kw)
+        kw["rng"] = np.random.default_rng(4)
+        got = layer_statistics_sampled(X, BETAS[1:5], [0.0, 0.5], backend="jax", **kw)
+        for q in QUANTITIES:
+            assert (
+                rel(got[q], ref[q], 1e-12) < TOL and rel(got[f"{q}_se"], ref[f"{q}_se"], 1e-4) < TOL
+            )
+
+
 def test_small_memory_budget_splits_the_work_and_changes_nothing(X):
     """A budget of ~100 kB forces 32-row tiles and groups of 2 betas (lambda) and one probe and
     beta per call (eta): the same numbers (docs/gpu.md#memory-sizing)."""
@@ -305,6 +362,8 @@ TWINS = {
     "attnscale.layer.eta_exact": ["attnscale.layer.eta_exact_jax"],
     "attnscale.layer.weight_stats": ["attnscale.layer.weight_stats_jax"],
     "attnscale.layer.score_attention": ["attnscale.layer.score_attention_jax"],
+    "attnscale.layer.sampled_lambda": ["attnscale.layer.sampled_lambda_jax"],
+    "attnscale.layer.sampled_eta": ["attnscale.layer.sampled_eta_jax"],
     "attnscale.sphere.keys": ["attnscale.sphere.keys_jax"],
 }
 

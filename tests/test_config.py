@@ -80,6 +80,16 @@ BAD = [
         {"paper_b": {"phase": {"trials": 0}}},
         ["paper_b.phase.trials", "[2, inf)"],
     ),
+    ("rows-word", {"paper_a": {"rows": "some"}}, ["paper_a.rows", "'all' or one of", "[2, inf)"]),
+    ("rows-one", {"paper_a": {"rows": 1}}, ["paper_a.rows", "integers in [2, inf)"]),
+    ("rows-float", {"paper_a": {"rows": 2.5}}, ["'rows'", "not of type"]),
+    ("z0-unknown", {"paper_a": {"z0": "fixed"}}, ["'fixed' is not one of", "fixed_norm"]),
+    (
+        "theorem-n-one",
+        {"paper_a": {"theorem_table": {"n": 1}}},
+        ["paper_a.theorem_table.n", "null or one of"],
+    ),
+    ("regenerate-n-one", {"paper_a": {"regenerate_n": 1}}, ["paper_a.regenerate_n", "[2, inf)"]),
     ("unknown-top-key", {"sead": 1}, ["Additional properties are not allowed", "'sead'"]),
     ("unknown-nested-key", {"paper_a": {"foo": 1}}, ["Additional properties", "'foo'"]),
 ]

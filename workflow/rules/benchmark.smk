@@ -31,3 +31,33 @@ rule benchmark_suite:
         scaling_d=CFG.get("benchmark.scaling.d"),
     script:
         ENTRY
+
+
+rule benchmark_sampled:
+    """Row-sampled lambda and eta at long contexts against the same run's GEMM peak
+    (docs/long-context.md#benchmark)."""
+    input:
+        lib=lib("bench.sampled"),
+    output:
+        csv="results/benchmarks/sampled/sampled.csv",
+        md="results/benchmarks/sampled/sampled.md",
+        machine="results/benchmarks/sampled/machine.json",
+    log:
+        "logs/benchmarks/sampled.log",
+    benchmark:
+        "benchmarks/benchmark_sampled.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        entry="bench.sampled:suite",
+        ns=CFG.ints("benchmark.sampled.n"),
+        ds=CFG.ints("benchmark.sampled.d"),
+        m=CFG.value("benchmark.sampled.m"),
+        gammas=CFG.value("benchmark.sampled.gammas"),
+        max_gib=CFG.value("benchmark.sampled.max_gib"),
+    script:
+        ENTRY

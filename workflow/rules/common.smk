@@ -49,11 +49,48 @@ def mem_mb_dense(wildcards):
     return 400 + 40 * int(wildcards.n) ** 2 // 10**6
 
 
+def mem_mb_rows(wildcards):
+    """Memory (MB) of a Paper A job with all rows (mem_mb_dense) or with paper_a.rows sampled
+    rows: 600 MB plus four n x d float64 arrays of its {n} and {d} (draw, tokens, their check).
+    """
+    if CFG.get("paper_a.rows") == "all":
+        return mem_mb_dense(wildcards)
+    return 600 + 32 * int(wildcards.n) * int(wildcards.d) // 10**6
+
+
 def token_draws(trials):
     """Paper A Gaussian draws 0..trials-1 of a job's (n, d) (rule paper_a_tokens)."""
     return expand(
         "results/paper_a/tokens/n{{n}}/d{{d}}/trial{trial}.npz", trial=range(trials)
     )
+
+
+def long_context_note():
+    """Caption sentence of Paper A's rows choice and z_0 mode where they differ from the default
+    run's (dense, Gaussian z_0; there: empty, captions unchanged; docs/long-context.md).
+    """
+    rows, z0 = CFG.get("paper_a.rows"), CFG.get("paper_a.z0")
+    parts = []
+    if rows != "all":
+        parts.append(
+            f"lambda and eta from {rows} sampled query rows per draw (unbiased; the SE over "
+            "draws includes the row sampling)"
+        )
+    if z0 == "fixed_norm":
+        parts.append("common component z_0 of norm 1 (conditioned on ||z_0||)")
+    return f" {'; '.join(parts)} [choice; docs/long-context.md]." if parts else ""
+
+
+def cached_token_draws(trials):
+    """token_draws, or none where the job makes its draws itself: n >= paper_a.regenerate_n
+    (docs/long-context.md#draws-that-are-not-cached)."""
+
+    def draws(wildcards):
+        if int(wildcards.n) >= CFG.value("paper_a.regenerate_n"):
+            return []
+        return expand(token_draws(trials), n=wildcards.n, d=wildcards.d)
+
+    return draws
 
 
 wildcard_constraints:

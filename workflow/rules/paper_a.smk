@@ -30,9 +30,10 @@ rule paper_a_tokens:
 
 rule paper_a_lambda:
     """lambda over the gamma grid and at gamma_c(rho_hat) for every draw of one (n, d) at a
-    piece of the rho grid (paper_a.rho_per_job consecutive values)."""
+    piece of the rho grid (paper_a.rho_per_job consecutive values); all rows or paper_a.rows
+    sampled rows (docs/long-context.md#the-rows-choice)."""
     input:
-        draws=token_draws(CFG.value("paper_a.trials")),
+        draws=cached_token_draws(CFG.value("paper_a.trials")),
         lib=lib("experiments.paper_a"),
     output:
         csv="results/paper_a/lambda/n{n}/d{d}/part{part}.csv",
@@ -52,6 +53,10 @@ rule paper_a_lambda:
         rhos=lambda wc: RHO_PARTS[int(wc.part)],
         gammas=CFG.grid("paper_a.gamma").tolist(),
         alpha=CFG.value("paper_a.alpha"),
+        rows=CFG.get("paper_a.rows"),
+        z0=CFG.get("paper_a.z0"),
+        trials=CFG.value("paper_a.trials"),
+        root_seed=ROOT_SEED,
     script:
         ENTRY
 
@@ -126,6 +131,7 @@ rule paper_a_lambda_figure:
             f"{len(CFG.grid('paper_a.gamma'))} grid (rho linear, gamma log-spaced) [our choices: "
             "the paper's n and grid are unknown]. Near-simplex Gaussian tokens, z ~ N(0, I/d). "
             "Dashed: gamma = 1/(1 - rho) [paper]."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY
@@ -156,6 +162,7 @@ rule paper_a_critical_check_figure:
             "rho_hat the draw's realised mean cosine. Black: n -> inf limit 1/(1 + 3 rho) "
             "[paper]. Orange dashed: exact finite-n simplex map [our derivation]. Bottom: "
             "simulation minus finite-n simplex."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY

@@ -6,7 +6,7 @@ rule paper_a_eta:
     """eta over the gamma grid and at gamma_c(rho_hat) for the Figure-2 draws of one (n, d) at a
     piece of the rho grid (paper_a.rho_per_job consecutive values)."""
     input:
-        draws=token_draws(CFG.value("paper_a.eta.trials")),
+        draws=cached_token_draws(CFG.value("paper_a.eta.trials")),
         lib=lib("experiments.paper_a_eta"),
     output:
         csv="results/paper_a/eta/n{n}/d{d}/part{part}.csv",
@@ -17,7 +17,7 @@ rule paper_a_eta:
     conda:
         "../../envs/environment.yaml"
     resources:
-        mem_mb=mem_mb_dense,
+        mem_mb=mem_mb_rows,
         runtime=15,
     params:
         entry="experiments.paper_a_eta:eta_rows",
@@ -30,6 +30,9 @@ rule paper_a_eta:
         probes=CFG.get("paper_a.eta.probes"),
         probe_kind=CFG.get("paper_a.eta.probe_kind"),
         root_seed=ROOT_SEED,
+        rows=CFG.get("paper_a.rows"),
+        z0=CFG.get("paper_a.z0"),
+        trials=CFG.value("paper_a.eta.trials"),
     script:
         ENTRY
 
@@ -90,6 +93,7 @@ rule paper_a_eta_figure:
             f"{CFG.get('paper_a.eta.probes')} Hutchinson probes, else "
             f"{CFG.get('paper_a.eta.probes')} {CFG.get('paper_a.eta.probe_kind')} probes). "
             "Dashed: gamma = 1/(1 - rho) [paper]."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY
@@ -98,7 +102,7 @@ rule paper_a_eta_figure:
 rule paper_a_theorem_rows:
     """Simulation beside theory at gamma = f gamma_c(rho_hat) for the draws of one (n, d, rho)."""
     input:
-        draws=token_draws(CFG.value("paper_a.theorem_table.trials")),
+        draws=cached_token_draws(CFG.value("paper_a.theorem_table.trials")),
         lib=lib("experiments.paper_a_theorem"),
     output:
         csv="results/paper_a/theorem_table/n{n}/d{d}/rho{rho}.csv",
@@ -109,7 +113,7 @@ rule paper_a_theorem_rows:
     conda:
         "../../envs/environment.yaml"
     resources:
-        mem_mb=mem_mb_dense,
+        mem_mb=mem_mb_rows,
         runtime=15,
     params:
         entry="experiments.paper_a_theorem:theory_rows_all",
@@ -118,6 +122,10 @@ rule paper_a_theorem_rows:
         rho=lambda wc: CFG.exact("paper_a.theorem_table.rho", wc.rho),
         gamma_factors=CFG.grid("paper_a.theorem_table.gamma_factors").tolist(),
         alphas=CFG.grid("paper_a.theorem_table.alpha").tolist(),
+        rows=CFG.get("paper_a.rows"),
+        z0=CFG.get("paper_a.z0"),
+        trials=CFG.value("paper_a.theorem_table.trials"),
+        root_seed=ROOT_SEED,
     script:
         ENTRY
 
@@ -127,7 +135,7 @@ rule paper_a_theorem_table_summary:
     input:
         csvs=expand(
             rules.paper_a_theorem_rows.output.csv,
-            n=CFG.value("paper_a.n"),
+            n=CFG.get("paper_a.theorem_table.n") or CFG.value("paper_a.n"),
             d=CFG.ints("paper_a.d"),
             rho=CFG.labels("paper_a.theorem_table.rho"),
         ),
@@ -168,12 +176,14 @@ rule paper_a_theorem_table_figure:
         entry="figures.paper_a_eta:plot_theorem_table",
         caption=(
             f"{CFG.value('paper_a.theorem_table.trials')} token draws per (d, rho), "
-            f"n = {CFG.value('paper_a.n')}; gamma = f gamma_c(rho_hat) per draw. sim: mean +- SE "
+            f"n = {CFG.get('paper_a.theorem_table.n') or CFG.value('paper_a.n')}; "
+            "gamma = f gamma_c(rho_hat) per draw. sim: mean +- SE "
             "over draws (<A_ii>: mean self-weight; cosine: mean <y_i', y_j'> over i != j; eta "
             "exact). simplex n: exact finite-n simplex value at the draw's rho_hat, q_hat [our "
             "derivation]. limit: n -> inf (Theorems 2.1, 2.4 [paper]; alpha > 0 and lambda "
             "forms [our derivation]). z: paired (sim - simplex n) / SE over draws; green "
             "|z| <= 2, orange otherwise."
+            f"{long_context_note()}"
         ),
     script:
         ENTRY
@@ -189,6 +199,9 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
         "logs/paper_a/finite_size/n{n}/d{d}/rho{rho}.log",
     benchmark:
         "benchmarks/paper_a/finite_size/n{n}/d{d}/rho{rho}.tsv"
+    resources:
+        mem_mb=mem_mb_dense,
+        runtime=15,
     params:
         entry="experiments.paper_a_theorem:theory_rows_all",
         n=lambda wc: int(wc.n),
@@ -196,6 +209,9 @@ use rule paper_a_theorem_rows as paper_a_finite_size_rows with:
         rho=lambda wc: CFG.exact("paper_a.finite_size.rho", wc.rho),
         gamma_factors=[1.0],
         alphas=CFG.grid("paper_a.finite_size.alpha").tolist(),
+        rows="all",
+        z0="gaussian",
+        trials=CFG.value("paper_a.finite_size.trials"),
 
 
 rule paper_a_finite_size_summary:

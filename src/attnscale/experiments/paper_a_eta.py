@@ -26,13 +26,13 @@ import pandas as pd
 from attnscale import _moved
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.layer import eta_exact, jacobian, theory
+from attnscale.layer import eta_exact, jacobian, sampled_eta, theory
 from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import Progress
 
-from .paper_a import CELL_KEYS, cell_provenance
-from .paper_a_tokens import check_draws, tokens_at
-from .summaries import mean_se
+from .paper_a import CELL_KEYS, cell_provenance, check_rows, long_context_params, rows_key
+from .paper_a_tokens import job_draws, tokens_at
+from .summaries import columns_after, mean_se, se_components
 
 __all__ = [
     "choose_method",
@@ -49,6 +49,8 @@ __all__ = [
 LOG = logging.getLogger("attnscale")
 
 PROBES_STREAM = "paper_a/eta_probes"
+#: Stream of the row samples and tangent probes of the sampled eta (docs/long-context.md#the-rows-choice).
+ROWS_STREAM = "paper_a/eta_rows"
 METHODS = ("exact", "hutchinson", "auto")
 
 #: Moved to :mod:`attnscale.experiments.paper_a_theorem` when this module was split (issue 26);
@@ -108,6 +110,7 @@ def eta_table(
     probe_kind: str,
     root_seed: int,
     params: dict,
+    rows="all",
 ) -> pd.DataFrame:
     """eta on the gamma grid and at ``gamma_c(rho_hat)`` for one token draw (Figure 2, docs/paper-a.md#the-jacobian-norm-eta).
 
@@ -129,6 +132,12 @@ def eta_table(
         Root seed of the probe generator (key :func:`probe_key`).
     params : dict
         Parameters hashed into the provenance column.
+    rows : "all" or int, optional
+        ``"all"``: ``method`` decides (dense); a number ``m``: eta from ``m`` sampled rows
+        (:func:`attnscale.layer.sampled_eta.eta_sampled`, probe route, one tangent probe per row,
+        rows and probes from the job's generator with key
+        :func:`attnscale.experiments.paper_a.rows_key`; docs/long-context.md#the-rows-choice):
+        method ``"sampled"``, ``eta_se`` its within-draw SE, and a column ``rows``.
 
     Returns
     -------
@@ -147,9 +156,13 @@ def eta_table(
     if not ok:
         LOG.warning("rho_hat = %g outside (0, 1): no gamma_c row, theory columns nan", rho_hat)
     betas = theory.beta_of_gamma(gam, n)
-    how = choose_method(method, n, d, probes)
+    how = choose_method(method, n, d, probes) if rows == "all" else "sampled"
     key = probe_key(n, d, tok["rho"], tok["trial"])
-    if how == "exact":
+    if how == "sampled":
+        key = rows_key(ROWS_STREAM, n, d, tok["trial"])
+        res = sampled_eta.eta_sampled(X, betas, alpha, rows=rows, rng=job_rng(root_seed, key))
+        eta, se, used_probes = res.estimate, res.se, 1
+    elif how == "exact":
         eta = eta_exact.eta_exact_grid(X, betas, alpha)
         se = np.zeros_like(eta)
         used_probes = 0
@@ -173,12 +186,12 @@ def eta_table(
                 for b in betas
             ]
         )
-    # provenance: the probe generator's key for Hutchinson, the token draw's key otherwise
-    if how == "hutchinson":
+    # provenance: the probe (row) generator's key for Hutchinson (sampled), else the draw's key
+    if how in ("hutchinson", "sampled"):
         prov = provenance(root_seed, key, params)
     else:
         prov = provenance(tok["root_seed"], tok["spawn_key"], params)
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "d": d,
             "n": n,
@@ -208,6 +221,9 @@ def eta_table(
             "git_commit": prov["git_commit"],
         }
     )
+    if how == "sampled":
+        table.insert(table.columns.get_loc("probes") + 1, "rows", int(rows))
+    return table
 
 
 def eta_rows(
@@ -222,16 +238,21 @@ def eta_rows(
     root_seed: int,
     n=None,
     d=None,
+    rows="all",
+    z0: str = "gaussian",
+    trials=None,
 ) -> pd.DataFrame:
     """Entry of rule ``paper_a_eta``: :func:`eta_table` for every draw of one ``(n, d)`` at each
     ``rho`` of ``rhos`` (a piece of the rho grid), stacked. ``n``, ``d``: the job's, checked
     against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`; ``None``: not
-    checked)."""
-    check_draws(draws, n, d)
+    checked). ``rows``, ``z0`` and ``trials`` (draws made here when ``draws`` is empty) as for
+    :func:`attnscale.experiments.paper_a.lambda_rows`."""
+    draws = job_draws(draws, n=n, d=d, trials=trials, root_seed=root_seed)
     tables = []
     progress = Progress("eta (rho, draw)", len(draws) * len(rhos))
     for draw, rho in ((dr, r) for r in rhos for dr in draws):
-        tok = tokens_at(draw, rho)
+        tok = tokens_at(draw, rho, z0=z0)
+        rows = check_rows(rows, tok["n"])
         params = {
             "gammas": [float(g) for g in gammas],
             "alpha": float(alpha),
@@ -239,6 +260,7 @@ def eta_rows(
             "method": method,
             "probes": int(probes),
             "probe_kind": probe_kind,
+            **long_context_params(rows, z0),
         }
         df = eta_table(
             tok,
@@ -249,6 +271,7 @@ def eta_rows(
             probe_kind=probe_kind,
             root_seed=root_seed,
             params=params,
+            rows=rows,
         )
         LOG.info("d = %d, rho = %g, trial %d: eta by %s", tok["d"], tok["rho"], tok["trial"],
                  df["method"].iloc[0])  # fmt: skip
@@ -258,12 +281,17 @@ def eta_rows(
 
 
 def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
-    """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell."""
+    """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell; from sampled
+    rows also ``eta_se_within``, ``eta_se_between``
+    (:func:`attnscale.experiments.summaries.se_components`) and ``rows``."""
     grid = rows[rows["gamma_kind"] == "grid"]
-    out = mean_se(
-        grid.groupby(CELL_KEYS, sort=True),
-        ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"],
-    )
+    groups = grid.groupby(CELL_KEYS, sort=True)
+    out = mean_se(groups, ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"])
+    if "rows" in grid.columns:  # sampled rows: the two parts of the SE, and m
+        parts = se_components(groups, "eta", "eta_se")
+        parts["rows"] = groups["rows"].first().to_numpy()
+        out = out.merge(parts, on=CELL_KEYS, how="left")
+        out = out[columns_after(list(out.columns), "eta_se", list(parts.columns[len(CELL_KEYS) :]))]
     out["gamma_c_nominal"] = theory.gamma_c(out["rho"].to_numpy())
     return out.merge(
         cell_provenance(grid, CELL_KEYS, method=("method", "first"), probes=("probes", "first")),
@@ -281,6 +309,8 @@ def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
         "eta_simplex_n_norms", "root_seed", "spawn_key", "params_hash", "attnscale_version",
         "git_commit",
     ]  # fmt: skip
+    if "rows" in crit.columns:  # sampled rows
+        cols = columns_after(cols, "probes", ["rows"])
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
 
 

@@ -17,13 +17,15 @@ import logging
 import numpy as np
 import pandas as pd
 
+from attnscale.core.seeding import job_rng
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_vector
-from attnscale.layer import attention, eta_exact, theory, tokens
+from attnscale.layer import attention, eta_exact, sampled_stats, theory, tokens
 from attnscale.pipeline.io import provenance
 
+from .paper_a import check_rows, long_context_params, rows_key
 from .paper_a_eta import has_gamma_c, norm_moments
-from .paper_a_tokens import check_draws, tokens_at
+from .paper_a_tokens import RegeneratedDraws, job_draws, tokens_at
 
 __all__ = [
     "theory_rows",
@@ -42,9 +44,39 @@ FINITE_D_QUANTITIES = ("self_weight", "cosine", "lambda")
 FINITE_D_ABS_TOL = 0.002
 #: One row of the theorem table per these keys (and quantity).
 THEORY_KEYS = ["d", "n", "rho", "alpha", "gamma_factor"]
+#: Stream of the row samples and probes of the sampled theorem rows (docs/long-context.md#the-rows-choice).
+ROWS_STREAM = "paper_a/theorem_rows"
 
 
-def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
+def simulated(tok: dict, betas, alphas, rows="all") -> dict:
+    """The simulated quantities of one draw at ``betas`` for each of ``alphas``: ``(A, B)`` arrays
+    ``self_weight``, ``cosine``, ``lambda``, ``eta``; dense (``rows="all"``: the whole attention
+    matrix, the ``n x n`` Gram kept, exact eta) or from ``rows`` sampled rows
+    (:func:`attnscale.layer.sampled_stats.layer_statistics_sampled`, rows and probes from the
+    job's generator with key :func:`attnscale.experiments.paper_a.rows_key`), which adds the
+    within-draw SEs ``<q>_se`` and ``m`` (docs/long-context.md#the-rows-choice)."""
+    X = tok["X"]
+    if rows != "all":
+        key = rows_key(ROWS_STREAM, tok["n"], tok["d"], tok["trial"])
+        out = sampled_stats.layer_statistics_sampled(X, betas, alphas, rows=rows,
+                                                     rng=job_rng(tok["root_seed"], key))  # fmt: skip
+        return dict(out, spawn_key=key)
+    A_, B_ = len(alphas), len(betas)
+    out = {"eta": eta_exact.eta_exact_grid(X, betas, alphas)}  # (alphas, factors)
+    out["lambda"] = np.array([attention.angle_ratio_grid(X, betas, a) for a in alphas])
+    out["self_weight"], out["cosine"] = np.empty((A_, B_)), np.empty((A_, B_))
+    Y, _ = attention.normalise(X)
+    G = Y @ Y.T  # beta-free: shared by every factor
+    for k, beta in enumerate(betas):
+        A = attention.softmax_rows(beta * G)
+        out["self_weight"][:, k] = float(np.mean(np.diag(A)))
+        AY = A @ Y
+        for ia, alpha in enumerate(alphas):
+            out["cosine"][ia, k] = tokens.mean_cosine(AY + alpha * X)
+    return out
+
+
+def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> pd.DataFrame:
     """Simulation beside theory for one draw at ``gamma = f gamma_c(rho_hat)`` (docs/paper-a.md).
 
     For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
@@ -61,6 +93,10 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     :func:`attnscale.experiments.finite_d_theory.theory_given_draw` at the draw's nominal ``rho``, its
     ``beta`` and its own ``||z_0||`` (``tok["r0"]``); ``nan`` where the theory does not apply
     (``d < 3``, ``alpha > 0``, or no ``r0`` in ``tok``).
+
+    ``rows``: ``"all"`` (dense) or a number of sampled rows (:func:`simulated`); sampled rows add
+    the within-draw SE columns ``<q>_se_within`` and ``rows`` and record the row generator's key
+    as the provenance (docs/long-context.md#the-rows-choice).
     """
     X, n, d = tok["X"], tok["n"], tok["d"]
     rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
@@ -73,12 +109,9 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
     gc_hat = theory.gamma_c(rho_hat)
     gam = factors * gc_hat
     betas = theory.beta_of_gamma(gam, n)
-    eta = eta_exact.eta_exact_grid(X, betas, alphas)  # (alphas, factors)
-    lam = [attention.angle_ratio_grid(X, betas, a) for a in alphas]
+    sim = simulated(tok, betas, alphas, rows)
     w1, w2 = norm_moments(X)
-    Y, _ = attention.normalise(X)
-    G = Y @ Y.T  # beta-free: shared by every factor
-    prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+    prov = provenance(tok["root_seed"], sim.get("spawn_key", tok["spawn_key"]), params)
     nan = np.full(betas.size, np.nan)
     fd = dict.fromkeys(FINITE_D_QUANTITIES, nan)
     if d >= 3 and tok.get("r0") is not None and 0.0 in set(np.asarray(alphas).tolist()):
@@ -87,11 +120,7 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
         fd = theory_given_draw(n, d, tok["rho"], betas, tok["r0"])
     out = []
     for k, (f, g, beta) in enumerate(zip(factors, gam, betas, strict=True)):
-        A = attention.softmax_rows(beta * G)
-        self_w = float(np.mean(np.diag(A)))
-        AY = A @ Y
         for ia, alpha in enumerate(alphas):
-            cos = tokens.mean_cosine(AY + alpha * X)
             out.append(
                 {
                     "d": d,
@@ -105,16 +134,16 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
                     "gamma_factor": f,
                     "gamma": g,
                     "beta": beta,
-                    "self_weight": self_w,
+                    "self_weight": sim["self_weight"][ia, k],
                     "self_weight_limit": theory.self_weight_limit(rho_hat, g),
                     "self_weight_simplex_n": theory.simplex_self_weight(n, rho_hat, beta),
-                    "cosine": cos,
+                    "cosine": sim["cosine"][ia, k],
                     "cosine_limit": theory.cosine_limit(rho_hat, g, alpha, q_hat),
                     "cosine_simplex_n": theory.simplex_map(n, rho_hat, beta, alpha, q_hat)[0],
-                    "lambda": lam[ia][k],
+                    "lambda": sim["lambda"][ia, k],
                     "lambda_limit": theory.lambda_limit(rho_hat, g, alpha, q_hat),
                     "lambda_simplex_n": theory.simplex_lambda(n, rho_hat, beta, alpha, q_hat),
-                    "eta": eta[ia, k],
+                    "eta": sim["eta"][ia, k],
                     "eta_limit": theory.eta_limit(rho_hat, g, d, alpha, q_hat),
                     "eta_simplex_n": theory.simplex_eta(n, d, rho_hat, beta, alpha, q_hat),
                     "eta_simplex_n_norms": theory.simplex_eta(
@@ -130,29 +159,36 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict) -> pd.DataFrame:
                     "params_hash": prov["params_hash"],
                     "attnscale_version": prov["attnscale_version"],
                     "git_commit": prov["git_commit"],
+                    **{f"{q}_se_within": sim[f"{q}_se"][ia, k] for q in QUANTITIES if "m" in sim},
+                    **({"rows": sim["m"]} if "m" in sim else {}),
                 }
             )
     return pd.DataFrame(out).sort_values(["alpha", "gamma_factor"], kind="stable")
 
 
-def theory_rows_all(
-    *, draws: list[dict], rho: float, gamma_factors, alphas, n=None, d=None
-) -> pd.DataFrame:
+def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas, n=None, d=None,
+                    rows="all", z0: str = "gaussian", trials=None,
+                    root_seed=None) -> pd.DataFrame:  # fmt: skip
     """Entry of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
     :func:`theory_rows` for every draw of one (n, d, rho), stacked. ``n``, ``d``: the job's,
     checked against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`;
-    ``None``: not checked)."""
-    check_draws(draws, n, d)
+    ``None``: not checked). ``rows``, ``z0`` and ``trials``, ``root_seed`` (draws made here when
+    ``draws`` is empty, each built in place: one draw in memory at a time) as for
+    :func:`attnscale.experiments.paper_a.lambda_rows`."""
+    draws = job_draws(draws, n=n, d=d, trials=trials, root_seed=root_seed)
     frames = []
     for draw in draws:
-        # ||z_0|| conditions the finite-d theory on the draw (docs/finite-d.md)
-        tok = dict(tokens_at(draw, rho), r0=float(np.linalg.norm(draw["z0"])))
+        # ||z_0|| conditions the finite-d theory on the draw (docs/finite-d.md): 1 for fixed_norm
+        r0 = 1.0 if z0 == "fixed_norm" else float(np.linalg.norm(draw["z0"]))
+        tok = dict(tokens_at(draw, rho, z0=z0, in_place=isinstance(draws, RegeneratedDraws)), r0=r0)
+        rows = check_rows(rows, tok["n"])
         params = {
             "gamma_factors": [float(f) for f in gamma_factors],
             "alphas": [float(a) for a in alphas],
             "n": tok["n"],
+            **long_context_params(rows, z0),
         }
-        frames.append(theory_rows(tok, gamma_factors, alphas, params))
+        frames.append(theory_rows(tok, gamma_factors, alphas, params, rows))
     df = pd.concat(frames, ignore_index=True)
     if df.empty:
         raise ValueError(
@@ -174,6 +210,12 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
     3``): ``finite_d`` (mean over draws of the per-draw theory), the paired difference
     ``diff_fd_mean`` with its SE ``diff_fd_se``, ``z_fd``, ``within_2se_fd``/``within_3se_fd``,
     and ``accept_fd``: ``|diff_fd_mean| <= max(3 diff_fd_se, 0.002)`` (issue 9's criterion).
+
+    From sampled rows (``<q>_se_within`` columns) each row also gets ``sim_se_within`` and
+    ``sim_se_between``, the two parts of ``sim_se``
+    (docs/long-context.md#within-draw-and-between-draw-variance; as
+    :func:`attnscale.experiments.summaries.se_components`), and ``rows``; ``sim_se`` and the paired
+    SEs, from the spread over draws, already include the row sampling.
     """
     out = []
     for keys, g in rows.groupby(THEORY_KEYS, sort=True):
@@ -231,6 +273,11 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
             else:
                 rec.update(finite_d=np.nan, diff_fd_mean=np.nan, diff_fd_se=np.nan, z_fd=np.nan,
                            within_2se_fd=False, within_3se_fd=False, accept_fd=False)  # fmt: skip
+            if f"{qty}_se_within" in g:  # sampled rows: the two parts of sim_se
+                within = float(np.sqrt(np.sum(g[f"{qty}_se_within"].to_numpy() ** 2)) / t)
+                rec.update(sim_se_within=within,
+                           sim_se_between=float(np.sqrt(max(se**2 - within**2, 0.0))),
+                           rows=int(g["rows"].iloc[0]))  # fmt: skip
             if qty == "eta":
                 dn_mean, dnse = mean_se(sim - g["eta_simplex_n_norms"].to_numpy())
                 rec["simplex_n_norms"] = g["eta_simplex_n_norms"].mean()

@@ -14,9 +14,13 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import tokens
 from attnscale.pipeline.io import git_commit
 
-__all__ = ["draw_tokens", "tokens_at", "check_draws"]
+__all__ = ["Z0_MODES", "draw_tokens", "tokens_at", "check_draws", "RegeneratedDraws", "job_draws"]
 
 TOKENS_STREAM = "paper_a/tokens"
+#: How the common component enters the tokens (docs/long-context.md#variance-reduction):
+#: ``"gaussian"``, the draw's ``z_0 ~ N(0, I/d)`` (Paper A's Gaussian model as in the default
+#: run), or ``"fixed_norm"``, the same direction with ``||z_0|| = 1`` (conditioned on its norm).
+Z0_MODES = ("gaussian", "fixed_norm")
 
 
 def token_key(n: int, d: int, trial: int) -> tuple[int, ...]:
@@ -49,11 +53,23 @@ def draw_tokens(*, n: int, d: int, trial: int, root_seed: int) -> dict:
     }
 
 
-def tokens_at(draw: dict, rho: float) -> dict:
+def tokens_at(draw: dict, rho: float, *, z0: str = "gaussian", in_place: bool = False) -> dict:
     """The token draw at ``rho`` from a cached Gaussian draw (:func:`draw_tokens`): a dict with
     ``X``, ``n``, ``d``, ``rho``, ``trial``, ``rho_hat`` (realised mean cosine), ``q_hat`` (mean
-    squared norm), ``root_seed`` (int) and ``spawn_key`` (tuple)."""
-    X = tokens.from_draw(draw["z0"], draw["Z"], rho)
+    squared norm), ``root_seed`` (int) and ``spawn_key`` (tuple).
+
+    ``z0="fixed_norm"`` rescales the draw's ``z_0`` to norm 1 (its direction and every ``z_i``
+    unchanged): the tokens conditioned on ``||z_0||^2 = E||z_0||^2 = 1``, which removes the
+    draw-to-draw spread that the common component's norm causes
+    (docs/long-context.md#variance-reduction) [choice]. ``in_place=True`` builds ``X`` over the
+    draw's ``Z`` (no second ``n x d`` array; the draw cannot be used again).
+    """
+    if z0 not in Z0_MODES:
+        raise ValueError(f"z0 must be one of {Z0_MODES}, got {z0!r}")
+    c = draw["z0"]
+    if z0 == "fixed_norm":
+        c = c / np.linalg.norm(c)
+    X = tokens.from_draw(c, draw["Z"], rho, out=draw["Z"] if in_place else None)
     return {
         "X": X,
         "n": int(draw["n"]),
@@ -91,3 +107,46 @@ def check_draws(draws: list[dict], n: int | None = None, d: int | None = None) -
                 f"{name} = {want} but the draws have {name} = {got} (Z of shape {shape})"
             )
     return int(shape[0]), int(shape[1])
+
+
+class RegeneratedDraws:
+    """The token draws 0 to ``trials - 1`` of one ``(n, d)``, made from their seeds when they are
+    used (:func:`draw_tokens`, the same numbers as the cached draw of rule ``paper_a_tokens``),
+    one at a time: a sequence for jobs whose draws are not cached (``n >=
+    paper_a.regenerate_n``, docs/long-context.md#draws-that-are-not-cached). Each access makes the
+    draw anew (nothing is kept), so a job holds one draw at a time."""
+
+    def __init__(self, n: int, d: int, trials: int, root_seed: int):
+        self.n, self.d, self.trials, self.root_seed = int(n), int(d), int(trials), int(root_seed)
+
+    def __len__(self) -> int:
+        return self.trials
+
+    def __getitem__(self, k: int) -> dict:
+        if not 0 <= k < self.trials:
+            raise IndexError(k)
+        return draw_tokens(n=self.n, d=self.d, trial=k, root_seed=self.root_seed)
+
+    def __iter__(self):
+        return (self[k] for k in range(self.trials))
+
+
+def job_draws(draws, *, n=None, d=None, trials=None, root_seed=None):
+    """The token draws of a job: its cached draws (the rule's input files), checked
+    (:func:`check_draws`), or, when the rule passes none because they are regenerated (``n >=
+    paper_a.regenerate_n``), :class:`RegeneratedDraws` of ``trials`` draws of ``(n, d)`` from
+    ``root_seed`` (docs/long-context.md#draws-that-are-not-cached).
+
+    Raises
+    ------
+    ValueError
+        No draws and no ``n``, ``d``, ``trials`` and ``root_seed`` to make them from, or the
+        checks of :func:`check_draws`.
+    """
+    if draws:
+        check_draws(draws, n, d)
+        return draws
+    if None in (n, d, trials, root_seed):
+        raise ValueError("draws must hold at least one token draw (or give n, d, trials and "
+                         "root_seed to regenerate them)")  # fmt: skip
+    return RegeneratedDraws(n, d, trials, root_seed)

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int
 from attnscale.layer.kernel_args import beta_grid
 from attnscale.layer.sampled_lambda import (
@@ -46,6 +47,7 @@ from attnscale.layer.sampled_rows import RowSample, resolve_rows, stratified_mea
 
 __all__ = [
     "ROUTES",
+    "DEFAULT_BLOCK_ROWS",
     "SampledEta",
     "tangent_probes",
     "row_sums",
@@ -240,14 +242,20 @@ def _checked(X, betas, alpha, route, probes, rng, block_rows, key_block):
     return X, r, Bm, alpha, probes, br
 
 
-def _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_block):
-    """``R_i`` of the sampled rows and, with several probes, their noise variances."""
+def _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_block, on_jax):
+    """``R_i`` of the sampled rows and, with several probes, their noise variances; the row sums
+    on JAX when ``on_jax`` (:mod:`attnscale.layer.sampled_eta_jax`, same rows and probes)."""
     d = X.shape[1]
     idx = sample.rows
     Ys, rs = unit_rows(X, r, idx), r[idx]
     brow = Bm[:, idx]
     W = tangent_probes(rng, Ys, probes) if route == "probe" else np.zeros((0, sample.m, d))
-    sums = row_sums(X, r, idx, brow, W, causal, min(block_rows, sample.m), key_block)
+    if on_jax:
+        from attnscale.layer import sampled_eta_jax
+
+        sums = sampled_eta_jax.row_sums(X, r, idx, brow, W, bool(causal))
+    else:
+        sums = row_sums(X, r, idx, brow, W, causal, min(block_rows, sample.m), key_block)
     q = None
     if route == "exact":
         from attnscale.layer.sampled_eta_exact import exact_q
@@ -258,7 +266,8 @@ def _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_
 
 def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "probe",
                        probes: int = 1, rng=None, causal: bool = False,
-                       block_rows: int | None = None, key_block: int | None = None):  # fmt: skip
+                       block_rows: int | None = None, key_block: int | None = None,
+                       backend=None):  # fmt: skip
     """Per-row Jacobian norms ``R_i = ||d x_i' / d X||_F^2`` of some query rows
     (docs/long-context.md#the-jacobian-norm-of-one-output-row).
 
@@ -282,7 +291,10 @@ def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "prob
     causal : bool, optional
         Query ``i`` sees keys ``j <= i`` only.
     block_rows, key_block : int, optional
-        Rows per block (default 128) and keys per tile.
+        Rows per block (default 128) and keys per tile (numpy backend).
+    backend : {"numpy", "jax"}, optional
+        Backend of the row sums (:mod:`attnscale.layer.sampled_eta_jax`); ``None`` (default) is
+        :func:`attnscale.backend.default` (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -292,13 +304,15 @@ def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "prob
     """
     X, r, Bm, alpha, probes, br = _checked(X, betas, alpha, route, probes, rng, block_rows,
                                            key_block)  # fmt: skip
+    on_jax = uses_jax(backend)
     sample = resolve_rows(X.shape[0], rows, rng, causal=causal)
-    return _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block)
+    return _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block, on_jax)
 
 
 def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | None = None,
                 head: int | None = None, causal: bool = False, route: str = "probe", probes: int = 1,
-                block_rows: int | None = None, key_block: int | None = None) -> SampledEta:  # fmt: skip
+                block_rows: int | None = None, key_block: int | None = None,
+                backend=None) -> SampledEta:  # fmt: skip
     """eta (docs/paper-a.md#the-jacobian-norm-eta) for a grid of betas from ``m`` sampled query
     rows, with its within-draw standard error (docs/long-context.md#the-sampled-eta).
 
@@ -339,7 +353,11 @@ def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | N
     probes : int, optional
         Probes per row (probe route).
     block_rows, key_block : int, optional
-        Rows per block and keys per tile.
+        Rows per block and keys per tile (numpy backend).
+    backend : {"numpy", "jax"}, optional
+        Backend of the row sums, the heavy part (:mod:`attnscale.layer.sampled_eta_jax`); rows,
+        probes and the statistics are the same numpy code for both. ``None`` (default) is
+        :func:`attnscale.backend.default` (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -349,8 +367,9 @@ def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | N
     """
     X, r, Bm, alpha, probes, br = _checked(X, betas, alpha, route, probes, rng, block_rows,
                                            key_block)  # fmt: skip
+    on_jax = uses_jax(backend)
     sample = resolve_rows(X.shape[0], rows, rng, strata, head, causal)
-    R, noise = _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block)
+    R, noise = _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block, on_jax)
     d = X.shape[1]
     if route == "exact":
         nv = None

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_matrix, check_real
 from attnscale.layer.attention import NEAR_PAIR_TOL
 from attnscale.layer.kernel_args import beta_grid
@@ -51,6 +52,7 @@ __all__ = [
     "sampled_outputs",
     "pair_ratio_block",
     "angle_ratio_sampled",
+    "pair_statistics",
 ]
 
 #: Sampled rows per block (all of them up to this many).
@@ -208,7 +210,8 @@ def _outputs(X, r, idx, brow, alpha, causal, block_rows, key_block):
 
 
 def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
-                    block_rows: int | None = None, key_block: int | None = None) -> np.ndarray:  # fmt: skip
+                    block_rows: int | None = None, key_block: int | None = None,
+                    backend=None) -> np.ndarray:  # fmt: skip
     """Exact outputs ``x_a' = sum_j A_aj y_j + alpha x_a`` of some query rows against all their
     keys (docs/long-context.md#the-sampled-lambda), key-tiled (memory ``O(b t)``).
 
@@ -225,7 +228,10 @@ def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
     causal : bool, optional
         Query ``a`` sees keys ``j <= a`` only.
     block_rows, key_block : int, optional
-        Rows per block and keys per tile.
+        Rows per block and keys per tile (numpy backend).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
+        (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -237,6 +243,13 @@ def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
     B = beta_grid(betas, n)
     sample = resolve_rows(n, rows)
     br = _check_blocks(block_rows, sample.m)
+    if key_block is not None:
+        check_int("key_block", key_block, minimum=1)
+    if uses_jax(backend):
+        from attnscale.layer import sampled_lambda_jax
+
+        return sampled_lambda_jax.sampled_outputs(X, r, sample.rows, B[:, sample.rows], alpha,
+                                                  bool(causal))  # fmt: skip
     return _outputs(X, r, sample.rows, B[:, sample.rows], alpha, causal, br, key_block)
 
 
@@ -282,8 +295,8 @@ def pair_ratio_block(Ya, Yb, Ypa, Ypb, self_cols=None):
 
 def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
                         strata: int | None = None, head: int | None = None, causal: bool = False, block_rows: int | None = None,
-                        key_block: int | None = None,
-                        output_entries: int | None = None) -> SampledLambda:  # fmt: skip
+                        key_block: int | None = None, output_entries: int | None = None,
+                        backend=None) -> SampledLambda:  # fmt: skip
     """lambda (docs/paper-a.md#the-angle-ratio-lambda) for a grid of betas from ``m`` sampled query
     rows, with its within-draw standard error (docs/long-context.md#the-sampled-lambda).
 
@@ -324,6 +337,10 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
         Sampled rows per block (default 256) and keys per tile (default ``2^18 / block_rows``).
     output_entries : int, optional
         Budget, in float64 entries, for the outputs of one group of betas (default ``2^25``).
+    backend : {"numpy", "jax"}, optional
+        Kernel backend of the outputs (the heavy part, :mod:`attnscale.layer.sampled_lambda_jax`);
+        the pair statistics are the same numpy code for both. ``None`` (default) is
+        :func:`attnscale.backend.default` (``docs/gpu.md#choosing-the-backend``).
 
     Returns
     -------
@@ -339,29 +356,55 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
         check_int("key_block", key_block, minimum=1)
     budget = DEFAULT_OUTPUT_ENTRIES if output_entries is None else check_int(
         "output_entries", output_entries, minimum=1)  # fmt: skip
+    on_jax = uses_jax(backend)
     sample = resolve_rows(n, rows, rng, strata, head, causal)
     idx, m = sample.rows, sample.m
     br = min(br, m)
+    if on_jax:
+        from attnscale.layer import sampled_lambda_jax
+
+        def outputs(brow):
+            return sampled_lambda_jax.sampled_outputs(X, r, idx, brow, alpha, bool(causal))
+    else:
+
+        def outputs(brow):
+            return _outputs(X, r, idx, brow, alpha, causal, br, key_block)
+
     Ys = unit_rows(X, r, idx)
     group = int(max(1, min(Bm.shape[0], budget // (m * d))))
     ests, ses = [], []
     for g0 in range(0, Bm.shape[0], group):
-        brow = Bm[g0 : g0 + group][:, idx]
-        Yp = _outputs(X, r, idx, brow, alpha, causal, br, key_block)
+        Yp = outputs(Bm[g0 : g0 + group][:, idx])
         Yp /= np.linalg.norm(Yp, axis=2, keepdims=True)
-        parts = []
-        n_near = n_excl = 0
-        for a0 in range(0, m, br):
-            a1 = min(m, a0 + br)
-            units = np.arange(a0, a1)
-            H, keep, near = pair_ratio_block(Ys[a0:a1], Ys, Yp[:, a0:a1], Yp, units)
-            parts.append(pair_block_sums(H, keep, units, sample))
-            upper = units[:, None] < np.arange(m)[None, :]
-            n_near += int((near & upper).sum())
-            n_excl += int((near & upper & ~keep).sum())
-        sums = {key: np.concatenate([p[key] for p in parts], axis=-2) for key in ("h", "h2", "n")}
-        est, se = pair_estimate_from_sums(sums, sample)
+        est, se, n_near, n_excl = pair_statistics(Ys, Yp, sample, br)
         ests.append(est)
         ses.append(se)
     return SampledLambda(np.concatenate(ests), np.concatenate(ses), m, m * (m - 1) // 2,
                          n_near, n_excl, sample)  # fmt: skip
+
+
+def pair_statistics(Ys, Yp, sample: RowSample, block_rows: int):
+    """lambda's U-statistic over the pairs of the sampled rows and its within-draw standard error
+    (docs/long-context.md#standard-error-of-the-sampled-lambda), from their unit inputs ``Ys``
+    ``(m, d)`` and unit outputs ``Yp`` ``(B, m, d)``, in blocks of ``block_rows`` rows (no
+    ``m x m`` matrix per beta is kept).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, int, int)
+        Estimate and SE ``(B,)``, and the near and excluded pairs among the sampled pairs.
+    """
+    m = sample.m
+    parts = []
+    n_near = n_excl = 0
+    for a0 in range(0, m, block_rows):
+        a1 = min(m, a0 + block_rows)
+        units = np.arange(a0, a1)
+        H, keep, near = pair_ratio_block(Ys[a0:a1], Ys, Yp[:, a0:a1], Yp, units)
+        parts.append(pair_block_sums(H, keep, units, sample))
+        upper = units[:, None] < np.arange(m)[None, :]
+        n_near += int((near & upper).sum())
+        n_excl += int((near & upper & ~keep).sum())
+    sums = {key: np.concatenate([p[key] for p in parts], axis=-2) for key in ("h", "h2", "n")}
+    est, se = pair_estimate_from_sums(sums, sample)
+    return est, se, n_near, n_excl

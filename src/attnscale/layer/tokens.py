@@ -9,6 +9,7 @@ import numpy as np
 from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows, check_real
 
 __all__ = [
+    "COSINE_CHUNK",
     "near_simplex",
     "gaussian_draw",
     "from_draw",
@@ -18,6 +19,10 @@ __all__ = [
     "TokenEstimate",
     "estimate_rho_q",
 ]
+
+
+#: Rows of normalised tokens :func:`mean_cosine` forms at a time (``n`` beyond it: in chunks).
+COSINE_CHUNK = 65536
 
 
 def near_simplex(n: int, d: int, rho: float, rng: np.random.Generator) -> np.ndarray:
@@ -59,7 +64,8 @@ def gaussian_draw(n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray,
     i.i.d. ``N(0, I_d / d)``, drawn in that order (docs/paper-a.md#gaussian-near-simplex-tokens).
 
     One draw serves every ``rho`` (common random numbers): the workflow caches it once per
-    ``(n, d, trial)`` and builds the tokens of each ``rho`` with :func:`from_draw`.
+    ``(n, d, trial)`` and builds the tokens of each ``rho`` with :func:`from_draw`. Memory: the
+    ``n x d`` block is scaled in place (peak ``n d`` floats, 1 GiB at ``n = 2^20``, ``d = 128``).
     """
     n = check_int("n", n, minimum=2)
     d = check_int("d", d, minimum=1)
@@ -67,20 +73,33 @@ def gaussian_draw(n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray,
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     scale = 1.0 / np.sqrt(d)
     z0 = rng.standard_normal(d) * scale
-    Z = rng.standard_normal((n, d)) * scale
+    Z = rng.standard_normal((n, d))
+    Z *= scale  # in place: the same numbers as rng.standard_normal((n, d)) * scale, no copy
     return z0, Z
 
 
-def from_draw(z0: np.ndarray, Z: np.ndarray, rho: float) -> np.ndarray:
+def from_draw(z0: np.ndarray, Z: np.ndarray, rho: float, *, out=None) -> np.ndarray:
     """Near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` from a Gaussian draw
     (:func:`gaussian_draw`); bit-identical to :func:`near_simplex` with the same generator state.
     ``0 <= rho < 1``: at ``rho = 0`` the tokens are the ``z_i`` themselves (uniform in direction,
     the rho = 0 panels of the finite-d figures, docs/finite-d.md).
+
+    Built without temporaries: ``X = sqrt(1 - rho) Z`` then ``X += sqrt(rho) z_0`` (the same
+    numbers as the sum written the other way round: float addition is commutative), so the peak
+    is ``Z`` and ``X``; with ``out=Z`` (a float64 ``Z`` the caller no longer needs) the tokens
+    overwrite the draw and the peak is ``Z`` alone.
     """
     rho = check_real("rho", rho, low=0.0, high=1.0, high_open=True)
+    if out is not None and (out.shape != np.shape(Z) or out.dtype != np.float64):
+        raise ValueError(f"out must be a float64 array of shape {np.shape(Z)}")
     if rho == 0.0:
-        return np.array(Z, dtype=np.float64)
-    return np.sqrt(rho) * z0[None, :] + np.sqrt(1.0 - rho) * Z
+        if out is None:
+            return np.array(Z, dtype=np.float64)
+        out[...] = Z
+        return out
+    X = np.multiply(Z, np.sqrt(1.0 - rho), out=out)
+    X += np.sqrt(rho) * z0[None, :]
+    return X
 
 
 def simplex_exact(n: int, rho: float, q: float = 1.0) -> np.ndarray:
@@ -113,12 +132,23 @@ def simplex_exact(n: int, rho: float, q: float = 1.0) -> np.ndarray:
 def mean_cosine(X: np.ndarray) -> float:
     """Realised mean pairwise cosine ``rho_hat`` = mean of ``<y_i, y_j>`` over ``i != j`` (docs/paper-a.md#gaussian-near-simplex-tokens).
 
-    Computed in O(n d) from ``||sum_i y_i||^2 = n + sum_{i != j} <y_i, y_j>``.
+    Computed in O(n d) from ``||sum_i y_i||^2 = n + sum_{i != j} <y_i, y_j>``. Beyond
+    :data:`COSINE_CHUNK` rows the normalised rows are formed that many at a time (memory
+    ``O(COSINE_CHUNK d)``, not ``O(n d)``) and summed in the same order as numpy sums a whole
+    ``Y`` along its rows for ``d >= 2`` (row after row), so the result is the same to the bit
+    (tested).
     """
     X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    Y = X / np.linalg.norm(X, axis=1, keepdims=True)
-    s = Y.sum(axis=0)
+    n, d = X.shape
+    if n <= COSINE_CHUNK or d == 1:
+        Y = X / np.linalg.norm(X, axis=1, keepdims=True)
+        s = Y.sum(axis=0)
+    else:  # the same sum, row after row, COSINE_CHUNK rows of Y at a time
+        s = None
+        for a in range(0, n, COSINE_CHUNK):
+            Y = X[a : a + COSINE_CHUNK] / np.linalg.norm(X[a : a + COSINE_CHUNK], axis=1,
+                                                         keepdims=True)  # fmt: skip
+            s = Y.sum(axis=0) if s is None else np.concatenate([s[None], Y]).sum(axis=0)
     return float((s @ s - n) / (n * (n - 1)))
 
 

@@ -4,8 +4,8 @@
 
 1. validates ``config.yaml`` against the JSON schemas in ``workflow/schemas/`` (types) and fills
    every default (each key has a description and a default there; unknown keys are rejected);
-2. runs the range checks of :data:`GRIDS` and :data:`VALUES`, the one home of every allowed
-   range (the schemas carry none), and the checks that involve several keys, :data:`CHECKS`, so
+2. runs the range checks of :data:`GRIDS`, :data:`VALUES` and :data:`CHOICES` (a word or a
+   number in a range), the one home of every allowed range (the schemas carry none), and the checks that involve several keys, :data:`CHECKS`, so
    that a bad value stops the run with ``config error: <key> must be <allowed range>; got
    <value>`` before any work;
 3. returns a :class:`Config` whose :meth:`Config.grid`, :meth:`Config.labels` and
@@ -34,6 +34,7 @@ import numpy as np
 
 from .config_checks import CHECKS
 from .config_ranges import (
+    CHOICES,
     GRIDS,
     LABEL_DIGITS,
     VALUES,
@@ -55,6 +56,7 @@ __all__ = [
     "validate_schema",
     "GRIDS",
     "VALUES",
+    "CHOICES",
     "Range",
     "check",
     "load",

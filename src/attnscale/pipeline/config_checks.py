@@ -16,9 +16,24 @@ import math
 
 import numpy as np
 
-from .config_ranges import Range, fail
+from .config_ranges import CHOICES, Range, fail
 
-__all__ = ["CHECKS", "LAMBDA_JOBS", "check_backend", "lambda_jobs"]
+__all__ = ["CHECKS", "LAMBDA_JOBS", "check_backend", "check_choices", "lambda_jobs"]
+
+
+def check_choices(cfg) -> None:
+    """Each key of :data:`attnscale.pipeline.config_ranges.CHOICES`: one of its words (or null)
+    or a number in its range."""
+    for key, (words, rng) in CHOICES.items():
+        try:
+            v = cfg.get(key)
+        except KeyError:
+            continue
+        if v in words and not isinstance(v, bool):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not rng.ok(v):
+            allowed = " or ".join("null" if w is None else repr(w) for w in words)
+            fail(key, f"{allowed} or one of {rng.text()}", v)
 
 
 def _check_eta_trials(cfg) -> None:
@@ -194,6 +209,6 @@ def check_backend(cfg) -> None:
 
 
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
-CHECKS: list = [_check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
+CHECKS: list = [check_choices, _check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
                 _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
                 _check_regimes, _check_explorer, _check_sharpness, check_backend]  # fmt: skip

@@ -25,6 +25,7 @@ __all__ = [
     "Range",
     "GRIDS",
     "VALUES",
+    "CHOICES",
 ]
 
 #: Decimals of a grid value in a file name.
@@ -136,6 +137,8 @@ GRIDS: dict[str, Range] = {
     "paper_a.finite_size.alpha": Range(low=0.0, low_open=False),
     "paper_a.scaling_rules.n": Range(low=1.0),
     "benchmark.scaling.n": Range(low=2, low_open=False, integer=True),
+    "benchmark.sampled.n": Range(low=2, low_open=False, integer=True),
+    "benchmark.sampled.d": Range(low=1, low_open=False, integer=True, increasing=False),
     # finite d (issue 9): the theory's range is 3 <= d <= 4096, 2 <= n <= 1e7, 0 <= rho < 1
     "finite_d.transition.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
     "finite_d.transition.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
@@ -213,6 +216,7 @@ VALUES: dict[str, Range] = {
     "paper_a.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.rho_per_job": Range(low=1, low_open=False, integer=True),
     "paper_a.alpha": Range(low=0.0, low_open=False),
+    "paper_a.regenerate_n": Range(low=2, low_open=False, integer=True),
     "paper_a.eta.trials": Range(low=1, low_open=False, integer=True),
     "paper_a.theorem_table.trials": Range(low=2, low_open=False, integer=True),  # SEs, z
     "paper_a.finite_size.trials": Range(low=2, low_open=False, integer=True),  # SEs, z
@@ -290,6 +294,9 @@ VALUES: dict[str, Range] = {
     "benchmark.eta.d": Range(low=1, low_open=False, integer=True),
     "benchmark.eta.probes": Range(low=1, low_open=False, integer=True),
     "benchmark.scaling.d": Range(low=1, low_open=False, integer=True),
+    "benchmark.sampled.m": Range(low=2, low_open=False, integer=True),
+    "benchmark.sampled.gammas": Range(low=1, low_open=False, integer=True),
+    "benchmark.sampled.max_gib": Range(low=0.0),
     # the root of every SeedSequence (numpy takes any non-negative integer; 128 bits are plenty)
     "seed": Range(low=0, high=2**128 - 1, low_open=False, high_open=False, integer=True),
     # critical-scale regimes (issue 20; docs/regimes.md)
@@ -317,4 +324,16 @@ VALUES: dict[str, Range] = {
     # the explorer (issue 29; docs/explorer.md)
     "explorer.rho_max": Range(low=0.0, high=1.0),
     "explorer.heldout": Range(low=0, low_open=False, integer=True),
+}
+
+
+#: Values that are one of a few words (or null) or a number in a range, by dotted key: the
+#: allowed words and the range of the numbers (checked by
+#: :func:`attnscale.pipeline.config_checks.check_choices`).
+CHOICES: dict[str, tuple[tuple, Range]] = {
+    # rows behind lambda and eta: all, or m sampled rows (docs/long-context.md#the-rows-choice);
+    # m < n is checked against the job's n by the entry functions
+    "paper_a.rows": (("all",), Range(low=2, low_open=False, integer=True)),
+    # the theorem table's n: null (paper_a.n) or its own
+    "paper_a.theorem_table.n": ((None,), Range(low=2, low_open=False, integer=True)),
 }
