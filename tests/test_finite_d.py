@@ -65,7 +65,7 @@ def _draw_self_weight(Y, beta, rows):
         (lambda: fd.mean_field(100, 8, 0.5, 1.0, alpha=0.5), "alpha"),
         (lambda: fd.mean_field_given(100, 8, 0.5, 1.0, -1.0), "r0"),
         (lambda: fd.check_args(100, 8, float("nan")), "rho"),
-        (lambda: fd.self_weight(100, 8, 0.5, 1.0, level="coarse"), "level"),
+        (lambda: fd.self_weight(100, 8, 0.5, 1.0, quadrature="coarse"), "quadrature"),
     ],
 )
 def test_bad_input_names_the_argument(call, name):
@@ -185,7 +185,7 @@ def test_quadrature_resolution():
     for n, d, rho, r0, g in [(4096, 8, 0.5, 0.9, 1.0)]:
         beta = g * fd.critical_beta(n, d, rho)
         std = fd.self_weight_given(n, d, rho, beta, r0)
-        fine = fd.self_weight_given(n, d, rho, beta, r0, level="fine")
+        fine = fd.self_weight_given(n, d, rho, beta, r0, quadrature="fine")
         assert abs(std - fine) < QUAD_ERR, (d, std, fine)
 
 
@@ -365,7 +365,7 @@ def test_mean_field_against_simulation():
 def test_mean_field_given_averages_to_mean_field():
     """Conditioned on R_0 at the normal-score nodes and re-averaged, it is the unconditioned one."""
     n, d, rho, beta = 512, 256, 0.4, 12.0
-    r0s, w = laws.r0_nodes(d, laws.LEVELS["standard"]["n_r0"])
+    r0s, w = laws.r0_nodes(d, laws.QUADRATURE_PRESETS["standard"]["n_r0"])
     parts = [fd.mean_field_given(n, d, rho, beta, float(r)) for r in r0s]
     mf = fd.mean_field(n, d, rho, beta)
     for key in ("a_ii", "cos", "lambda"):

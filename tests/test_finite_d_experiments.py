@@ -216,10 +216,10 @@ def test_conditioned_theory_averaged_over_r0_is_the_unconditioned_theory():
     so up to rounding for the mean field; for A_ii the library's own quadrature error (< 1e-4,
     docs/finite-d.md) bounds the difference."""
     from attnscale.layer import finite_d
-    from attnscale.layer.finite_d.laws import LEVELS, r0_nodes
+    from attnscale.layer.finite_d.laws import QUADRATURE_PRESETS, r0_nodes
 
     n, d, rho, betas = 256, 64, 0.5, np.array([8.0, 12.0])
-    r0s, r0w = r0_nodes(d, LEVELS["standard"]["n_r0"])
+    r0s, r0w = r0_nodes(d, QUADRATURE_PRESETS["standard"]["n_r0"])
     acc = {"self_weight": 0.0, "cosine": 0.0, "lambda": 0.0}
     for r, w in zip(r0s, r0w, strict=True):
         g = FT.theory_given_draw(n, d, rho, betas, float(r))

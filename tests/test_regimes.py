@@ -776,7 +776,10 @@ def test_figure_draws_from_the_table():
         (lambda: rgs.beta_grid(5.0, 0.0, 7), "slope must lie in"),
         (lambda: ties_exact.ties_group_weight(10, 10, 8, 0.0, 1.0), "k must lie in"),
         (lambda: ties_exact.ties_group_weight(10, 2, 8, 0.0, -1.0), "beta must be finite"),
-        (lambda: ties_exact.ties_group_weight(10, 2, 8, 0.0, 1.0, quad="x"), "quad must be"),
+        (
+            lambda: ties_exact.ties_group_weight(10, 2, 8, 0.0, 1.0, quadrature="x"),
+            "quadrature must be",
+        ),
         (lambda: ties_exact.ties_exact_critical_beta(10, 2, 2, 0.0), "d must be an integer"),
         (lambda: rgth.rem_orders(n=[2.0], factors=[1.5], s=1.0, level=0.5), "n must be >= 3"),
     ],

@@ -28,7 +28,7 @@ import textwrap
 
 import pytest
 
-from attnscale.pipeline.adapter import resolve
+from attnscale.pipeline.adapter import entry_function
 from conftest import REPO, copy_repo, hermetic_env
 
 pytestmark = pytest.mark.workflow
@@ -107,7 +107,9 @@ def test_every_entry_keyword_comes_from_the_rules_inputs_and_params(workflow_rul
     bad = []
     for rule in (r for r in workflow_rules if r["runs"]):
         given = (set(rule["inputs"]) - {"lib"}) | (set(rule["params"]) - {"entry"})
-        bad += [f"{rule['rule']}: {p}" for p in keyword_problems(resolve(_entry(rule)), given)]
+        bad += [
+            f"{rule['rule']}: {p}" for p in keyword_problems(entry_function(_entry(rule)), given)
+        ]
     assert not bad, "\n".join(bad)
 
 

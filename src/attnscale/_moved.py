@@ -18,6 +18,7 @@ split whose old path stays a small module of its own (``attnscale.layer.jax_kern
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -212,6 +213,36 @@ def moved_names(module: str, names: dict[str, str]):
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def renamed_keywords(**old_to_new: str):
+    """A decorator for a public function whose keyword arguments were renamed
+    (docs/glossary.md): each old keyword (``old="new"``) is still accepted, as the new one, with a
+    :class:`DeprecationWarning` naming the new keyword; giving both is a ``TypeError``."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(
+                            f"{fn.__name__}() got {old!r} (renamed {new!r}) and {new!r}"
+                        )
+                    warnings.warn(
+                        f"{fn.__module__}.{fn.__qualname__}: keyword {old!r} was renamed {new!r}",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        for attr in ("cache_clear", "cache_info"):  # an lru_cache'd function keeps its handles
+            if hasattr(fn, attr):
+                setattr(inner, attr, getattr(fn, attr))
+        return inner
+
+    return wrap
 
 
 def deprecated(module: str, instead: str) -> None:

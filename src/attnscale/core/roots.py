@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["RTOL", "brentq"]
+__all__ = ["RTOL", "LEVEL", "brentq", "increasing_root"]
 
 #: SciPy's smallest (and default) relative tolerance, four machine epsilons.
 RTOL = 4 * 2.220446049250313e-16
+
+#: [choice] The target level: the critical point ``beta*`` is where the mean self-weight
+#: ``E A_ii`` (Paper A, finite d), the mean top-group weight (docs/regimes.md#the-observable) or
+#: the mean top weight ``E A_(1)`` (Paper B) equals 1/2, the simplex self-weight at Paper A's
+#: ``gamma_c`` (docs/glossary.md). The one definition; a configuration may choose another level.
+LEVEL = 0.5
 
 
 def brentq(f, a: float, b: float, *, xtol: float = 2e-12, rtol: float = RTOL,
@@ -92,3 +98,23 @@ def brentq(f, a: float, b: float, *, xtol: float = 2e-12, rtol: float = RTOL,
         xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
         fcur = value(xcur)
     raise RuntimeError(f"Failed to converge after {maxiter} iterations, value is {xcur}")
+
+
+def increasing_root(f, lo: float, hi: float, *, rtol: float, xtol: float = 1e-12) -> float:
+    """The root of an increasing ``f`` from a first bracket ``[lo, hi]`` (``0 < lo < hi``) around
+    a guess: ``lo`` is halved while ``f(lo) > 0`` and ``hi`` doubled while ``f(hi) < 0`` (each
+    move keeps the other end's value), then :func:`brentq` (``xtol``, ``rtol``) on the bracket.
+
+    The one bracketing routine of the critical points ``beta*`` (docs/finite-d.md#finite-d-critical-point,
+    docs/regimes.md#exact-finite-d-theory-for-k-copies).
+    """
+    flo, fhi = f(lo), f(hi)
+    while flo > 0:
+        hi, fhi = lo, flo
+        lo /= 2.0
+        flo = f(lo)
+    while fhi < 0:
+        lo, flo = hi, fhi
+        hi *= 2.0
+        fhi = f(hi)
+    return float(brentq(f, lo, hi, xtol=xtol, rtol=rtol))

@@ -13,7 +13,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_vector
-from attnscale.experiments.summaries import mean_se
+from attnscale.experiments.summaries import mean_se_table
 from attnscale.layer import attention, causal, causal_theory, theory, tokens
 from attnscale.pipeline.io import provenance
 
@@ -147,13 +147,13 @@ def causal_summary(*, data, self_weight) -> dict:
         unreduced (``kind = "critical"``); ``"self_weight_summary"``: mean and standard error over draws
         of ``A_ii`` and the draw mean of its simplex value per ``(scaling, n, d, rho,
         gamma_factor, position)``. Standard errors are over draws
-        (:func:`attnscale.experiments.summaries.mean_se`).
+        (:func:`attnscale.experiments.summaries.mean_se_table`).
     """
     lam = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     sw = pd.concat(self_weight, ignore_index=True) if isinstance(self_weight, list) else self_weight
     keys = ["scaling", "n", "d", "rho", "gamma"]
     grid = lam[lam["kind"] == "grid"]
-    lam_out = mean_se(
+    lam_out = mean_se_table(
         grid.groupby(keys, sort=True),
         ["lambda", "lambda_simplex_causal", "lambda_simplex_bidirectional", "rho_hat"],
     ).assign(kind="grid")
@@ -161,7 +161,7 @@ def causal_summary(*, data, self_weight) -> dict:
         columns={"lambda": "lambda_mean", "rho_hat": "rho_hat_mean"}
     )
     lam_out = pd.concat([lam_out, crit.assign(kind="critical", trials=1)], ignore_index=True)
-    sw_out = mean_se(
+    sw_out = mean_se_table(
         sw.groupby(["scaling", "n", "d", "rho", "gamma_factor", "position"], sort=True),
         ["self_weight", "self_weight_simplex"],
     )

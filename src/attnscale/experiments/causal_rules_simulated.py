@@ -22,7 +22,7 @@ from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import causal, causal_theory, finite_d, scaling_rules, theory, tokens
 from attnscale.pipeline.io import provenance
 
-from .summaries import mean_se
+from .summaries import mean_se_table
 
 __all__ = ["rules_simulated", "rules_simulated_summary"]
 
@@ -156,10 +156,10 @@ def rules_simulated_summary(*, data) -> pd.DataFrame:
     pandas.DataFrame
         One row per ``(d, block, rho, rule, n)`` (rules in the order of the per-draw tables):
         ``<col>_mean`` and ``<col>_se`` over draws of every column of :data:`SUMMARY_COLUMNS`
-        (:func:`attnscale.experiments.summaries.mean_se`; ``nan`` SE for one draw), ``trials``.
+        (:func:`attnscale.experiments.summaries.mean_se_table`; ``nan`` SE for one draw), ``trials``.
     """
     rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of rules_simulated; columns missing: {missing}")
-    return mean_se(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+    return mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)

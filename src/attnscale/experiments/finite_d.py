@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from attnscale.core.roots import LEVEL
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_rhos, check_vector
@@ -38,9 +39,8 @@ __all__ = ["simulated_critical_beta", "transition_points", "intermediate_phase"]
 
 TRANSITION_STREAM = "finite_d/transition"
 
-#: The simulated critical point is the beta where the mean self-weight equals this level (the
-#: simplex value at gamma_c, docs/finite-d.md).
-LEVEL = 0.5
+#: The simulated critical point is the beta where the mean self-weight equals the target level
+#: :data:`attnscale.core.roots.LEVEL` (the simplex value at gamma_c, docs/finite-d.md).
 
 
 def transition_key(n: int, d: int, trial: int) -> tuple[int, ...]:

@@ -149,14 +149,19 @@ def theory_given_draw(n: int, d: int, rho: float, betas, r0: float) -> dict:
         Arrays shaped like ``betas``: ``self_weight``, ``cosine``, ``lambda``.
     """
     from attnscale.layer import finite_d
-    from attnscale.layer.finite_d.laws import LEVELS, normal_score_rule, omega_rule, tau_law
+    from attnscale.layer.finite_d.laws import (
+        QUADRATURE_PRESETS,
+        normal_score_rule,
+        omega_rule,
+        tau_law,
+    )
     from attnscale.layer.finite_d.mean_field import row_moments
 
     betas = check_vector("betas", betas, low=0.0)
     r0 = check_real("r0", r0, low=0.0, low_open=True)
     n, d, rho = finite_d.check_args(n, d, rho)
     a_ii = np.atleast_1d(finite_d.self_weight_given(n, d, rho, betas, r0))
-    p = LEVELS["standard"]
+    p = QUADRATURE_PRESETS["standard"]
     wn, ww = omega_rule(d, p["n_w"])
     # the nodes of attnscale.layer.finite_d.approx.anneal_nodes for one R_0 (kept in step with it by
     # tests/test_finite_d_experiments.py, which averages this over the R_0 nodes)

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.experiments.summaries import columns_after, insert_after, mean_se, se_components
+from attnscale.experiments.summaries import (
+    columns_after,
+    insert_after,
+    mean_se_table,
+    se_components,
+)
 from attnscale.layer import attention, sampled_lambda, theory
 from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import LOG, Progress
@@ -179,7 +184,7 @@ def figure1_data(rows):
     (:func:`attnscale.experiments.summaries.se_components`), and ``rows``."""
     grid = rows[rows["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
-    out = mean_se(groups, ["lambda", "rho_hat", "lambda_simplex_n"])
+    out = mean_se_table(groups, ["lambda", "rho_hat", "lambda_simplex_n"])
     if "lambda_se_within" in grid.columns:
         parts = se_components(groups, "lambda", "lambda_se_within")
         parts["rows"] = groups["rows"].first().to_numpy()

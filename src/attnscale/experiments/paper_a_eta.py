@@ -32,7 +32,7 @@ from attnscale.pipeline.runtime import Progress
 
 from .paper_a import CELL_KEYS, cell_provenance, check_rows, long_context_params, rows_key
 from .paper_a_tokens import job_draws, tokens_at
-from .summaries import columns_after, mean_se, se_components
+from .summaries import columns_after, mean_se_table, se_components
 
 __all__ = [
     "choose_method",
@@ -286,7 +286,7 @@ def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
     (:func:`attnscale.experiments.summaries.se_components`) and ``rows``."""
     grid = rows[rows["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
-    out = mean_se(groups, ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"])
+    out = mean_se_table(groups, ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"])
     if "rows" in grid.columns:  # sampled rows: the two parts of the SE, and m
         parts = se_components(groups, "eta", "eta_se")
         parts["rows"] = groups["rows"].first().to_numpy()

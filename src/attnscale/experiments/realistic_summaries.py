@@ -11,7 +11,7 @@ import pandas as pd
 
 from attnscale.layer import sink, theory
 
-from .summaries import mean_se
+from .summaries import mean_se_table
 
 __all__ = ["sink_figure_data", "depth_summary"]
 
@@ -33,7 +33,7 @@ def sink_figure_data(*, curves, critical) -> dict:
     Returns
     -------
     dict
-        ``"curves"``: mean and standard error over draws (:func:`attnscale.experiments.summaries.mean_se`)
+        ``"curves"``: mean and standard error over draws (:func:`attnscale.experiments.summaries.mean_se_table`)
         of the self-weight and the sink mass on the gamma grid, per ``(kappa, c_s, gamma)``.
         ``"theory"``: the exact simplex-with-sink theory at the draws' mean ``rho_hat``
         (``rho_hat_mean``) and mean score spread (``sd_cross_mean``): ``line = "sink_mass"``,
@@ -64,7 +64,7 @@ def sink_figure_data(*, curves, critical) -> dict:
         n=n, rho_hat_mean=rho_hat, sd_cross_mean=sd, gamma_c=gc
     )
     grid = curves[curves["gamma_kind"] == "grid"]
-    means = mean_se(
+    means = mean_se_table(
         grid.groupby(["kappa", "c_s", "gamma"], sort=True), ["self_weight", "sink_mass"]
     )
     return {"curves": means, "theory": out}
@@ -89,10 +89,10 @@ def depth_summary(*, data) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per :data:`DEPTH_KEYS`: ``<col>_mean`` and ``<col>_se`` over draws of every
-        column of :data:`DEPTH_COLUMNS` (:func:`attnscale.experiments.summaries.mean_se`),
+        column of :data:`DEPTH_COLUMNS` (:func:`attnscale.experiments.summaries.mean_se_table`),
         ``trials``, and ``rho_hat0_mean``, the mean of the draws' ``rho_hat_0`` over the table's
         rows (every draw has the same rows).
     """
     rows = _frame(data)
-    out = mean_se(rows.groupby(DEPTH_KEYS, sort=True), DEPTH_COLUMNS)
+    out = mean_se_table(rows.groupby(DEPTH_KEYS, sort=True), DEPTH_COLUMNS)
     return out.assign(rho_hat0_mean=float(rows["rho_hat0"].mean()))

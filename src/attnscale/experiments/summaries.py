@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from attnscale._moved import renamed
 from attnscale.core import stats
 
-__all__ = ["mean_se", "se_components", "insert_after", "columns_after"]
+__all__ = ["mean_se_table", "se_components", "insert_after", "columns_after"]
 
 
-def mean_se(group, cols):
+def mean_se_table(group, cols):
     """Mean and standard error over draws of each column of ``cols``, per group
     (:func:`attnscale.core.stats.mean_se`: sample sd / sqrt(trials), nan for one trial).
 
@@ -43,7 +44,7 @@ def se_components(group, col: str, within: str) -> pd.DataFrame:
 
     The draws of a cell are independent and each estimate ``theta_t`` is unbiased for its draw's
     value with within-draw standard error ``s_t`` (column ``within``), so the usual SE of the
-    mean, ``sd(theta_t) / sqrt(T)`` (:func:`mean_se`), already holds both parts. Returned per
+    mean, ``sd(theta_t) / sqrt(T)`` (:func:`mean_se_table`), already holds both parts. Returned per
     group: ``<col>_se_within = sqrt(sum_t s_t^2) / T``, the row sampling's share (an unbiased
     estimate of its variance), and ``<col>_se_between = sqrt(max(se^2 - se_within^2, 0))``, the
     draw-to-draw share, with ``se`` the SE of the mean.
@@ -72,3 +73,7 @@ def columns_after(columns: list, column: str, moved: list) -> list:
     rest = [c for c in columns if c not in moved]
     at = rest.index(column) + 1
     return rest[:at] + moved + rest[at:]
+
+
+#: ``mean_se`` was this function's name; :func:`attnscale.core.stats.mean_se` is the statistic itself.
+__getattr__ = renamed(__name__, {"mean_se": "mean_se_table"})

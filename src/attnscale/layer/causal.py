@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale._moved import renamed
 from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_layer_inputs, check_matrix
 from attnscale.layer.causal_blocks import (  # noqa: F401  (names of this module before the split)
@@ -34,12 +35,12 @@ from attnscale.layer.causal_lambda import (  # noqa: F401  (OUTPUT_ENTRIES: as b
     angle_ratio_grid_rows,
     pair_ratio_mean,
 )
-from attnscale.layer.kernel_args import beta_grid, check_block, row_betas
+from attnscale.layer.kernel_args import beta_matrix, check_block, row_betas
 from attnscale.layer.near_pairs import NEAR_PAIR_TOL  # noqa: F401  (was defined here)
 
 __all__ = [
     "row_betas",
-    "beta_grid",
+    "beta_matrix",
     "causal_softmax",
     "forward_rows",
     "self_weights",
@@ -147,7 +148,7 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None, backend=None
     ----------
     X : array_like, shape (n, d)
     betas : array_like, shape (m,) or (m, n)
-        Global betas or per-row beta vectors (see :func:`beta_grid`).
+        Global betas or per-row beta vectors (see :func:`beta_matrix`).
     causal : bool, optional
     block_rows : int, optional
     backend : {"numpy", "jax"}, optional
@@ -161,7 +162,7 @@ def self_weights(X, betas, *, causal: bool = True, block_rows=None, backend=None
     """
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     n = X.shape[0]
-    B = beta_grid(betas, n)
+    B = beta_matrix(betas, n)
     block_rows = check_block("block_rows", block_rows)
     if uses_jax(backend):
         from attnscale.layer import causal_jax
@@ -204,7 +205,7 @@ def query_block(X, betas, start: int, stop: int, *, causal: bool = True, backend
     """
     X, r, _, _ = check_layer_inputs(X, None, 0.0)
     n, d = X.shape
-    B = beta_grid(betas, n)
+    B = beta_matrix(betas, n)
     stop = check_int("stop", stop, minimum=1, maximum=n)
     start = check_int("start", start, minimum=0, maximum=stop - 1)
     if uses_jax(backend):
@@ -223,3 +224,6 @@ def query_block(X, betas, start: int, stop: int, *, causal: bool = True, backend
         np.matmul(E, Y[: blk.kend], out=outs[k])
         outs[k] /= z[:, None]
     return {"self_weight": sw, "outputs": outs}
+
+
+__getattr__ = renamed(__name__, {"beta_grid": "beta_matrix"})

@@ -11,7 +11,7 @@ import numpy as np
 from attnscale.backend import uses_jax
 from attnscale.core.validation import check_layer_inputs
 from attnscale.layer.causal_blocks import RowBlock, block_threads, causal_block_rows, row_blocks
-from attnscale.layer.kernel_args import beta_grid, check_block
+from attnscale.layer.kernel_args import beta_matrix, check_block
 from attnscale.layer.near_pairs import NEAR_PAIR_TOL, near_pair_sums, pair_ratio_mean_exact
 
 __all__ = ["OUTPUT_ENTRIES", "pair_ratio_mean", "angle_ratio_grid_rows"]
@@ -71,7 +71,7 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
     """
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     n, d = X.shape
-    B = beta_grid(betas, n)
+    B = beta_matrix(betas, n)
     block_rows = check_block("block_rows", block_rows)
     output_entries = check_block("output_entries", output_entries)
     if uses_jax(backend):

@@ -20,7 +20,7 @@ from attnscale.core.validation import check_layer_inputs, check_vector
 from attnscale.layer import attention_jax, eta_exact, jacobian, score_attention, weight_stats
 from attnscale.layer import causal as causal_kernels
 from attnscale.layer.attention_jax import DTYPES
-from attnscale.layer.kernel_args import beta_grid, check_block
+from attnscale.layer.kernel_args import beta_matrix, check_block
 from attnscale.layer.near_pairs import COINCIDENT_TOL, NEAR_PAIR_TOL
 
 __all__ = [
@@ -57,7 +57,7 @@ def angle_ratio_grid(X, betas, alpha: float = 0.0, *, block_rows=None, output_en
     ``centred`` of :func:`attnscale.layer.attention_jax.angle_ratio_grid`."""
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     per_row = bool(causal) or np.ndim(betas) == 2
-    betas = beta_grid(betas, X.shape[0]) if per_row else check_vector("betas", betas, low=0.0)
+    betas = beta_matrix(betas, X.shape[0]) if per_row else check_vector("betas", betas, low=0.0)
     return attention_jax.angle_ratio_grid(
         X, r, betas, alpha, causal=bool(causal), block_rows=check_block("block_rows", block_rows),
         output_entries=check_block("output_entries", output_entries),

@@ -6,20 +6,24 @@ The public kernels validate their arguments with these checks (and those of
 validated arrays and check nothing again.
 
 Each name is also importable from the module that used to hold it (``attnscale.layer.causal.
-beta_grid``, ``attnscale.layer.jacobian.draw_probes``, ...).
+beta_matrix``, ``attnscale.layer.jacobian.draw_probes``, ...). :func:`beta_matrix` was named
+``beta_grid``, the name of the regimes' grid around a guess
+(:func:`attnscale.experiments.regimes_simulation.beta_grid`); the old name still works, with a
+warning.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from attnscale._moved import renamed
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows
 
 __all__ = [
     "PROBE_KINDS",
     "SCORE_OUTPUT_ENTRIES",
-    "beta_grid",
+    "beta_matrix",
     "row_betas",
     "normalise",
     "draw_probes",
@@ -37,7 +41,7 @@ PROBE_KINDS = ("rademacher", "gaussian")
 SCORE_OUTPUT_ENTRIES = 8 * 2**20
 
 
-def beta_grid(betas, n: int, name: str = "betas") -> np.ndarray:
+def beta_matrix(betas, n: int, name: str = "betas") -> np.ndarray:
     """A grid of scalings as an ``(m, n)`` matrix: ``(m,)`` scalars or ``(m, n)`` row vectors."""
     arr = np.asarray(betas)
     if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
@@ -157,3 +161,6 @@ def rows_mask(n: int, keep) -> np.ndarray:
     if keep.shape != (n,) or keep.sum() < 2:
         raise ValueError(f"keep must be a boolean array of shape ({n},) with >= 2 True entries")
     return keep
+
+
+__getattr__ = renamed(__name__, {"beta_grid": "beta_matrix"})

@@ -33,7 +33,7 @@ import numpy as np
 
 from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int
-from attnscale.layer.kernel_args import beta_grid
+from attnscale.layer.kernel_args import beta_matrix
 from attnscale.layer.sampled_lambda import (
     blas_threads,
     causal_tile_rows,
@@ -227,7 +227,7 @@ def jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d, q=None):
 def _checked(X, betas, alpha, route, probes, rng, block_rows, key_block):
     """Every argument check of the eta kernels, before any work."""
     X, r, alpha = check_tokens(X, alpha)
-    Bm = beta_grid(betas, X.shape[0])
+    Bm = beta_matrix(betas, X.shape[0])
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     probes = check_int("probes", probes, minimum=1)

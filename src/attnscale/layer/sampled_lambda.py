@@ -33,7 +33,7 @@ import numpy as np
 from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_matrix, check_real
 from attnscale.layer.attention import NEAR_PAIR_TOL
-from attnscale.layer.kernel_args import beta_grid
+from attnscale.layer.kernel_args import beta_matrix
 from attnscale.layer.sampled_pairs import pair_block_sums, pair_estimate_from_sums
 from attnscale.layer.sampled_rows import RowSample, resolve_rows
 
@@ -240,7 +240,7 @@ def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
     """
     X, r, alpha = check_tokens(X, alpha)
     n = X.shape[0]
-    B = beta_grid(betas, n)
+    B = beta_matrix(betas, n)
     sample = resolve_rows(n, rows)
     br = _check_blocks(block_rows, sample.m)
     if key_block is not None:
@@ -350,7 +350,7 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
     """
     X, r, alpha = check_tokens(X, alpha)
     n, d = X.shape
-    Bm = beta_grid(betas, n)
+    Bm = beta_matrix(betas, n)
     br = _check_blocks(block_rows, n)
     if key_block is not None:
         check_int("key_block", key_block, minimum=1)

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attnscale.core.validation import check_int
-from attnscale.layer.kernel_args import beta_grid
+from attnscale.layer.kernel_args import beta_matrix
 from attnscale.layer.sampled_eta import (
     ROUTES,
     SampledEta,
@@ -125,7 +125,7 @@ def observables_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
     """
     X, r, alpha = check_tokens(X, alpha)
     n, d = X.shape
-    Bm = beta_grid(betas, n)
+    Bm = beta_matrix(betas, n)
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     probes = check_int("probes", probes, minimum=1)

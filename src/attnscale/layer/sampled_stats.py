@@ -19,7 +19,7 @@ import numpy as np
 
 from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_vector
-from attnscale.layer.kernel_args import beta_grid
+from attnscale.layer.kernel_args import beta_matrix
 from attnscale.layer.sampled_eta import (
     DEFAULT_BLOCK_ROWS,
     jacobian_row_norms,
@@ -73,7 +73,7 @@ def layer_statistics_sampled(X, betas, alphas, *, rows, rng, probes: int = 1,
         ``<q>`` (estimate) and ``<q>_se`` (within-draw standard error).
     """
     X, r, _ = check_tokens(X, 0.0)
-    Bm = beta_grid(betas, X.shape[0])
+    Bm = beta_matrix(betas, X.shape[0])
     alphas = check_vector("alphas", alphas, low=0.0)
     probes = check_int("probes", probes, minimum=1)
     if not isinstance(rng, np.random.Generator):

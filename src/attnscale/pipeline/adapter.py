@@ -7,7 +7,7 @@ library *entry function* in ``params: entry="module:function"`` (module relative
 1. opens the job's log and limits BLAS threads to the rule's ``threads`` (:func:`attnscale.pipeline.runtime.job`),
    and makes the configuration key ``backend`` the job's default kernel backend
    (:func:`attnscale.backend.use`, ``docs/gpu.md#choosing-the-backend``);
-2. loads every named input except ``lib`` (:func:`load`): ``.csv`` -> :class:`pandas.DataFrame`,
+2. loads every named input except ``lib`` (:func:`load_file`): ``.csv`` -> :class:`pandas.DataFrame`,
    ``.npz`` -> ``dict`` of arrays, ``.json`` -> object, any other file -> its path; a list of
    files -> a list of those;
 3. calls the entry function with keyword arguments: the loaded inputs and every param except
@@ -27,12 +27,14 @@ import importlib
 import inspect
 from pathlib import Path
 
-__all__ = ["resolve", "load", "load_input", "write_outputs", "call", "run_rule"]
+from attnscale._moved import renamed
+
+__all__ = ["entry_function", "load_file", "load_input", "write_outputs", "call", "run_rule"]
 
 FIGURE_EXTS = (".png", ".pdf")
 
 
-def resolve(entry: str):
+def entry_function(entry: str):
     """The function named by ``"module:function"`` (module relative to ``attnscale``)."""
     module, sep, name = entry.partition(":")
     if not sep or not module or not name:
@@ -45,7 +47,7 @@ def resolve(entry: str):
     return fn
 
 
-def load(path):
+def load_file(path):
     """Load one input file by its extension (see the module doc)."""
     p = Path(path)
     if p.suffix == ".csv":
@@ -67,8 +69,8 @@ def load(path):
 def load_input(value):
     """A named input: one file (``str``) is loaded; a list of files becomes a list."""
     if isinstance(value, (str, Path)):
-        return load(value)
-    return [load(v) for v in value]
+        return load_file(value)
+    return [load_file(v) for v in value]
 
 
 def _is_figure(obj) -> bool:
@@ -164,7 +166,7 @@ def with_provenance(df, params: dict, seeds: list[str]):
 def call(entry: str, inputs: dict, params: dict):
     """Call an entry function with loaded ``inputs`` and ``params`` as keyword arguments,
     checking first that the names match its signature (a clear error names what is missing)."""
-    fn = resolve(entry)
+    fn = entry_function(entry)
     kwargs = {k: load_input(v) for k, v in inputs.items() if k != "lib"}
     seeds = _input_seeds(kwargs)
     overlap = set(kwargs) & set(params)
@@ -209,3 +211,8 @@ def run_rule(sm) -> None:
             log.info("backend: jax on %s", require_jax().devices()[0])
         result = call(entry, dict(sm.input.items()), params)
         write_outputs(result, dict(sm.output.items()))
+
+
+#: ``resolve`` and ``load`` were these functions' names; :func:`attnscale.backend.resolve` resolves a
+#: backend and :func:`attnscale.pipeline.config.load` a configuration (docs/glossary.md).
+__getattr__ = renamed(__name__, {"resolve": "entry_function", "load": "load_file"})

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from attnscale.core.roots import LEVEL
 from attnscale.core.validation import check_real
 
 __all__ = [
@@ -21,9 +22,9 @@ __all__ = [
     "check_rng",
 ]
 
-#: [choice] The level of the mean top-group weight that defines ``beta*``: 1/2, the simplex value
-#: at Paper A's ``gamma_c`` (docs/regimes.md#the-observable).
-LEVEL = 0.5
+#: ``LEVEL`` (:data:`attnscale.core.roots.LEVEL`, re-exported here where it was documented): the
+#: target level of the mean top-group weight that defines ``beta*``, 1/2, the simplex value at
+#: Paper A's ``gamma_c`` [choice] (docs/regimes.md#the-observable).
 
 #: ``ln sqrt(2 pi)``, the constant of the log standard normal density.
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)

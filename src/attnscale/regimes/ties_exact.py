@@ -18,8 +18,9 @@ import math
 
 import numpy as np
 
+from attnscale._moved import renamed_keywords
 from attnscale.core import laplace
-from attnscale.core.roots import brentq
+from attnscale.core.roots import increasing_root
 from attnscale.core.validation import check_real
 from attnscale.layer import finite_d
 from attnscale.layer.finite_d import laplace as fd_laplace
@@ -30,12 +31,13 @@ from attnscale.regimes.ties import copy_gap_rule, ties_critical_beta
 __all__ = ["group_transform", "ties_group_weight", "ties_exact_critical_beta"]
 
 
-def _check(n, k, d, rho, copy_noise, quad):
+def _check(n, k, d, rho, copy_noise, quadrature):
     n, d, rho = finite_d.check_args(n, d, rho)
     k = check_real("k", k, low=1.0, high=n - 1.0, low_open=False, high_open=False)
     copy_noise = check_real("copy_noise", copy_noise, low=0.0)
-    if quad not in laws.LEVELS:
-        raise ValueError(f"quad must be one of {sorted(laws.LEVELS)}, got {quad!r}")
+    if quadrature not in laws.QUADRATURE_PRESETS:
+        presets = sorted(laws.QUADRATURE_PRESETS)
+        raise ValueError(f"quadrature must be one of {presets}, got {quadrature!r}")
     return n, k, d, rho, copy_noise
 
 
@@ -78,7 +80,9 @@ def group_transform(k: float, beta: float, gaps: np.ndarray, weights: np.ndarray
     return noisy
 
 
-def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0, quad: str = "standard"):
+@renamed_keywords(quad="quadrature")
+def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0,
+                      quadrature: str = "standard"):  # fmt: skip
     """Mean weight of the top group (the query and ``k - 1`` copies) among Gaussian near-simplex
     tokens, exact up to quadrature (docs/regimes.md#exact-finite-d-theory-for-k-copies).
 
@@ -102,26 +106,26 @@ def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0, quad: str 
     copy_noise : float, optional
         Noise scale of the copies ``(y + copy_noise xi) / ||.||``, ``xi ~ N(0, I_d / d)``
         (0: exact copies).
-    quad : {"standard", "fine"}
-        Quadrature resolution (:data:`attnscale.layer.finite_d.laws.LEVELS`).
+    quadrature : {"standard", "fine"}
+        Quadrature preset (:data:`attnscale.layer.finite_d.laws.QUADRATURE_PRESETS`).
 
     Returns
     -------
     float or numpy.ndarray
         ``E[W]`` with the shape of ``beta``.
     """
-    n, k, d, rho, copy_noise = _check(n, k, d, rho, copy_noise, quad)
+    n, k, d, rho, copy_noise = _check(n, k, d, rho, copy_noise, quadrature)
     b = np.asarray(beta, dtype=np.float64)
     if not np.all(np.isfinite(b)) or np.any(b < 0):
         raise ValueError(f"beta must be finite and >= 0, got {beta!r}")
-    tab = laws.table(d, rho, quad)
+    tab = laws.table(d, rho, quadrature)
     gaps, weights = copy_gap_rule(copy_noise, d)
-    out = np.array([_mean(tab, n, k, float(x), gaps, weights, quad) for x in b.ravel()])
+    out = np.array([_mean(tab, n, k, float(x), gaps, weights, quadrature) for x in b.ravel()])
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-def _mean(tab, n, k, beta, gaps, weights, quad) -> float:
-    h = laws.LEVELS[quad]["t_step"]
+def _mean(tab, n, k, beta, gaps, weights, quadrature) -> float:
+    h = laws.QUADRATURE_PRESETS[quadrature]["t_step"]
     series, direct, m1max = fd_laplace.row_term_transform(tab, beta)
     t_lo = min(-math.log(k + (n - k) * m1max) - 34.0, laplace.T_SWITCH - 1.0)
     log_g = group_transform(k, beta, gaps, weights)
@@ -138,7 +142,8 @@ def ties_exact_critical_beta(
     The bracket starts at the first-order group formula
     (:func:`attnscale.regimes.ties.ties_critical_beta` with the within-row variance) where it has
     a root, at ``ln((n - k) / k) / (1 - rho)`` otherwise, and is widened by halving / doubling;
-    ``brentq`` (relative tolerance ``xtol``) finds the root. 0 if the group already holds
+    ``brentq`` (relative tolerance ``xtol``) finds the root
+    (:func:`attnscale.core.roots.increasing_root`). 0 if the group already holds
     ``level`` at ``beta = 0`` (``k / n >= level``).
 
     Parameters
@@ -166,14 +171,4 @@ def ties_exact_critical_beta(
     )
     if not math.isfinite(guess) or guess <= 0.0:
         guess = max(math.log((n - k) / k), 1.0) / (1.0 - rho)
-    lo, hi = 0.95 * guess, 1.05 * guess
-    flo, fhi = f(lo), f(hi)
-    while flo > 0:
-        hi, fhi = lo, flo
-        lo /= 2.0
-        flo = f(lo)
-    while fhi < 0:
-        lo, flo = hi, fhi
-        hi *= 2.0
-        fhi = f(hi)
-    return float(brentq(f, lo, hi, xtol=1e-12, rtol=xtol))
+    return increasing_root(f, 0.95 * guess, 1.05 * guess, rtol=xtol)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize, special
 
+from attnscale.core.roots import LEVEL
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.sphere.structured_keys import sample_d2q_cap
@@ -36,8 +37,8 @@ __all__ = [
     "fit_exponent",
 ]
 
-#: [choice] level of E A_(1) that defines beta*(n).
-LEVEL = 0.5
+#: The default level of E A_(1) that defines beta*(n) is the target level
+#: :data:`attnscale.core.roots.LEVEL` (docs/glossary.md).
 
 #: [choice] bound on the total relative weight of dropped keys (bias of A_(1) below this).
 TAIL_EPS = 1e-6

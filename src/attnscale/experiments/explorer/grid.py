@@ -140,23 +140,13 @@ def critical_beta_near(n: int, d: int, rho: float, guess: float) -> float:
     up: about 27 evaluations of the self-weight per root there against 7 to 10 from a guess
     extrapolated from the previous n-node (:func:`theory_nodes`).
     """
-    from attnscale.core.roots import brentq
+    from attnscale.core.roots import LEVEL, increasing_root
     from attnscale.layer import finite_d
 
     def f(b):
-        return finite_d.self_weight(n, d, rho, b) - 0.5
+        return finite_d.self_weight(n, d, rho, b) - LEVEL
 
-    lo, hi = guess / 1.05, guess * 1.05
-    flo, fhi = f(lo), f(hi)
-    while flo > 0:
-        hi, fhi = lo, flo
-        lo /= 2.0
-        flo = f(lo)
-    while fhi < 0:
-        lo, flo = hi, fhi
-        hi *= 2.0
-        fhi = f(hi)
-    return float(brentq(f, lo, hi, xtol=1e-12, rtol=1e-6))
+    return increasing_root(f, guess / 1.05, guess * 1.05, rtol=1e-6)
 
 
 def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> pd.DataFrame:

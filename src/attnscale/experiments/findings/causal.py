@@ -14,7 +14,7 @@ from attnscale.experiments.findings.record import (
     NotAvailable,
     compute,
     frame,
-    mean_se,
+    mean_se_count,
     pick,
 )
 
@@ -128,7 +128,7 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
             raise NotAvailable(f"none of rho = {REPORT_RHO} on the grid")
         vals, ses = [], []
         for r in rhos:
-            m, se, _ = mean_se(pick(c, rho=r)["lambda"])
+            m, se, _ = mean_se_count(pick(c, rho=r)["lambda"])
             vals.append(m)
             ses.append(se)
         return {

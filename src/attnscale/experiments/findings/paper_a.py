@@ -12,7 +12,7 @@ from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
     compute,
-    mean_se,
+    mean_se_count,
     pick,
     sci,
 )
@@ -67,7 +67,7 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
             raise NotAvailable(f"none of rho = {REPORT_RHO} on the grid")
         vals, ses = [], []
         for r in rhos:
-            m, se, _ = mean_se(pick(sub, rho=r)[col])
+            m, se, _ = mean_se_count(pick(sub, rho=r)[col])
             vals.append(m)
             ses.append(se)
         out = {"label": f"d = {dmax}, rho = " + " / ".join(f"{r:g}" for r in rhos) + ": " + label,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from attnscale._moved import renamed
 from attnscale.core import stats
 
 __all__ = [
@@ -42,7 +43,7 @@ __all__ = [
     "near",
     "pick",
     "one",
-    "mean_se",
+    "mean_se_count",
     "compute",
 ]
 
@@ -362,7 +363,7 @@ def one(df: pd.DataFrame, col: str, **conds) -> float:
     return float(vals[0])
 
 
-def mean_se(values) -> tuple[float, float | None, int]:
+def mean_se_count(values) -> tuple[float, float | None, int]:
     """Mean, standard error (:func:`attnscale.core.stats.mean_se`: ``ddof = 1``; ``None`` for one
     value) and count of ``values``, in the form a finding holds (docs/pipeline.md#statistics)."""
     v = np.asarray(values, dtype=float).ravel()
@@ -381,3 +382,7 @@ def compute(key: str, label: str, fn, **meta) -> Finding:
         note = f"not computed at this configuration: {why}"
         return Finding(key=key, **{"label": label, **meta, "value": None, "se": None, "note": note})
     return Finding(key=key, **{"label": label, **meta, **got})
+
+
+#: ``mean_se`` was :func:`mean_se_count`'s name; :func:`attnscale.core.stats.mean_se` is the statistic.
+__getattr__ = renamed(__name__, {"mean_se": "mean_se_count"})

@@ -25,7 +25,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from attnscale.core.roots import brentq
+from attnscale._moved import renamed_keywords
+from attnscale.core.roots import LEVEL, increasing_root
 from attnscale.layer import theory
 from attnscale.layer.finite_d import approx, laplace, laws
 from attnscale.layer.finite_d.mean_field import mean_field_values
@@ -100,20 +101,22 @@ def check_args(n, d, rho, beta=None):
     return out + (_check_beta(beta),)
 
 
-def _level(level: str) -> str:
-    if level not in laws.LEVELS:
-        raise ValueError(f"level must be one of {sorted(laws.LEVELS)}, got {level!r}")
-    return level
+def _quadrature(quadrature: str) -> str:
+    if quadrature not in laws.QUADRATURE_PRESETS:
+        presets = sorted(laws.QUADRATURE_PRESETS)
+        raise ValueError(f"quadrature must be one of {presets}, got {quadrature!r}")
+    return quadrature
 
 
-def self_weight(n, d, rho, beta, *, level: str = "standard"):
+@renamed_keywords(level="quadrature")
+def self_weight(n, d, rho, beta, *, quadrature: str = "standard"):
     """Mean self-weight ``E[A_ii]`` for Gaussian near-simplex tokens at nominal ``rho``.
 
     Averaged over the law of the whole draw (``z_0`` included); exact up to quadrature
     (docs/finite-d.md#exact-self-weight): ``E[A_ii | R_0, tau_i] = int_0^inf e^{-s} phi(s)^{n-1} ds``
     with ``phi(s) = E[exp(-s e^{beta (c - 1)}) | R_0, tau_i]``, then averaged over ``tau_i``
     and ``R_0 = ||z_0||``. The quadrature error is below ``1e-4`` (checked against
-    ``level="fine"`` in tests/test_finite_d.py).
+    ``quadrature="fine"`` in tests/test_finite_d.py).
 
     Parameters
     ----------
@@ -123,7 +126,7 @@ def self_weight(n, d, rho, beta, *, level: str = "standard"):
         Nominal correlation ``0 <= rho < 1``.
     beta : float or array_like
         Inverse temperature(s) ``>= 0``.
-    level : {"standard", "fine"}
+    quadrature : {"standard", "fine"}
         Quadrature resolution.
 
     Returns
@@ -132,12 +135,13 @@ def self_weight(n, d, rho, beta, *, level: str = "standard"):
         ``E[A_ii]`` with the shape of ``beta``.
     """
     n, d, rho, b = check_args(n, d, rho, beta)
-    tab = laws.table(d, rho, _level(level))
-    out = np.array([laplace.mean_self_weight(tab, n, float(x), level) for x in b.ravel()])
+    tab = laws.table(d, rho, _quadrature(quadrature))
+    out = np.array([laplace.mean_self_weight(tab, n, float(x), quadrature) for x in b.ravel()])
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-def self_weight_given(n, d, rho, beta, r0, *, level: str = "standard"):
+@renamed_keywords(level="quadrature")
+def self_weight_given(n, d, rho, beta, r0, *, quadrature: str = "standard"):
     """``E[A_ii | ||z_0|| = r0]``: :func:`self_weight` conditioned on the common vector's norm.
 
     One simulated draw has one ``z_0``; its realised mean cosine ``rho_hat`` is close to
@@ -148,12 +152,13 @@ def self_weight_given(n, d, rho, beta, r0, *, level: str = "standard"):
     n, d, rho, b = check_args(n, d, rho, beta)
     if isinstance(r0, bool) or not isinstance(r0, Real) or not (0 < float(r0) < np.inf):
         raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
-    tab = laws.table_given_r0(d, rho, float(r0), _level(level))
-    out = np.array([laplace.mean_self_weight(tab, n, float(x), level) for x in b.ravel()])
+    tab = laws.table_given_r0(d, rho, float(r0), _quadrature(quadrature))
+    out = np.array([laplace.mean_self_weight(tab, n, float(x), quadrature) for x in b.ravel()])
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-def critical_beta(n, d, rho, *, level: str = "standard", xtol: float = 1e-6) -> float:
+@renamed_keywords(level="quadrature")
+def critical_beta(n, d, rho, *, quadrature: str = "standard", xtol: float = 1e-6) -> float:
     """``beta*(n, d, rho)``: the ``beta`` with :func:`self_weight` ``= 1/2``.
 
     ``E[A_ii]`` increases in ``beta`` (every off-diagonal term ``e^{beta (c - 1)}``, ``c <= 1``,
@@ -164,10 +169,12 @@ def critical_beta(n, d, rho, *, level: str = "standard", xtol: float = 1e-6) -> 
     n, d, rho = check_args(n, d, rho)
     if n == 2:
         return 0.0
-    return _critical(laws.table(d, rho, _level(level)), n, d, rho, level, xtol)
+    return _critical(laws.table(d, rho, _quadrature(quadrature)), n, d, rho, quadrature, xtol)
 
 
-def critical_beta_given(n, d, rho, r0, *, level: str = "standard", xtol: float = 1e-6) -> float:
+@renamed_keywords(level="quadrature")
+def critical_beta_given(n, d, rho, r0, *, quadrature: str = "standard",
+                        xtol: float = 1e-6) -> float:  # fmt: skip
     """``beta*`` of one draw: the ``beta`` with :func:`self_weight_given` ``= 1/2``, the critical
     point conditioned on the common vector's norm ``||z_0|| = r0``
     (docs/finite-d.md#finite-d-critical-point; the root as in :func:`critical_beta`). A draw's
@@ -178,31 +185,22 @@ def critical_beta_given(n, d, rho, r0, *, level: str = "standard", xtol: float =
         raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
     if n == 2:
         return 0.0
-    return _critical(laws.table_given_r0(d, rho, float(r0), _level(level)), n, d, rho, level, xtol)
+    tab = laws.table_given_r0(d, rho, float(r0), _quadrature(quadrature))
+    return _critical(tab, n, d, rho, quadrature, xtol)
 
 
-def _critical(tab, n: int, d: int, rho: float, level: str, xtol: float) -> float:
-    """Root of ``mean_self_weight(tab, n, beta) = 1/2`` in ``beta``, bracketed from the first-order
-    guess (or ``ln(n - 1)/(1 - rho)``)."""
+def _critical(tab, n: int, d: int, rho: float, quadrature: str, xtol: float) -> float:
+    """Root of ``mean_self_weight(tab, n, beta) = LEVEL`` in ``beta``, bracketed from the
+    first-order guess (or ``ln(n - 1)/(1 - rho)``) by :func:`attnscale.core.roots.increasing_root`."""
 
     def f(b):
-        return laplace.mean_self_weight(tab, n, b, level) - 0.5
+        return laplace.mean_self_weight(tab, n, b, quadrature) - LEVEL
 
     guess = np.log(n - 1.0) / (1.0 - rho)
     fo = approx.first_order_beta(n, d, rho)
     if np.isfinite(fo):
         guess = fo
-    lo, hi = 0.9 * guess, 1.1 * guess
-    flo, fhi = f(lo), f(hi)
-    while flo > 0:
-        hi, fhi = lo, flo
-        lo /= 2.0
-        flo = f(lo)
-    while fhi < 0:
-        lo, flo = hi, fhi
-        hi *= 2.0
-        fhi = f(hi)
-    return float(brentq(f, lo, hi, xtol=1e-12, rtol=xtol))
+    return increasing_root(f, 0.9 * guess, 1.1 * guess, rtol=xtol)
 
 
 def critical_gamma(n, d, rho, **kw) -> float:

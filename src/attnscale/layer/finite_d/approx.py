@@ -11,10 +11,11 @@ from functools import cache, lru_cache
 import numpy as np
 from scipy.special import gammaln, ive
 
+from attnscale._moved import renamed_keywords
 from attnscale.core.quadrature import gauss_legendre_panels
 from attnscale.core.roots import brentq
 
-from .laws import LEVELS, normal_score_rule, r0_nodes, tau_law
+from .laws import QUADRATURE_PRESETS, normal_score_rule, r0_nodes, tau_law
 
 __all__ = [
     "log_vmf",
@@ -79,7 +80,8 @@ def vmf_mean(nu: float, k: np.ndarray) -> np.ndarray:
     )
 
 
-def log_annealed_mgf(d: int, rho: float, beta: float, level: str = "standard") -> float:
+@renamed_keywords(level="quadrature")
+def log_annealed_mgf(d: int, rho: float, beta: float, quadrature: str = "standard") -> float:
     """``log E[e^{beta (c - 1)}]`` over the whole draw (docs/finite-d.md#annealed-approximation).
 
     ``rho = 0``: the uniform-sphere formula ``Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta)``.
@@ -89,7 +91,7 @@ def log_annealed_mgf(d: int, rho: float, beta: float, level: str = "standard") -
     """
     if rho == 0.0:
         return float(log_vmf((d - 2) / 2.0, np.array([beta]))[0] - beta)
-    tables = anneal_nodes(d, rho, level)
+    tables = anneal_nodes(d, rho, quadrature)
     vals, wts = [], []
     for wr, ti, wi, tj, wj in tables:
         si = np.sqrt(np.clip(1 - ti * ti, 0, None))
@@ -104,8 +106,9 @@ def log_annealed_mgf(d: int, rho: float, beta: float, level: str = "standard") -
 
 
 @lru_cache(maxsize=64)
-def anneal_nodes(d: int, rho: float, level: str):
-    p = LEVELS[level]
+@renamed_keywords(level="quadrature")
+def anneal_nodes(d: int, rho: float, quadrature: str):
+    p = QUADRATURE_PRESETS[quadrature]
     r0s, r0w = r0_nodes(d, p["n_r0"])
     _, qw, qn, _ = normal_score_rule(p["n_tau"])
     out = []
@@ -122,14 +125,15 @@ def anneal_nodes(d: int, rho: float, level: str):
     return tuple(out)
 
 
-def annealed_beta(n: int, d: int, rho: float, level: str = "standard") -> float:
+@renamed_keywords(level="quadrature")
+def annealed_beta(n: int, d: int, rho: float, quadrature: str = "standard") -> float:
     """Root of ``ln(n-1) + log E[e^{beta (c-1)}] = 0`` (decreasing in ``beta``)."""
     if n == 2:
         return 0.0
     target = np.log(n - 1.0)
 
     def f(b):
-        return target + log_annealed_mgf(d, rho, b, level)
+        return target + log_annealed_mgf(d, rho, b, quadrature)
 
     hi = max(1.0, 2.0 * np.log(n) / (1.0 - rho))
     while f(hi) > 0:

@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from attnscale._moved import renamed_keywords
 from attnscale.core import laplace
 
-from .laws import LEVELS, Table
+from .laws import QUADRATURE_PRESETS, Table
 
 __all__ = ["row_term_transform", "conditional_self_weight", "mean_self_weight"]
 
@@ -46,7 +47,10 @@ def row_term_transform(
     return series, direct, m1max
 
 
-def conditional_self_weight(tab: Table, n: int, beta: float, level: str = "standard") -> np.ndarray:
+@renamed_keywords(level="quadrature")
+def conditional_self_weight(
+    tab: Table, n: int, beta: float, quadrature: str = "standard"
+) -> np.ndarray:
     """``E[A_ii | R_0, tau_i]`` at every node of ``tab`` (array of shape ``(nodes,)``).
 
     ``E[A_ii | .] = int_R exp(t - e^t + (n-1) ln phi(e^t)) dt`` with ``s = e^t`` and
@@ -55,12 +59,13 @@ def conditional_self_weight(tab: Table, n: int, beta: float, level: str = "stand
     ``t = -ln(1 + (n - 1) max E[e^{-beta y}]) - 34`` (at most ``-4``), where the integrand is below
     ``e^{-34}``.
     """
-    h = LEVELS[level]["t_step"]
+    h = QUADRATURE_PRESETS[quadrature]["t_step"]
     series, direct, m1max = row_term_transform(tab, beta)
     t_lo = min(-np.log1p((n - 1) * m1max) - 34.0, laplace.T_SWITCH - 1.0)
     return laplace.reciprocal_mean(n, series, direct, h=h, t_lo=t_lo)
 
 
-def mean_self_weight(tab: Table, n: int, beta: float, level: str = "standard") -> float:
+@renamed_keywords(level="quadrature")
+def mean_self_weight(tab: Table, n: int, beta: float, quadrature: str = "standard") -> float:
     """``E[A_ii]``: the node average of :func:`conditional_self_weight`."""
-    return float(tab.weight @ conditional_self_weight(tab, n, beta, level))
+    return float(tab.weight @ conditional_self_weight(tab, n, beta, quadrature))

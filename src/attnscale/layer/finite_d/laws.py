@@ -1,6 +1,6 @@
 """Laws of the Gaussian near-simplex tokens given the common direction, as quadrature tables.
 
-Everything here is independent of ``beta`` and ``n`` and is cached per ``(d, rho, level)``;
+Everything here is independent of ``beta`` and ``n`` and is cached per ``(d, rho, quadrature)``;
 see docs/finite-d.md#conditional-structure and docs/finite-d.md#exact-self-weight.
 
 Notation. ``x_j = sqrt(rho) z_0 + sqrt(1 - rho) z_j`` with ``z ~ N(0, I_d / d)``, ``R_0 = ||z_0||``,
@@ -22,12 +22,13 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import betaincinv, gammainccinv, gammaincinv, ndtr, roots_jacobi
 
+from attnscale._moved import renamed, renamed_keywords
 from attnscale.core.quadrature import gauss_legendre_01, gauss_legendre_panels
 
 #: ``gauss_legendre_01`` lives in :mod:`attnscale.core.quadrature` (the library's one Gauss-Legendre
 #: source) and is re-exported here, where it was documented.
 __all__ = [
-    "LEVELS",
+    "QUADRATURE_PRESETS",
     "gauss_legendre_01",
     "log_j",
     "normal_score_rule",
@@ -43,40 +44,27 @@ __all__ = [
     "table_given_r0",
 ]
 
-# Quadrature resolution levels. "standard" is what the public functions use; "fine" doubles
-# every resolution and is used by the tests to state the quadrature error.
-LEVELS = {
-    "standard": dict(
-        n_r0=6,
-        n_tau=12,
-        n_w=20,
-        n_phi=24,
-        phi_cut=36.0,
-        y_floor=1e-12,
-        gl_panel=6,
-        geo_ratio=0.35,
-        bulk_step=0.6,
-        w_panel=0.25,
-        w_nodes=4,
-        v_cap=150.0,
-        t_step=0.45,
-    ),
-    "fine": dict(
-        n_r0=16,
-        n_tau=32,
-        n_w=40,
-        n_phi=64,
-        phi_cut=50.0,
-        y_floor=1e-18,
-        gl_panel=8,
-        geo_ratio=0.15,
-        bulk_step=0.3,
-        w_panel=0.12,
-        w_nodes=4,
-        v_cap=250.0,
-        t_step=0.25,
-    ),
-}
+#: The quadrature presets (docs/glossary.md), the resolution of every quadrature of this package:
+#: ``"standard"`` is what the public functions use; ``"fine"`` refines every resolution and is used
+#: by the tests to state the quadrature error. One line per parameter, its two values side by side.
+QUADRATURE_PRESETS: dict[str, dict] = {"standard": {}, "fine": {}}
+for _name, _standard, _fine in (
+    ("n_r0", 6, 16),
+    ("n_tau", 12, 32),
+    ("n_w", 20, 40),
+    ("n_phi", 24, 64),
+    ("phi_cut", 36.0, 50.0),
+    ("y_floor", 1e-12, 1e-18),
+    ("gl_panel", 6, 8),
+    ("geo_ratio", 0.35, 0.15),
+    ("bulk_step", 0.6, 0.3),
+    ("w_panel", 0.25, 0.12),
+    ("w_nodes", 4, 4),
+    ("v_cap", 150.0, 250.0),
+    ("t_step", 0.45, 0.25),
+):
+    QUADRATURE_PRESETS["standard"][_name] = _standard
+    QUADRATURE_PRESETS["fine"][_name] = _fine
 
 
 def log_j(k: int, a: np.ndarray) -> np.ndarray:
@@ -196,13 +184,14 @@ def tau_law(d: int, rho: float, r0: float, n_fine: int = 2001) -> TauLaw:
     )
 
 
-def v_nodes(level: str) -> tuple[np.ndarray, np.ndarray]:
+@renamed_keywords(level="quadrature")
+def v_nodes(quadrature: str) -> tuple[np.ndarray, np.ndarray]:
     """Nodes ``v`` and weights for ``int_0^V e^{-v} g(v) dv``: Gauss-Legendre panels in ``sqrt(v)``.
 
     ``v = -ln P(c > x)`` is the exponential quantile of the score; the weights include
     ``e^{-v}`` and are normalised to sum to 1 (the tail beyond ``V`` has mass ``e^{-V}``).
     """
-    p = LEVELS[level]
+    p = QUADRATURE_PRESETS[quadrature]
     wmax = np.sqrt(p["v_cap"])
     edges = np.arange(0.0, wmax + p["w_panel"], p["w_panel"])
     w, ww = (a.ravel() for a in gauss_legendre_panels(edges, p["w_nodes"]))
@@ -218,8 +207,9 @@ def _panels(boundaries: np.ndarray, npt: int):
     return y, wu * y
 
 
-def score_quantiles(d: int, rho: float, law: TauLaw, tau_i: float, level: str) -> np.ndarray:
-    """``y(v) = 1 - c`` at the quantile nodes ``v_nodes(level)`` for a query with ``tau_i``.
+@renamed_keywords(level="quadrature")
+def score_quantiles(d: int, rho: float, law: TauLaw, tau_i: float, quadrature: str) -> np.ndarray:
+    """``y(v) = 1 - c`` at the quantile nodes ``v_nodes(quadrature)`` for a query with ``tau_i``.
 
     Builds the density of ``y = 1 - c`` on Gauss-Legendre panels (geometric near ``y = 0``,
     uniform steps of a fraction of the score's standard deviation in the bulk), accumulates
@@ -227,7 +217,7 @@ def score_quantiles(d: int, rho: float, law: TauLaw, tau_i: float, level: str) -
     cubic (PCHIP) in ``(v, ln y)``; beyond the smallest panel the power law
     ``F ∝ y^{(d-1)/2}`` is used. See docs/finite-d.md#exact-self-weight.
     """
-    p = LEVELS[level]
+    p = QUADRATURE_PRESETS[quadrature]
     half = (d - 3) / 2.0
     sig_i = np.sqrt(max(1.0 - tau_i * tau_i, 0.0))
     mu_c = tau_i * law.mean
@@ -281,7 +271,7 @@ def score_quantiles(d: int, rho: float, law: TauLaw, tau_i: float, level: str) -
     keep = np.concatenate([[True], np.diff(vb) < -1e-12 * vb[1:]])
     vb, lb, slope = vb[keep], lb[keep], slope[keep]
     vs, ls, sl = vb[::-1], lb[::-1], slope[::-1]
-    v, _ = v_nodes(level)
+    v, _ = v_nodes(quadrature)
     ly = _hermite(vs, ls, sl, np.clip(v, vs[0], vs[-1]))
     beyond = v > vs[-1]
     ly[beyond] = ls[-1] - 2.0 / (d - 1) * (v[beyond] - vs[-1])
@@ -356,19 +346,20 @@ def omega_rule(d: int, n_w: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
-def uniform_score_quantiles(d: int, level: str) -> np.ndarray:
+@renamed_keywords(level="quadrature")
+def uniform_score_quantiles(d: int, quadrature: str) -> np.ndarray:
     """``y(v) = 1 - c`` for uniform tokens (rho = 0): ``c = 2B - 1``, ``B ~ Beta((d-1)/2, (d-1)/2)``.
 
     ``P(1 - c < y) = I_{y/2}((d-1)/2, (d-1)/2)``, so ``y(v) = 2 I^{-1}(e^{-v})`` in closed form.
     """
-    v, _ = v_nodes(level)
+    v, _ = v_nodes(quadrature)
     a = (d - 1) / 2.0
     return 2.0 * betaincinv(a, a, np.exp(-v))
 
 
 @dataclass
 class Table:
-    """All beta-independent quadrature data for one ``(d, rho, level)`` (or a fixed ``R_0``)."""
+    """All beta-independent quadrature data for one ``(d, rho, quadrature)`` (or a fixed ``R_0``)."""
 
     y: np.ndarray  # (nodes, n_v): 1 - c at the quantile nodes, one row per (R_0, tau_i) node
     weight: np.ndarray  # (nodes,): weight of each (R_0, tau_i) node, sums to 1
@@ -377,18 +368,18 @@ class Table:
     v_weight: np.ndarray  # (n_v,)
 
 
-def _build(d: int, rho: float, level: str, r0s, r0w) -> Table:
-    p = LEVELS[level]
-    _, vw = v_nodes(level)
+def _build(d: int, rho: float, quadrature: str, r0s, r0w) -> Table:
+    p = QUADRATURE_PRESETS[quadrature]
+    _, vw = v_nodes(quadrature)
     if rho == 0.0:
-        y = uniform_score_quantiles(d, level)[None, :]
+        y = uniform_score_quantiles(d, quadrature)[None, :]
         return Table(y=y, weight=np.ones(1), r0=np.ones(1), tau=np.zeros(1), v_weight=vw)
     _, qw, qn, _ = normal_score_rule(p["n_tau"])
     ys, ws, rs, ts = [], [], [], []
     for r0, wr in zip(r0s, r0w, strict=False):
         law = tau_law(d, rho, float(r0))
         for tau_i, wq in zip(law.quantile(qn), qw, strict=False):
-            ys.append(score_quantiles(d, rho, law, float(tau_i), level))
+            ys.append(score_quantiles(d, rho, law, float(tau_i), quadrature))
             ws.append(wr * wq)
             rs.append(r0)
             ts.append(tau_i)
@@ -396,14 +387,20 @@ def _build(d: int, rho: float, level: str, r0s, r0w) -> Table:
     return Table(y=np.array(ys), weight=w / w.sum(), r0=np.array(rs), tau=np.array(ts), v_weight=vw)
 
 
+@renamed_keywords(level="quadrature")
 @lru_cache(maxsize=128)
-def table(d: int, rho: float, level: str = "standard") -> Table:
+def table(d: int, rho: float, quadrature: str = "standard") -> Table:
     """Quadrature table averaged over ``R_0`` (the law of the whole draw)."""
-    r0s, r0w = r0_nodes(d, LEVELS[level]["n_r0"])
-    return _build(d, rho, level, r0s, r0w)
+    r0s, r0w = r0_nodes(d, QUADRATURE_PRESETS[quadrature]["n_r0"])
+    return _build(d, rho, quadrature, r0s, r0w)
 
 
+@renamed_keywords(level="quadrature")
 @lru_cache(maxsize=128)
-def table_given_r0(d: int, rho: float, r0: float, level: str = "standard") -> Table:
+def table_given_r0(d: int, rho: float, r0: float, quadrature: str = "standard") -> Table:
     """Quadrature table conditioned on ``||z_0|| = r0``."""
-    return _build(d, rho, level, np.array([r0]), np.ones(1))
+    return _build(d, rho, quadrature, np.array([r0]), np.ones(1))
+
+
+#: ``LEVELS`` was the quadrature presets' name; "level" now means the target level only (docs/glossary.md).
+__getattr__ = renamed(__name__, {"LEVELS": "QUADRATURE_PRESETS"})

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnscale._moved import renamed_keywords
+
 from .approx import anneal_nodes, log_vmf, vmf_mean
-from .laws import LEVELS, normal_score_rule, omega_rule, tau_law
+from .laws import QUADRATURE_PRESETS, normal_score_rule, omega_rule, tau_law
 
 __all__ = ["row_moments", "mean_field_values"]
 
@@ -40,15 +42,16 @@ def row_moments(d: int, beta: float, n: int, ti, tj, wj):
     return a, P, Q, np.maximum(disp, 0.0), si
 
 
+@renamed_keywords(level="quadrature")
 def mean_field_values(
-    n: int, d: int, rho: float, beta: float, level: str = "standard", r0: float | None = None
+    n: int, d: int, rho: float, beta: float, quadrature: str = "standard", r0: float | None = None
 ) -> dict:
     """``a_ii``, ``cos`` and ``lambda`` at one ``beta`` (see :func:`attnscale.layer.finite_d.mean_field`);
     averaged over ``R_0`` or, with ``r0``, conditioned on ``R_0 = r0``."""
-    p = LEVELS[level]
+    p = QUADRATURE_PRESETS[quadrature]
     wn, ww = omega_rule(d, p["n_w"])
     res = {"a_ii": 0.0, "cos": 0.0, "lambda": 0.0}
-    nodes = anneal_nodes(d, rho, level) if r0 is None else _given_nodes(d, rho, r0, level)
+    nodes = anneal_nodes(d, rho, quadrature) if r0 is None else _given_nodes(d, rho, r0, quadrature)
     for wr, ti, wi, tj, wj in nodes:
         a, P, Q, D, si = row_moments(d, beta, n, ti, tj, wj)
         norm = np.sqrt(P * P + Q * Q + D)
@@ -64,9 +67,9 @@ def mean_field_values(
     return res
 
 
-def _given_nodes(d: int, rho: float, r0: float, level: str):
+def _given_nodes(d: int, rho: float, r0: float, quadrature: str):
     """The nodes of :func:`attnscale.layer.finite_d.approx.anneal_nodes` for the single ``R_0 = r0``."""
-    _, qw, qn, _ = normal_score_rule(LEVELS[level]["n_tau"])
+    _, qw, qn, _ = normal_score_rule(QUADRATURE_PRESETS[quadrature]["n_tau"])
     law = tau_law(d, rho, float(r0))
     t, cdf = law.t[::4], law.cdf[::4]
     wj = np.zeros_like(t)
