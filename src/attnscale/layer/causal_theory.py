@@ -33,6 +33,14 @@ def _rho(rho):
     return check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
 
 
+def _positions(positions, n: int) -> np.ndarray:
+    """1-indexed increasing positions in ``[1, n]`` (default all ``1..n``), checked."""
+    pos = np.arange(1, n + 1) if positions is None else np.asarray(positions, dtype=int)
+    if pos.ndim != 1 or np.any(np.diff(pos) <= 0) or pos.min() < 1 or pos.max() > n:
+        raise ValueError(f"positions must be increasing integers in [1, {n}]")
+    return pos
+
+
 def causal_simplex_weights(rho: float, beta) -> tuple[np.ndarray, np.ndarray]:
     """``(a_i, b_i)`` for positions ``i = 1..n``: the self-weight and the weight of each earlier
     key (``docs/realistic-attention.md#simplex-tokens-under-a-causal-mask``).
@@ -69,9 +77,7 @@ def causal_simplex_pair_gap(rho: float, beta, alpha: float = 0.0, q: float = 1.0
     q = check_real("q", q, low=0.0, low_open=True)
     a, b = causal_simplex_weights(rho, beta)
     n = a.size
-    pos = np.arange(1, n + 1) if positions is None else np.asarray(positions, dtype=int)
-    if pos.ndim != 1 or np.any(np.diff(pos) <= 0) or pos.min() < 1 or pos.max() > n:
-        raise ValueError(f"positions must be increasing integers in [1, {n}]")
+    pos = _positions(positions, n)
     k = pos - 1
     e = a[k] + alpha * np.sqrt(q)
     bb = b[k]
@@ -106,9 +112,7 @@ def causal_simplex_lambda(rho: float, beta, alpha: float = 0.0, q: float = 1.0, 
     q = check_real("q", q, low=0.0, low_open=True)
     a, b = causal_simplex_weights(rho, beta)
     n = a.size
-    pos = np.arange(1, n + 1) if positions is None else np.asarray(positions, dtype=int)
-    if pos.ndim != 1 or np.any(np.diff(pos) <= 0) or pos.min() < 1 or pos.max() > n:
-        raise ValueError(f"positions must be increasing integers in [1, {n}]")
+    pos = _positions(positions, n)
     if pos.size < 2:
         raise ValueError("positions must contain at least two positions")
     k = pos - 1

@@ -33,10 +33,9 @@ from attnscale.layer.sampled_eta import (
 from attnscale.layer.sampled_lambda import (
     SampledLambda,
     check_tokens,
-    pair_ratio_block,
+    pair_statistics,
     unit_rows,
 )
-from attnscale.layer.sampled_pairs import pair_block_sums, pair_estimate_from_sums
 from attnscale.layer.sampled_rows import RowSample, resolve_rows, stratified_mean
 
 __all__ = ["DEFAULT_BLOCK_ROWS", "SampledObservables", "lambda_from_outputs", "observables_sampled"]
@@ -62,20 +61,11 @@ def lambda_from_outputs(Ys, Yp, sample: RowSample, block_rows: int) -> SampledLa
     """The sampled lambda from the unit inputs ``Ys`` ``(m, d)`` and unit outputs ``Yp``
     ``(B, m, d)`` of the sampled rows (in sample order): the pair U-statistic and its standard
     error (docs/long-context.md#the-sampled-lambda), near pairs and coincident pairs as in
-    :func:`attnscale.layer.sampled_lambda.pair_ratio_block`, fed in blocks of ``block_rows`` rows
+    :func:`attnscale.layer.sampled_lambda.pair_ratio_block`, by
+    :func:`attnscale.layer.sampled_lambda.pair_statistics` in blocks of ``block_rows`` rows
     (no ``m x m`` matrix per beta)."""
     m = sample.m
-    parts, n_near, n_excl = [], 0, 0
-    for a0 in range(0, m, block_rows):
-        a1 = min(m, a0 + block_rows)
-        units = np.arange(a0, a1)
-        H, keep, near = pair_ratio_block(Ys[a0:a1], Ys, Yp[:, a0:a1], Yp, units)
-        parts.append(pair_block_sums(H, keep, units, sample))
-        upper = units[:, None] < np.arange(m)[None, :]
-        n_near += int((near & upper).sum())
-        n_excl += int((near & upper & ~keep).sum())
-    sums = {key: np.concatenate([p[key] for p in parts], axis=-2) for key in ("h", "h2", "n")}
-    est, se = pair_estimate_from_sums(sums, sample)
+    est, se, n_near, n_excl = pair_statistics(Ys, Yp, sample, block_rows)
     return SampledLambda(est, se, m, m * (m - 1) // 2, n_near, n_excl, sample)
 
 
