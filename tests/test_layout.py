@@ -302,3 +302,14 @@ def test_nothing_in_the_library_imports_the_command_line():
     importers = [m for m, targets in _edges().items()
                  if "attnscale.cli" in targets and m != "attnscale.__main__"]  # fmt: skip
     assert not importers, importers
+
+
+#: The most lines one module may have (issue 26: one concern per module; a module that grows past
+#: it is split by concern, its old import path kept, docs/pipeline.md#the-package-layout).
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_the_line_limit():
+    long = {str(p.relative_to(SRC)): n for p in (SRC / "attnscale").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}  # fmt: skip
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
