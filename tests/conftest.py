@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -155,10 +156,18 @@ def pytest_configure(config):
     assert blas and all(i["num_threads"] == 1 for i in blas), blas
 
 
+def _needs_gpu_run(item) -> bool:
+    """The test uses the tiny run of tools/gpu_run.py (:func:`gpu_run_tiny`)."""
+    return "gpu_run_tiny" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Tests that need the smoke run go last (stable order otherwise), so that the unit tests run
-    while the smoke workflow runs in the background (see :func:`pytest_collection_finish`)."""
-    items[:] = [i for i in items if not _needs_smoke(i)] + [i for i in items if _needs_smoke(i)]
+    """Tests that need the smoke run go last, and after them the one that needs the tiny GPU-script
+    run (stable order otherwise), so that the unit tests run while those workflows run in the
+    background (see :func:`_background_smoke`)."""
+    rank = [0 if not (_needs_smoke(i) or _needs_gpu_run(i)) else 2 if _needs_gpu_run(i) else 1
+            for i in items]  # fmt: skip
+    items[:] = [i for _, _, i in sorted(zip(rank, range(len(items)), items, strict=True))]
 
 
 #: Background runs of this session, kept in pytest's public per-config stash
@@ -166,6 +175,19 @@ WANTS = pytest.StashKey[set]()
 SMOKE_PROC = pytest.StashKey[tuple]()
 FORCED_PROC = pytest.StashKey[tuple]()
 SITE_PROC = pytest.StashKey[tuple]()
+GPU_RUN_PROC = pytest.StashKey[tuple]()
+
+
+def start_gpu_run_tiny(out: Path, *, nice: int = 0):
+    """``tools/gpu_run.py --tiny`` (docs/gpu.md#gpu-run-script) into ``out`` in the background,
+    in a process group of its own (stopped as a whole), at niceness ``nice``; returns
+    ``(out, process, log file)``."""
+    log = open(out.parent / "gpu_run.log", "w+")  # noqa: SIM115 - read back by gpu_run_tiny
+    cmd = [sys.executable, str(REPO / "tools/gpu_run.py"), "--tiny", "--out", str(out),
+           "--budget", "600", "--cores", "2"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)  # fmt: skip
+    return out, proc, log
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -187,13 +209,33 @@ def _background_smoke(request, tmp_path_factory):
         proc = subprocess.Popen([str(exe), "--cores", "2", "--verbose", *SMOKE], cwd=work,
                                 stdout=out, stderr=err, env=hermetic_env(work), text=True)  # fmt: skip
         config.stash[SMOKE_PROC] = (work, proc, out, err)
+    if any(_needs_gpu_run(i) for i in items):
+        # at the lowest priority: it fills the cores the unit tests and the smoke run leave idle
+        config.stash[GPU_RUN_PROC] = start_gpu_run_tiny(tmp_path_factory.mktemp("gpu_run") / "out",
+                                                        nice=19)  # fmt: skip
     yield
-    for key in (SMOKE_PROC, FORCED_PROC, SITE_PROC):
+    for key in (SMOKE_PROC, FORCED_PROC, SITE_PROC, GPU_RUN_PROC):
         started = config.stash.get(key, ())
         for proc in (p for p in started if isinstance(p, subprocess.Popen)):
             if proc.poll() is None:
-                proc.kill()
+                if key == GPU_RUN_PROC:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                else:
+                    proc.kill()
                 proc.wait()
+
+
+@pytest.fixture(scope="session")
+def gpu_run_tiny(request, tmp_path_factory):
+    """The finished ``tools/gpu_run.py --tiny`` run, started in the background at the start of
+    the session (:func:`_background_smoke`; here if it was not): ``{"out", "returncode", "log"}``."""
+    started = request.config.stash.get(GPU_RUN_PROC, None)
+    if started is None:
+        started = start_gpu_run_tiny(tmp_path_factory.mktemp("gpu_run") / "out")
+    out, proc, log = started
+    proc.wait(timeout=900)
+    log.seek(0)
+    return {"out": out, "returncode": proc.returncode, "log": log.read()}
 
 
 @pytest.fixture(scope="session")

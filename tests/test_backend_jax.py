@@ -586,20 +586,14 @@ def test_finite_d_large_n_check_dry_runs(tmp_path):
 
 
 @pytest.mark.workflow
-def test_gpu_run_script_at_tiny_size(tmp_path):
+def test_gpu_run_script_at_tiny_size(gpu_run_tiny):
     """tools/gpu_run.py --tiny (docs/gpu.md#gpu-run-script) on the CPU: the benchmark, one job of
-    every heavy kernel and the figures they feed, machine.json and the summary."""
+    every heavy kernel and the figures they feed, machine.json and the summary. The run starts in
+    the background at the start of the session (conftest.gpu_run_tiny)."""
     import json
-    import subprocess
-    import sys
 
-    from conftest import REPO
-
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(REPO / "tools/gpu_run.py"), "--tiny", "--out",
-                           str(out), "--budget", "600", "--cores", "2"], capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = gpu_run_tiny["out"]
+    assert gpu_run_tiny["returncode"] == 0, gpu_run_tiny["log"][-6000:]
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["steps"].values()) == {0}
     assert summary["first_done"] == summary["first_targets"]
