@@ -293,6 +293,22 @@ def chromium(config) -> str:
     return require_program(config, "Chromium")
 
 
+def browser_probe(exe: str, url: str, profile, budget_ms: int):
+    """Open a probe page in headless Chromium (``exe``, a fresh ``profile`` folder, ``budget_ms``
+    of virtual time) and return the JSON it writes into ``<pre id="attnscale-probe">``."""
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
+           "--dump-dom", url]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    m = re.search(r'<pre id="attnscale-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert m, (
+        f"the browser probe of {url} did not report (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
+    )
+    text = m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+    return json.loads(text.replace("&amp;", "&"))
+
+
 @pytest.fixture(scope="module")
 def rendered(request, site, served, tmp_path_factory) -> dict:
     """What headless Chromium rendered on every page of the site, keyed by page file name."""
@@ -301,16 +317,8 @@ def rendered(request, site, served, tmp_path_factory) -> dict:
     html = site["html"]
     pages = [f"{p.stem}.html" for p in _docs_pages() if p.stem != "api"]
     (html / "_probe.html").write_text(HUB.replace("PAGES", json.dumps(pages)), encoding="utf-8")
-    profile = tmp_path_factory.mktemp("chromium")
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--virtual-time-budget=30000",
-           "--dump-dom", f"{served}/_probe.html"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    m = re.search(r'<pre id="attnscale-probe">(.*?)</pre>', proc.stdout, re.S)
-    assert m, f"the browser probe did not report (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
-    text = m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
-    return {r["page"]: r for r in json.loads(text.replace("&amp;", "&"))}
+    report = browser_probe(exe, f"{served}/_probe.html", tmp_path_factory.mktemp("chromium"), 30000)
+    return {r["page"]: r for r in report}
 
 
 def test_formulas_render_in_a_real_browser(rendered):

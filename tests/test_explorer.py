@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
-import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from test_docs import served, site  # noqa: F401  (the built site and its server, shared)
+from test_docs import browser_probe, served, site  # noqa: F401  (site and server shared)
 
 from attnscale.experiments.explorer import data as xdata
 from attnscale.experiments.explorer import grid
@@ -351,15 +349,7 @@ def probed(request, site, served, tmp_path_factory) -> dict:  # noqa: F811
     probe = PROBE.replace("__HEADS__", json.dumps(HEADS)).replace("__CHECKS__", json.dumps(checks))
     (site["html"] / "_probe_explorer.html").write_text(probe, encoding="utf-8")
     profile = tmp_path_factory.mktemp("chromium-explorer")
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--virtual-time-budget=60000",
-           "--dump-dom", f"{served}/_probe_explorer.html"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    m = re.search(r'<pre id="attnscale-probe">(.*?)</pre>', proc.stdout, re.S)
-    assert m, f"the explorer probe did not report (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
-    text = m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
-    result = json.loads(text.replace("&amp;", "&"))
+    result = browser_probe(exe, f"{served}/_probe_explorer.html", profile, 60000)
     assert "failed" not in result, result.get("failed")
     return {"result": result, "doc": doc, "checks": checks}
 
