@@ -21,7 +21,14 @@ SRC = Path(__file__).resolve().parents[2]
 
 
 def module_file(module: str, src: Path = SRC) -> Path | None:
-    """The source file of an ``attnscale`` module name, or ``None`` if it is not a module."""
+    """The source file of an ``attnscale`` module name, or ``None`` if it is not a module.
+    Looked up once per process (a Snakemake parse asks ~7000 times): a module file created
+    after its first lookup is not seen until the next process."""
+    return _module_file(module, Path(src))
+
+
+@functools.cache
+def _module_file(module: str, src: Path) -> Path | None:
     parts = module.split(".")
     if parts[0] != PACKAGE:
         return None
@@ -42,7 +49,21 @@ def _import_nodes(path: str, mtime_ns: int, size: int) -> tuple[ast.stmt, ...]:
     """The ``import`` statements of a file at any depth, parsed once per file version (the
     workflow asks for the closure of every rule's entry module; they share most files)."""
     tree = ast.parse(Path(path).read_text(), path)
-    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return tuple(n for n in _statements(tree.body) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement in ``body`` and in the statement blocks nested in it (functions, classes,
+    if/for/while/with/try/match): an ``import`` is a statement, so this finds what ``ast.walk``
+    finds without visiting the expressions, which are most of a file's nodes."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                yield from _statements(block)
+        for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            yield from _statements(part.body)
 
 
 def direct_imports(module: str, src: Path = SRC) -> set[str]:
@@ -52,10 +73,18 @@ def direct_imports(module: str, src: Path = SRC) -> set[str]:
     path = module_file(module, src)
     if path is None:
         raise ValueError(f"{module!r} is not a module of {PACKAGE} under {src}")
-    pkg = _package_of(module, path)
-    found: set[str] = set()
     st = path.stat()
-    for node in _import_nodes(str(path), st.st_mtime_ns, st.st_size):
+    return set(_direct_imports(module, Path(src), str(path), st.st_mtime_ns, st.st_size))
+
+
+@functools.cache
+def _direct_imports(module: str, src: Path, path: str, mtime_ns: int, size: int) -> frozenset:
+    """:func:`direct_imports` of one file version: the workflow asks for the closure of every
+    rule's entry module (~45), and they share most files, so each file's imports are resolved
+    once per process (a Snakemake parse spent ~1 s here before)."""
+    pkg = _package_of(module, Path(path))
+    found: set[str] = set()
+    for node in _import_nodes(path, mtime_ns, size):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -78,7 +107,7 @@ def direct_imports(module: str, src: Path = SRC) -> set[str]:
                 if module_file(sub, src) is not None:
                     found.add(sub)
     found.discard(module)
-    return found
+    return frozenset(found)
 
 
 @functools.cache
