@@ -1,17 +1,20 @@
-"""Shared fixtures. The smoke workflow runs once per test session in a temporary copy of the
-repository (see ``smoke_run``); workflow tests reuse it."""
+"""Shared fixtures. The tests run in one process per CPU (pytest-xdist, ``-n auto``); the smoke
+workflow, the tiny GPU-script run, the forced rerun and the docs build run once per session, in
+the background, in a directory shared by those processes (tests/background.py), and the tests
+that need them reuse them (see ``smoke_run``)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import background
 import pytest
+from background import Job
 
 from attnscale.pipeline.deps import jobs_to_run  # noqa: F401  (re-exported to the tests)
 
@@ -139,6 +142,7 @@ def require_program(config, program: str) -> str:
 BLAS_LIMIT = pytest.StashKey[object]()
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's tmp_path plugin has set up its factory
 def pytest_configure(config):
     """One BLAS thread in the test process: the smoke workflow runs on both cores in the
     background, and OpenBLAS threads that wait for a busy core spin instead of sleeping (a 0.6 s
@@ -154,6 +158,10 @@ def pytest_configure(config):
     config.stash[BLAS_LIMIT] = threadpool_limits(limits=1)
     blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     assert blas and all(i["num_threads"] == 1 for i in blas), blas
+    if _sessions_own(config):  # the workers inherit the directory of the shared background runs
+        shared = config._tmp_path_factory.getbasetemp() / "shared"
+        shared.mkdir(exist_ok=True)
+        os.environ[background.ENV] = str(shared)
 
 
 def _needs_gpu_run(item) -> bool:
@@ -161,123 +169,139 @@ def _needs_gpu_run(item) -> bool:
     return "gpu_run_tiny" in getattr(item, "fixturenames", ())
 
 
+#: Module-scoped fixtures too costly to build in both test processes (a Snakemake summary of the
+#: smoke DAG, a parse of every rule, a headless-Chromium run): the tests of one module that use
+#: one of them run in one process (an ``xdist_group``, with ``--dist loadgroup``)
+SHARED_MODULE_FIXTURES = ("summary", "workflow_rules", "rendered", "probed")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(session, config, items):
     """Tests that need the smoke run go last, and after them the one that needs the tiny GPU-script
     run (stable order otherwise), so that the unit tests run while those workflows run in the
-    background (see :func:`_background_smoke`)."""
+    background (see :func:`_background_runs`); the tests of a module that share one of
+    :data:`SHARED_MODULE_FIXTURES` are grouped into one process."""
     rank = [0 if not (_needs_smoke(i) or _needs_gpu_run(i)) else 2 if _needs_gpu_run(i) else 1
             for i in items]  # fmt: skip
     items[:] = [i for _, _, i in sorted(zip(rank, range(len(items)), items, strict=True))]
+    for item, r in zip(items, sorted(rank), strict=True):
+        shared = [f for f in SHARED_MODULE_FIXTURES if f in getattr(item, "fixturenames", ())]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}.{shared[0]}"))
+        elif r == 0 and (item.path.name == "test_backend_jax.py" or "jax" in item.name):
+            # one process compiles the JAX kernels (each process compiles what it runs)
+            item.add_marker(pytest.mark.xdist_group("jax"))
 
 
-#: Background runs of this session, kept in pytest's public per-config stash
-WANTS = pytest.StashKey[set]()
-SMOKE_PROC = pytest.StashKey[tuple]()
-FORCED_PROC = pytest.StashKey[tuple]()
-SITE_PROC = pytest.StashKey[tuple]()
-GPU_RUN_PROC = pytest.StashKey[tuple]()
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one test process per CPU this process may use (logical CPUs: a 2-vCPU
+    machine has two, whatever its physical cores), at most 8."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity else os.cpu_count() or 1
+    return max(1, min(8, cpus))
 
 
-def start_gpu_run_tiny(out: Path, *, nice: int = 0):
-    """``tools/gpu_run.py --tiny`` (docs/gpu.md#gpu-run-script) into ``out`` in the background,
-    in a process group of its own (stopped as a whole), at niceness ``nice``; returns
-    ``(out, process, log file)``."""
-    log = open(out.parent / "gpu_run.log", "w+")  # noqa: SIM115 - read back by gpu_run_tiny
-    cmd = [sys.executable, str(REPO / "tools/gpu_run.py"), "--tiny", "--out", str(out),
-           "--budget", "600", "--cores", "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)  # fmt: skip
-    return out, proc, log
+def _sessions_own(config) -> bool:
+    """This process controls the session: the pytest-xdist controller, or the one process of a
+    run without xdist (not a worker)."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionfinish(session):
+    """Stop the background runs that no test waited for (e.g. after ``-x`` stopped early), once
+    every worker is done (tests/background.py)."""
+    if _sessions_own(session.config) and background.ENV in os.environ:
+        background.stop_unfinished(background.shared_root())
+    background.reap_finished()
+
+
+def gpu_run_tiny_command(out: Path) -> list[str]:
+    """``tools/gpu_run.py --tiny`` (docs/gpu.md#gpu-run-script) into ``out``."""
+    return [sys.executable, str(REPO / "tools/gpu_run.py"), "--tiny", "--out", str(out),
+            "--budget", "600", "--cores", "2"]  # fmt: skip
+
+
+def _smoke_tree(job_dir: Path) -> Path:
+    """The tree the smoke run runs in: a fresh copy of the repository, or, with
+    ``ATTNSCALE_SMOKE_TREE``, a copy of that finished tree with this checkout's sources (mtimes
+    kept: only changed sources rerun)."""
+    work = job_dir / "repo"
+    reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
+    if not reuse:
+        return copy_repo(work)
+    shutil.copytree(reuse, work, symlinks=True)
+    for name in ("src", "workflow", "tests", "Snakefile", "config.yaml"):
+        src, dst = REPO / name, work / name
+        if src.is_dir():
+            shutil.rmtree(dst)
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*CACHES))
+        else:
+            shutil.copy2(src, dst)
+    return work
+
+
+def _start_smoke() -> Job:
+    job = Job("smoke")
+    exe = Path(sys.executable).parent / "snakemake"
+    job.start([exe, "--cores", "2", "--verbose", *SMOKE], cwd=_smoke_tree,
+              env=hermetic_env(job.dir / "repo"))  # fmt: skip
+    return job
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _background_smoke(request, tmp_path_factory):
-    """Start the smoke workflow before the first test if a selected test needs it: it runs
-    (``--cores 2``) while the unit tests use the CPU it leaves idle (they run first, see
-    :func:`pytest_collection_modifyitems`); ``smoke_run`` waits for it. At the end of the session
-    any background run that no test waited for (e.g. after ``-x`` stopped early) is stopped."""
+def _background_runs(request):
+    """Start the smoke workflow, and the tiny GPU-script run, before the first test if a selected
+    test needs them (once per session, whichever process comes first: tests/background.py):
+    they run while the unit tests use the CPU they leave idle (the unit tests run first, see
+    :func:`pytest_collection_modifyitems`); ``smoke_run`` and ``gpu_run_tiny`` wait for them."""
     config, items = request.config, request.session.items
     config.stash[WANTS] = {
         name for i in items for name in ("forced_rerun", "site")
         if name in getattr(i, "fixturenames", ())
     }  # fmt: skip
-    if not os.environ.get("ATTNSCALE_SMOKE_TREE") and any(_needs_smoke(i) for i in items):
-        work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
-        out = open(work.parent / "smoke.out", "w+")  # noqa: SIM115 - read back by smoke_run
-        err = open(work.parent / "smoke.err", "w+")  # noqa: SIM115
-        exe = Path(sys.executable).parent / "snakemake"
-        proc = subprocess.Popen([str(exe), "--cores", "2", "--verbose", *SMOKE], cwd=work,
-                                stdout=out, stderr=err, env=hermetic_env(work), text=True)  # fmt: skip
-        config.stash[SMOKE_PROC] = (work, proc, out, err)
+    if any(_needs_smoke(i) for i in items):
+        _start_smoke()
     if any(_needs_gpu_run(i) for i in items):
         # at the lowest priority: it fills the cores the unit tests and the smoke run leave idle
-        config.stash[GPU_RUN_PROC] = start_gpu_run_tiny(tmp_path_factory.mktemp("gpu_run") / "out",
-                                                        nice=19)  # fmt: skip
+        job = Job("gpu_run")
+        job.start(gpu_run_tiny_command(job.dir / "out"), cwd=REPO, nice=19)
     yield
-    for key in (SMOKE_PROC, FORCED_PROC, SITE_PROC, GPU_RUN_PROC):
-        started = config.stash.get(key, ())
-        for proc in (p for p in started if isinstance(p, subprocess.Popen)):
-            if proc.poll() is None:
-                if key == GPU_RUN_PROC:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                else:
-                    proc.kill()
-                proc.wait()
+
+
+#: which runs that need the smoke tree a selected test asks for ({"forced_rerun", "site"})
+WANTS = pytest.StashKey[set]()
 
 
 @pytest.fixture(scope="session")
-def gpu_run_tiny(request, tmp_path_factory):
+def gpu_run_tiny():
     """The finished ``tools/gpu_run.py --tiny`` run, started in the background at the start of
-    the session (:func:`_background_smoke`; here if it was not): ``{"out", "returncode", "log"}``."""
-    started = request.config.stash.get(GPU_RUN_PROC, None)
-    if started is None:
-        started = start_gpu_run_tiny(tmp_path_factory.mktemp("gpu_run") / "out")
-    out, proc, log = started
-    proc.wait(timeout=900)
-    log.seek(0)
-    return {"out": out, "returncode": proc.returncode, "log": log.read()}
+    the session (:func:`_background_runs`): ``{"out", "returncode", "log"}``."""
+    job = Job("gpu_run")
+    job.start(gpu_run_tiny_command(job.dir / "out"), cwd=REPO)  # if it was not started
+    done = job.wait(timeout=900)
+    return {"out": job.dir / "out", "returncode": done.returncode, "log": done.stdout + done.stderr}
 
 
 @pytest.fixture(scope="session")
-def smoke_run(request, tmp_path_factory):
+def smoke_run(request):
     """A completed smoke run (``--cores 2 --verbose``: test_scheduler_fix counts the scheduling
-    rounds in its log) in a fresh copy of the repository, started in the background right after
-    collection (:func:`pytest_collection_finish`).
+    rounds in its log) in a fresh copy of the repository, started in the background before the
+    first test (:func:`_background_runs`).
 
     While developing a workflow test, ``ATTNSCALE_SMOKE_TREE=<finished smoke tree>`` reuses a
     tree made by this fixture (or by ``snakemake --cores 2 --configfile tests/smoke.yaml`` in a
     copy of the same sources): it is copied and brought up to date instead of run from scratch.
     Never set it in CI."""
-    started = request.config.stash.get(SMOKE_PROC, None)
-    if started is not None:
-        work, proc, out, err = started
-        proc.wait(timeout=900)
-        out.seek(0)
-        err.seek(0)
-        result = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
-        if result.returncode != 0:
-            raise AssertionError(
-                f"smoke run failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
-                f"{result.stderr[-6000:]}"
-            )
-        _start_after_smoke(request.config, tmp_path_factory, work)
-        return {"dir": work, "proc": result}
-    reuse = os.environ.get("ATTNSCALE_SMOKE_TREE")
-    if reuse:
-        work = tmp_path_factory.mktemp("smoke") / "repo"
-        shutil.copytree(reuse, work, symlinks=True)
-        for name in ("src", "workflow", "tests", "Snakefile", "config.yaml"):
-            src, dst = REPO / name, work / name
-            if src.is_dir():
-                shutil.rmtree(dst)
-                shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*CACHES))
-            else:
-                shutil.copy2(src, dst)  # keeps mtimes: only changed sources rerun
-    else:
-        work = copy_repo(tmp_path_factory.mktemp("smoke") / "repo")
-    proc = snakemake(work, "--cores", "2", "--verbose", *SMOKE)
-    _start_after_smoke(request.config, tmp_path_factory, work)
-    return {"dir": work, "proc": proc}
+    job = _start_smoke()  # if it was not started
+    done = job.wait(timeout=900)
+    if done.returncode != 0:
+        raise AssertionError(
+            f"smoke run failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-6000:]}"
+        )
+    work = job.dir / "repo"
+    _start_after_smoke(request.config, work)
+    return {"dir": work, "proc": done}
 
 
 # One compute rule per family of random draws (Hutchinson probes over the cached Paper A tokens,
@@ -290,50 +314,44 @@ FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b
           "paper_b_heat_drift"]  # fmt: skip
 
 
-def _start_after_smoke(config, tmp, smoke_dir: Path) -> None:
+def _start_after_smoke(config, smoke_dir: Path) -> None:
     """Start, in the background, the two long jobs that need the finished smoke tree, if a
-    selected test asks for them: the one-core forced rerun (in a copy of the tree;
-    ``forced_rerun`` waits for it) and the docs build with the smoke figures in its gallery
-    (test_docs' ``site`` waits for it). They use the second core while the other
-    smoke-dependent tests run in this process."""
+    selected test asks for them and no process of the session has: the one-core forced rerun (in
+    a copy of the tree; ``forced_rerun`` waits for it) and the docs build with the smoke figures
+    in its gallery (test_docs' ``site`` waits for it)."""
     wants = config.stash.get(WANTS, {"forced_rerun", "site"})
     if "site" in wants:
-        config.stash[SITE_PROC] = start_docs_build(tmp.mktemp("site"), smoke_dir / "figures")
-    if "forced_rerun" not in wants:
-        return
-    work = finished_copy({"dir": smoke_dir}, tmp.mktemp("forced") / "repo")
-    out = open(work.parent / "forced.out", "w+")  # noqa: SIM115 - read back by forced_rerun
-    exe = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.Popen([str(exe), "--cores", "1", "--forcerun", *FORCED, *SMOKE], cwd=work,
-                            stdout=out, stderr=subprocess.STDOUT, env=hermetic_env(work),
-                            text=True)  # fmt: skip
-    config.stash[FORCED_PROC] = (work, proc, out)
+        site = Job("site")
+        cmd, env = docs_build_command(site.dir, smoke_dir / "figures")
+        site.start(cmd, cwd=REPO, env=env)
+    if "forced_rerun" in wants:
+        job = Job("forced")
+        exe = Path(sys.executable).parent / "snakemake"
+        job.start([exe, "--cores", "1", "--forcerun", *FORCED, *SMOKE],
+                  cwd=lambda d: finished_copy({"dir": smoke_dir}, d / "repo"),
+                  env=hermetic_env(job.dir / "repo"))  # fmt: skip
 
 
-def start_docs_build(out: Path, figures: Path | None):
-    """``sphinx-build -W`` of docs/ into ``out/html`` in the background (gallery: ``figures``);
-    returns ``(out, figures, process, log file)``."""
+def docs_build_command(out: Path, figures: Path | None) -> tuple[list[str], dict]:
+    """``sphinx-build -W`` of docs/ into ``out/html`` (gallery: ``figures``): the command and its
+    environment."""
     env = dict(os.environ)
     if figures is not None:
         env["ATTNSCALE_DOCS_FIGURES"] = str(figures)
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
            "-d", str(out / "doctrees"), str(REPO / "docs"), str(out / "html")]  # fmt: skip
-    log = open(out / "sphinx.log", "w+")  # noqa: SIM115 - read back by test_docs' site
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-    return out, figures, proc, log
+    return cmd, env
 
 
 @pytest.fixture(scope="session")
-def forced_rerun(request, smoke_run):
+def forced_rerun(smoke_run):
     """The finished one-core forced rerun of :data:`FORCED` (started by ``smoke_run``)."""
-    work, proc, out = request.config.stash[FORCED_PROC]
-    proc.wait(timeout=2400)
-    out.seek(0)
-    text = out.read()
-    out.close()
-    if proc.returncode != 0:
-        raise AssertionError(f"forced rerun failed ({proc.returncode}):\n{text[-8000:]}")
-    return {"dir": work, "output": text}
+    job = Job("forced")
+    done = job.wait(timeout=2400)
+    text = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise AssertionError(f"forced rerun failed ({done.returncode}):\n{text[-8000:]}")
+    return {"dir": job.dir / "repo", "output": text}
 
 
 def resolve_dotted(dotted: str):

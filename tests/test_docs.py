@@ -27,8 +27,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from background import Job
 
-from conftest import SITE_PROC, require_program, resolve_dotted, start_docs_build
+from conftest import docs_build_command, require_program, resolve_dotted
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -170,35 +171,22 @@ def test_cited_tests_and_library_objects_exist():
 # --------------------------------------------------------------------------- the built site
 
 
-#: The built site, kept for the other test modules that use the ``site`` fixture (test_explorer)
-SITE_BUILT = pytest.StashKey[dict]()
-
-
 @pytest.fixture(scope="module")
-def site(request, tmp_path_factory):
-    """The site, built once with ``sphinx-build -W`` into a temporary directory, its gallery
-    showing the smoke run's figures (built in the background as soon as the smoke run has
-    finished, conftest._start_after_smoke; here if the smoke run is unavailable)."""
-    if SITE_BUILT in request.config.stash:  # another module's instance of this fixture built it
-        return request.config.stash[SITE_BUILT]
+def site(request):
+    """The site, built once per session with ``sphinx-build -W`` into a temporary directory, its
+    gallery showing the smoke run's figures (built in the background as soon as the smoke run
+    has finished, conftest._start_after_smoke; without a gallery if the smoke run is
+    unavailable)."""
     try:
-        request.getfixturevalue("smoke_run")
-        started = request.config.stash[SITE_PROC]
+        figures = request.getfixturevalue("smoke_run")["dir"] / "figures"
+        job = Job("site")
     except Exception as exc:  # noqa: BLE001 - the build test must still run; the gallery test reports it
         print(f"smoke run unavailable for the gallery: {exc}")
-        started = start_docs_build(tmp_path_factory.mktemp("site"), None)
-    out, figures, proc, log = started
-    proc.wait(timeout=300)
-    log.seek(0)
-    text = log.read()
-    log.close()
-    built = {
-        "proc": subprocess.CompletedProcess(proc.args, proc.returncode, text, ""),
-        "html": out / "html",
-        "figures": figures,
-    }
-    request.config.stash[SITE_BUILT] = built
-    return built
+        figures, job = None, Job("site-without-gallery")
+        cmd, env = docs_build_command(job.dir, None)
+        job.start(cmd, cwd=REPO, env=env)
+    done = job.wait(timeout=300)
+    return {"proc": done, "html": job.dir / "html", "figures": figures}
 
 
 def test_site_builds_without_warnings(site):
