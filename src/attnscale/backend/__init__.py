@@ -57,6 +57,7 @@ __all__ = [
     "BackendError",
     "default",
     "check_name",
+    "check_jax_installed",
     "resolve",
     "require_jax",
     "jax_float64",
@@ -137,6 +138,24 @@ def require_jax(key: str = "backend"):
     return jax
 
 
+def check_jax_installed(key: str = "backend") -> None:
+    """Raise :class:`BackendError` (as :func:`require_jax` does) unless JAX can be imported,
+    without importing it where it is not yet imported (``import jax`` takes over a second): the
+    package must be found on the path (:func:`importlib.util.find_spec`)."""
+    import importlib.util
+    import sys
+
+    if "jax" in sys.modules:  # imported already (or blocked): importing again costs nothing
+        require_jax(key)
+        return
+    try:
+        found = importlib.util.find_spec("jax") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        require_jax(key)
+
+
 def jax_float64():
     """Import and return the ``jax`` module (:func:`require_jax`) with float64 switched on
     (``jax_enable_x64``). Every JAX twin module calls it at import, before any array is made."""
@@ -164,14 +183,15 @@ def use(backend: str, memory_gb: float | None = None):
     Parameters
     ----------
     backend : {"numpy", "jax"}
-        The default backend; ``"jax"`` is checked at once (:func:`require_jax`).
+        The default backend; for ``"jax"`` the package is looked up at once
+        (:func:`check_jax_installed`) and imported by the first kernel that runs on it.
     memory_gb : float, optional
         Memory budget of the JAX kernels in GB (decimal); ``None`` detects it
         (:func:`memory_budget`).
     """
     check_name(backend)
     if backend == "jax":
-        require_jax()
+        check_jax_installed()
     if memory_gb is not None and not (isinstance(memory_gb, (int, float)) and memory_gb > 0):
         raise ValueError(f"backend_memory_gb must be a number > 0 or None, got {memory_gb!r}")
     saved = dict(_STATE)

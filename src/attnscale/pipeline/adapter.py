@@ -200,17 +200,31 @@ def run_rule(sm) -> None:
     entry = params.pop("entry", None)
     if entry is None:
         raise ValueError(f"rule {sm.rule}: params has no 'entry'")
-    from attnscale.backend import require_jax, use
+    from attnscale.backend import use
 
     cfg = getattr(sm, "config", None) or {}
     with (
         job(sm.log[0] if sm.log else None, sm.threads, sm.rule) as log,
         use(cfg.get("backend", "numpy"), cfg.get("backend_memory_gb")),  # docs/gpu.md
     ):
-        if cfg.get("backend") == "jax":
-            log.info("backend: jax on %s", require_jax().devices()[0])
         result = call(entry, dict(sm.input.items()), params)
         write_outputs(result, dict(sm.output.items()))
+        if cfg.get("backend") == "jax":
+            _log_jax_device(log)
+
+
+def _log_jax_device(log) -> None:
+    """Say in the job's log where its JAX kernels ran (``backend: jax on <device>``), or that it
+    ran none: a job that calls no JAX kernel (token draws, summaries, figures) never imports JAX,
+    which saves its import time, over a second a job on a 2-core machine (docs/gpu.md)."""
+    import sys
+
+    from attnscale.backend import require_jax
+
+    if "jax" in sys.modules:
+        log.info("backend: jax on %s", require_jax().devices()[0])
+    else:
+        log.info("backend: jax (this job ran no JAX kernel; JAX was not imported)")
 
 
 #: ``resolve`` and ``load`` were these functions' names; :func:`attnscale.backend.resolve` resolves a
