@@ -175,22 +175,86 @@ def _needs_gpu_run(item) -> bool:
 SHARED_MODULE_FIXTURES = ("summary", "workflow_rules", "rendered", "probed")
 
 
+def _rank(item) -> int:
+    """Where a test goes in the session (see :func:`pytest_collection_modifyitems`)."""
+    names = set(getattr(item, "fixturenames", ()))
+    if _needs_gpu_run(item):
+        return 3
+    if names & {"site", "forced_rerun"}:
+        return 2
+    return 1 if _needs_smoke(item) else 0
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(session, config, items):
-    """Tests that need the smoke run go last, and after them the one that needs the tiny GPU-script
-    run (stable order otherwise), so that the unit tests run while those workflows run in the
-    background (see :func:`_background_runs`); the tests of a module that share one of
-    :data:`SHARED_MODULE_FIXTURES` are grouped into one process."""
-    rank = [0 if not (_needs_smoke(i) or _needs_gpu_run(i)) else 2 if _needs_gpu_run(i) else 1
-            for i in items]  # fmt: skip
+    """Tests that need the smoke run go last; after them those that need the runs that start
+    when the smoke run ends (the docs build, the forced rerun), and then the one that needs the
+    tiny GPU-script run (stable order otherwise), so that the unit tests run while those
+    workflows run in the background (see :func:`_background_runs`) and the tests of the smoke
+    tree run while the docs build and the forced rerun go on; the tests of a module that share
+    one of :data:`SHARED_MODULE_FIXTURES` are grouped into one process."""
+    rank = [_rank(i) for i in items]
     items[:] = [i for _, _, i in sorted(zip(rank, range(len(items)), items, strict=True))]
-    for item, r in zip(items, sorted(rank), strict=True):
+    groups = {}
+    for item, r in zip(items, sorted(rank), strict=True):  # r: the rank of the sorted item
         shared = [f for f in SHARED_MODULE_FIXTURES if f in getattr(item, "fixturenames", ())]
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}.{shared[0]}"))
+        declared = item.get_closest_marker("xdist_group")  # a module's own group
+        if declared is not None:
+            groups[item.nodeid] = str(declared.args[0] if declared.args else
+                                      declared.kwargs.get("name", "default"))  # fmt: skip
+        elif shared:
+            groups[item.nodeid] = f"{item.module.__name__}.{shared[0]}"
         elif r == 0 and (item.path.name == "test_backend_jax.py" or "jax" in item.name):
             # one process compiles the JAX kernels (each process compiles what it runs)
-            item.add_marker(pytest.mark.xdist_group("jax"))
+            groups[item.nodeid] = "jax"
+    for item in items:
+        if item.nodeid in groups and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    if hasattr(config, "workerinput") and background.ENV in os.environ:
+        _write_groups(groups)
+
+
+# pytest-xdist 3.8 puts a test in its xdist_group by appending "@group" to the test's node id in
+# the worker (``item._nodeid``); pytest 9 computes node ids from another attribute, so the groups
+# are silently lost and the tests of one group run in both processes, each building the group's
+# module fixture (measured 2026-12-01: the `summary` and `workflow_rules` fixtures built twice, the
+# JAX tests split between the processes). So the workers also write the groups to a file of the
+# session's shared directory, and the controller's scheduler (:class:`GroupScheduling`) reads it.
+GROUPS_FILE = "xdist_groups.json"
+
+
+def _write_groups(groups: dict) -> None:
+    """Write {node id: group} atomically (both workers write the same collection's groups)."""
+    import json
+
+    path = background.shared_root() / GROUPS_FILE
+    tmp = path.with_name(f".{GROUPS_FILE}.{os.getpid()}")
+    tmp.write_text(json.dumps(groups, sort_keys=True))
+    tmp.rename(path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` that works with pytest 9: the groups come from the workers' file
+    (:func:`_write_groups`), read once all workers have collected; a test in no group is its own
+    unit of work, as with pytest-xdist's own loadgroup."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import json
+
+    from xdist.scheduler import LoadGroupScheduling
+
+    class GroupScheduling(LoadGroupScheduling):
+        _groups: dict | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                path = background.shared_root() / GROUPS_FILE
+                self._groups = json.loads(path.read_text()) if path.is_file() else {}
+            group = self._groups.get(nodeid)
+            return group if group is not None else super()._split_scope(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
