@@ -236,8 +236,9 @@ def _write_groups(groups: dict) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` that works with pytest 9: the groups come from the workers' file
-    (:func:`_write_groups`), read once all workers have collected; a test in no group is its own
-    unit of work, as with pytest-xdist's own loadgroup."""
+    (:func:`_write_groups`; a worker writes it before it reports its collection, and the
+    scheduler reads it in ``schedule()``, once every worker has reported); a test in no group
+    is its own unit of work, as with pytest-xdist's own loadgroup."""
     if config.getvalue("dist") != "loadgroup":
         return None
     import json
