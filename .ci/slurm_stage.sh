@@ -19,10 +19,10 @@
 # Environment knobs (all optional):
 #   SLURM_STAGE_TIMEOUT        seconds allowed for the Slurm run            (default 2400)
 #   SLURM_STAGE_LOCAL_TIMEOUT  seconds allowed for the local run            (default 2400)
-# (The two runs share the machine's two cores and the local one is niced, so it finishes after
-# the Slurm run. On a slow machine of CI's kind both took about 600 s, and the earlier limits of
-# 900 s and 600 s stopped the local run; 2400 s keeps the whole of .ci/run well inside CI's
-# 90 minutes.)
+# (The two runs share the machine's two cores and the local one is niced. On a slow machine of
+# CI's kind the local run reached the earlier 600 s limit while the Slurm run, limited to 900 s,
+# was still finishing its last jobs, and CI failed; 2400 s each keeps the whole of .ci/run well
+# inside CI's 90 minutes.)
 #   SLURM_STAGE_KEEP=1         keep the temporary directory even on success (default: removed
 #                              on success, kept on failure)
 set -Eeuo pipefail
