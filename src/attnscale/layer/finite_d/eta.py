@@ -218,7 +218,8 @@ def row_eta(d: int, rho: float, r0: float, n: int, beta: float, ti, tj, wj, alph
 
     Returns a dict of arrays over ``ti``: ``eta`` (the row's ``E R_i / d``), ``a``, ``delta``,
     ``diag0`` (the diagonal block at the mean-field measure), ``diag1`` (its first-order
-    dispersion correction) and ``off`` (the off-diagonal blocks), each divided by ``d``.
+    dispersion correction), ``off`` (the off-diagonal blocks) and ``tr_b`` (``E tr B_i``, the
+    coefficient of ``2 alpha``), each divided by ``d``.
     """
     ti = np.asarray(ti, dtype=np.float64)
     si = np.sqrt(np.clip(1 - ti * ti, 0, None))
@@ -283,18 +284,64 @@ def row_eta(d: int, rho: float, r0: float, n: int, beta: float, ti, tj, wj, alph
     trb = inv1_i * (l0 + corr_l)
     r = diag0 + diag1 + off + 2.0 * alpha * trb + alpha * alpha * d
     return {"eta": r / d, "a": a, "delta": delta, "diag0": diag0 / d, "diag1": diag1 / d,
-            "off": off / d}  # fmt: skip
+            "off": off / d, "tr_b": trb / d}  # fmt: skip
 
 
-def eta_mean_field(n: int, d: int, rho: float, beta: float, *, alpha: float = 0.0,
-                   r0: float | None = None, quadrature: str = "standard",
-                   parts: bool = False):  # fmt: skip
-    """Mean-field eta (docs/finite-d.md#mean-field-for-eta), averaged over ``tau_i`` and ``R_0``
-    (or conditioned on ``R_0 = r0``). With ``parts``: a dict of the averaged parts of
-    :func:`row_eta` instead of the float."""
-    acc: dict[str, float] = {}
-    for wr, r, ti, wi, tj, wj in key_nodes(d, rho, quadrature, r0):
-        res = row_eta(d, rho, r, n, beta, ti, tj, wj, alpha)
-        for k, v in res.items():
-            acc[k] = acc.get(k, 0.0) + wr * float(wi @ v)
-    return acc if parts else acc["eta"]
+def eta_mean_field(n: int, d: int, rho: float, beta, *, alpha=0.0, r0: float | None = None,
+                   quadrature: str = "standard", parts: bool = False):  # fmt: skip
+    """Mean-field eta (docs/finite-d.md#mean-field-for-eta) of Gaussian near-simplex tokens.
+
+    Averaged over ``tau_i`` and ``R_0 = ||z_0||``, or conditioned on ``R_0 = r0`` (to compare with
+    one draw). ``eta`` is a quadratic in ``alpha``, ``eta_0 + 2 alpha E tr B_i / d + alpha^2``, so
+    every ``alpha`` costs nothing more.
+
+    Parameters
+    ----------
+    n, d : int
+        Tokens ``2 <= n <= 1e7`` and dimension ``3 <= d <= 4096``.
+    rho : float
+        Nominal correlation ``0 <= rho < 1``.
+    beta : float or array_like
+        Inverse temperature(s) ``>= 0``.
+    alpha : float or array_like, optional
+        Residual weight(s) ``>= 0``.
+    r0 : float, optional
+        Condition on ``||z_0|| = r0 > 0``.
+    quadrature : {"standard", "fine"}
+        Quadrature resolution (docs/finite-d.md#exact-self-weight).
+    parts : bool
+        Return the averaged parts of :func:`row_eta` at scalar ``beta`` and ``alpha = 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        eta, shaped ``alpha.shape + beta.shape`` (a float for scalars); or the dict of parts.
+    """
+    from attnscale.layer.finite_d import check_args
+
+    n, d, rho, b = check_args(n, d, rho, beta)
+    a = np.asarray(alpha, dtype=np.float64)
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
+    if r0 is not None and not (np.isfinite(r0) and r0 > 0):
+        raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
+    if quadrature not in QUADRATURE_PRESETS:
+        raise ValueError(
+            f"quadrature must be one of {sorted(QUADRATURE_PRESETS)}, got {quadrature!r}"
+        )
+    nodes = key_nodes(d, rho, quadrature, r0)
+    acc = [dict.fromkeys(("eta", "a", "delta", "diag0", "diag1", "off", "tr_b"), 0.0)
+           for _ in range(b.size)]  # fmt: skip
+    for k, bk in enumerate(b.ravel()):
+        for wr, r, ti, wi, tj, wj in nodes:
+            for key, v in row_eta(d, rho, r, n, float(bk), ti, tj, wj).items():
+                acc[k][key] += wr * float(wi @ v)
+    if parts:
+        if b.ndim or a.ndim or float(a) != 0.0:
+            raise ValueError("parts=True needs a scalar beta and alpha = 0")
+        return acc[0]
+    eta0 = np.array([p["eta"] for p in acc]).reshape(b.shape)
+    trb = np.array([p["tr_b"] for p in acc]).reshape(b.shape)
+    ax = a.reshape(a.shape + (1,) * b.ndim)
+    out = eta0 + 2.0 * ax * trb + ax * ax
+    return float(out) if np.ndim(out) == 0 else out
