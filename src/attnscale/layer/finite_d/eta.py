@@ -35,6 +35,11 @@ __all__ = [
 
 #: The five omega nodes of the exact quartic rule of :func:`omega_weights` (Chebyshev extrema).
 OMEGA_NODES = np.cos(np.pi * np.arange(5) / 4.0)
+#: Every how many points of the fine grid of the key's ``tau`` law a key node is taken, per
+#: quadrature preset [choice]: the trapezoid in probability converges like the step squared;
+#: "standard" against "fine" differs by at most 2e-4 in eta (d = 32, rho = 0.8; 5e-5 at
+#: d >= 128; n = 1024, rho = 0.2 / 0.5 / 0.8, beta = 0.5 ... 2 gamma_c ln n).
+KEY_STRIDE = {"standard": 8, "fine": 4}
 #: Perturbation sizes of the exact five-point derivatives of a quartic in epsilon.
 EPS = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
 
@@ -63,11 +68,13 @@ def omega_moments(nu: float, k: np.ndarray) -> np.ndarray:
     """
     k = np.maximum(np.asarray(k, dtype=np.float64), 1e-150)
     lk = np.log(k)
-    base = log_vmf(nu, k) - gammaln(nu + 1.0) - nu * (np.log(2.0) - lk)
+    # log I_{nu+j}(k) up to a common term, each order evaluated once
+    li = [
+        log_vmf(nu + j, k) - gammaln(nu + j + 1.0) - (nu + j) * (np.log(2.0) - lk) for j in range(5)
+    ]
 
     def ratio(j, p):  # I_{nu+j}(k) / (k^p I_nu(k))
-        lj = log_vmf(nu + j, k) - gammaln(nu + j + 1.0) - (nu + j) * (np.log(2.0) - lk)
-        return np.exp(lj - base - p * lk)
+        return np.exp(li[j] - li[0] - p * lk)
 
     m1 = ratio(1, 1) * k
     m2 = ratio(1, 1) + ratio(2, 0)
@@ -164,9 +171,9 @@ def key_nodes(d: int, rho: float, quadrature: str = "standard", r0: float | None
     """Quadrature of one draw's law: ``(w_r, r0, tau_i, w_i, tau_j, w_j)`` per ``R_0`` node.
 
     ``R_0`` on normal-score nodes (or the single ``r0``), the query's ``tau_i`` on normal-score
-    nodes, a key's ``tau_j`` on every fourth point of the fine grid of its law with
-    trapezoid-in-probability weights (as the mean field of lambda,
-    docs/finite-d.md#mean-field-for-cosine-and-lambda).
+    nodes, a key's ``tau_j`` on every :data:`KEY_STRIDE`-th point of the fine grid of its law with
+    trapezoid-in-probability weights (the rule of the mean field of lambda,
+    docs/finite-d.md#mean-field-for-cosine-and-lambda, which takes every fourth).
     """
     p = QUADRATURE_PRESETS[quadrature]
     if r0 is None:
@@ -177,7 +184,7 @@ def key_nodes(d: int, rho: float, quadrature: str = "standard", r0: float | None
     out = []
     for r, wr in zip(r0s, r0w, strict=True):
         law = tau_law(d, rho, float(r))
-        t, cdf = law.t[::4], law.cdf[::4]
+        t, cdf = law.t[:: KEY_STRIDE[quadrature]], law.cdf[:: KEY_STRIDE[quadrature]]
         wj = np.zeros_like(t)
         wj[1:] += np.diff(cdf) / 2
         wj[:-1] += np.diff(cdf) / 2
