@@ -38,7 +38,9 @@ LOG = logging.getLogger("attnscale")
 
 #: The quantities of the theorem table.
 QUANTITIES = ("self_weight", "cosine", "lambda", "eta")
-#: Quantities with a finite-d theory column (docs/finite-d.md; no eta version is derived).
+#: Quantities with a finite-d theory column from :func:`attnscale.experiments.finite_d_theory.theory_given_draw`
+#: (docs/finite-d.md; ``alpha = 0``); eta's column is the mean field of
+#: docs/finite-d.md#mean-field-for-eta (every ``alpha``).
 FINITE_D_QUANTITIES = ("self_weight", "cosine", "lambda")
 #: Acceptance of the finite-d theory (issue 9): |sim - theory| <= max(3 SE, FINITE_D_ABS_TOL).
 FINITE_D_ABS_TOL = 0.002
