@@ -36,6 +36,7 @@ from attnscale.experiments import paper_b_fields as pbf
 from attnscale.experiments import paper_b_laws as pbl
 from attnscale.experiments import paper_b_phase as pbp
 from attnscale.experiments.finite_d_theory import theory_given_draw
+from attnscale.layer.finite_d.eta import eta_mean_field
 from attnscale.pipeline.io import git_commit, params_hash
 
 SEED = 271828182845904523536028747135266249775  # 128 bits: stored as a decimal string
@@ -420,7 +421,8 @@ def test_theorem_table_provenance_lists_the_draws_behind_each_row(paper_a):
 def test_theory_rows_finite_d_columns_are_the_theory_of_each_draw(paper_a):
     """At d >= 3 and alpha = 0 the ``*_finite_d`` columns are ``theory_given_draw`` at the draw's
     nominal rho, its betas and its own ``||z_0||``; NaN at alpha > 0, at d = 2, without ``r0``
-    (a token dict of :func:`tokens_at` alone), and always for eta (no theory derived)."""
+    (a token dict of :func:`tokens_at` alone). ``eta_finite_d`` is the mean-field eta at every
+    alpha (docs/finite-d.md#mean-field-for-eta), NaN at d = 2 and without ``r0``."""
     rows, fd_cols = paper_a["theory_rows"], [f"{q}_finite_d" for q in pth.FINITE_D_QUANTITIES]
     for t, draw in enumerate(draws(N_A, 3)):
         sub = rows[(rows["trial"] == t) & (rows["alpha"] == 0.0)].sort_values("gamma_factor")
@@ -429,12 +431,15 @@ def test_theory_rows_finite_d_columns_are_the_theory_of_each_draw(paper_a):
         for q in pth.FINITE_D_QUANTITIES:
             assert np.isfinite(sub[f"{q}_finite_d"]).all()
             np.testing.assert_allclose(sub[f"{q}_finite_d"], want[q], rtol=1e-12)
+        for alpha in ALPHAS:
+            sa = rows[(rows["trial"] == t) & (rows["alpha"] == alpha)].sort_values("gamma_factor")
+            want_eta = eta_mean_field(N_A, 3, RHO_A, sa["beta"].to_numpy(), alpha=alpha, r0=r0)
+            np.testing.assert_allclose(sa["eta_finite_d"], want_eta, rtol=1e-12)
     assert rows.loc[rows["alpha"] > 0, fd_cols].isna().all().all()
-    assert rows["eta_finite_d"].isna().all()
     assert paper_a["theory_rows_d2"][[*fd_cols, "eta_finite_d"]].isna().all().all()
     no_r0 = pth.theory_rows(ptok.tokens_at(draws(N_A, 3)[0], RHO_A), FACTORS, [0.0],
                            theory_params())  # fmt: skip
-    assert no_r0[fd_cols].isna().all().all() and len(no_r0) == len(FACTORS)
+    assert no_r0[[*fd_cols, "eta_finite_d"]].isna().all().all() and len(no_r0) == len(FACTORS)
 
 
 def finite_d_reference(sim: np.ndarray, fd: np.ndarray) -> dict:
@@ -481,11 +486,15 @@ def check_finite_d_columns(rows: pd.DataFrame, tab: pd.DataFrame) -> None:
 
 def test_theorem_table_finite_d_columns_recomputed_from_the_rows(paper_a):
     """The real d = 3 and d = 2 rows (two draws each): finite-d statistics at d = 3, alpha = 0
-    for self-weight, cosine and lambda, NaN/False everywhere else."""
+    for self-weight, cosine and lambda, and at d = 3 for eta at every alpha (its mean field,
+    docs/finite-d.md#mean-field-for-eta); NaN/False everywhere else."""
     rows = pd.concat([paper_a["theory_rows"], paper_a["theory_rows_d2"]], ignore_index=True)
     tab = paper_a["theorem_table"]
     check_finite_d_columns(rows, tab)
-    has_fd = (tab["d"] == 3) & (tab["alpha"] == 0.0) & tab["quantity"].isin(pth.FINITE_D_QUANTITIES)
+    has_fd = (tab["d"] == 3) & (
+        ((tab["alpha"] == 0.0) & tab["quantity"].isin(pth.FINITE_D_QUANTITIES))
+        | (tab["quantity"] == "eta")
+    )
     assert tab.loc[has_fd, FD_NUM].notna().all().all()  # two draws: finite SE and z
     assert tab.loc[~has_fd, FD_NUM].isna().all().all()
     assert not tab.loc[~has_fd, FD_FLAGS].any().any()

@@ -38,7 +38,9 @@ LOG = logging.getLogger("attnscale")
 
 #: The quantities of the theorem table.
 QUANTITIES = ("self_weight", "cosine", "lambda", "eta")
-#: Quantities with a finite-d theory column (docs/finite-d.md; no eta version is derived).
+#: Quantities with a finite-d theory column from :func:`attnscale.experiments.finite_d_theory.theory_given_draw`
+#: (docs/finite-d.md; ``alpha = 0``); eta's column is the mean field of
+#: docs/finite-d.md#mean-field-for-eta (every ``alpha``).
 FINITE_D_QUANTITIES = ("self_weight", "cosine", "lambda")
 #: Acceptance of the finite-d theory (issue 9): |sim - theory| <= max(3 SE, FINITE_D_ABS_TOL).
 FINITE_D_ABS_TOL = 0.002
@@ -92,7 +94,9 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
     Finite-d theory columns ``{self_weight, cosine, lambda}_finite_d`` (docs/finite-d.md):
     :func:`attnscale.experiments.finite_d_theory.theory_given_draw` at the draw's nominal ``rho``, its
     ``beta`` and its own ``||z_0||`` (``tok["r0"]``); ``nan`` where the theory does not apply
-    (``d < 3``, ``alpha > 0``, or no ``r0`` in ``tok``).
+    (``d < 3``, ``alpha > 0``, or no ``r0`` in ``tok``). ``eta_finite_d``: the mean-field eta
+    (:func:`attnscale.layer.finite_d.eta.eta_mean_field`, docs/finite-d.md#mean-field-for-eta) at the
+    same point, for every ``alpha``; ``nan`` for ``d < 3`` or without ``r0``.
 
     ``rows``: ``"all"`` (dense) or a number of sampled rows (:func:`simulated`); sampled rows add
     the within-draw SE columns ``<q>_se_within`` and ``rows`` and record the row generator's key
@@ -118,6 +122,11 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
         from .finite_d_theory import theory_given_draw
 
         fd = theory_given_draw(n, d, tok["rho"], betas, tok["r0"])
+    eta_fd = np.full((alphas.size, betas.size), np.nan)
+    if d >= 3 and tok.get("r0") is not None:
+        from attnscale.layer.finite_d.eta import eta_mean_field
+
+        eta_fd = eta_mean_field(n, d, tok["rho"], betas, alpha=alphas, r0=float(tok["r0"]))
     out = []
     for k, (f, g, beta) in enumerate(zip(factors, gam, betas, strict=True)):
         for ia, alpha in enumerate(alphas):
@@ -153,7 +162,7 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
                         f"{q}_finite_d": float(fd[q][k]) if alpha == 0.0 else np.nan
                         for q in FINITE_D_QUANTITIES
                     },
-                    "eta_finite_d": np.nan,
+                    "eta_finite_d": float(eta_fd[ia, k]),
                     "root_seed": prov["root_seed"],
                     "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
                     "params_hash": prov["params_hash"],

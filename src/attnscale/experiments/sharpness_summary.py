@@ -13,11 +13,9 @@ curve ``F_k = mean_t f_t(x_k)`` is interpolated linearly between grid points:
   ``1/(1 + 3 rho_hat)``);
 * standard error by the delta method over draws: each quantity is, to first order, a linear
   combination ``sum_k c_k F_k (+ c_L L)``; the same combination of each draw's values, ``w_t``,
-  has ``Var(mean) = s^2(w_t) / T``. With ``T = 2`` draws that spread is a one-degree-of-freedom
-  estimate, so the row sampling's within-draw error (the same combination of the within-draw
-  SEs, with ``|c_k|``: errors at neighbouring ``x`` of one row sample taken as fully correlated,
-  a bound) is a floor: ``SE^2 = max(s^2(w_t), mean_t (sum_k |c_k| se_tk)^2) / T``
-  (docs/long-context.md#within-draw-and-between-draw-variance). ``nan`` for one draw.
+  gives ``SE = s(w_t) / (c_4(T) sqrt(T))`` (:func:`attnscale.core.crossing_se.draw_se`); the
+  width's combination takes both crossings from the same draw, which keeps their correlation
+  (docs/long-context.md#width-centre-and-their-standard-errors). ``nan`` for one draw.
 
 The references: Paper A's finite-n simplex map (:mod:`attnscale.layer.theory`) at the nominal
 ``rho``, whose width is a function of ``(1 - x) ln n`` and so shrinks like ``1 / ln n`` (the
@@ -31,6 +29,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from attnscale.core.crossing_se import draw_se
 from attnscale.core.roots import brentq
 from attnscale.layer import theory
 
@@ -70,17 +69,14 @@ def _gradient(x, F, cross) -> tuple[dict, float]:
 
 
 def delta_se(coef: dict, c_level: float, f, s, levels) -> float:
-    """Delta-method SE of ``sum_k coef[k] F_k + c_level L`` over ``T`` draws (``f``, ``s``: ``(T, K)``
-    values and within-draw SEs, ``levels``: ``(T,)`` per-draw levels): the larger of the spread
-    of the draws' combinations and the within-draw floor, over ``T`` (module docstring)."""
-    T = f.shape[0]
-    if T < 2:
-        return float("nan")
+    """Delta-method SE of ``sum_k coef[k] F_k + c_level L`` over ``T`` draws (``f``: ``(T, K)``
+    values, ``levels``: ``(T,)`` per-draw levels): :func:`attnscale.core.crossing_se.draw_se` of
+    the draws' combinations (module docstring). ``s`` (the within-draw SEs) is not used: each
+    draw's curve carries its row-sampling error, so the spread over draws contains it; the floor
+    built from it (issue 37) took the errors of the two crossings as fully correlated."""
     ks = np.fromiter(coef, dtype=int)
-    c = np.array([coef[k] for k in ks])
-    w = f[:, ks] @ c + c_level * levels
-    floor = np.mean((s[:, ks] @ np.abs(c)) ** 2)
-    return float(np.sqrt(max(np.var(w, ddof=1), floor) / T))
+    w = f[:, ks] @ np.array([coef[k] for k in ks]) + c_level * levels
+    return draw_se(w)
 
 
 def _merge(*parts) -> dict:

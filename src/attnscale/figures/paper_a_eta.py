@@ -140,8 +140,9 @@ def plot_theorem_table(*, data: pd.DataFrame, caption: str):
     if has_fd:
         caption += (
             " Finite d: exact E[A_ii | ||z_0||] and the first-order mean field for cosine and "
-            "lambda at each draw's own ||z_0|| [our derivation, docs/finite-d.md]; z fd green "
-            "when |sim - finite d| <= max(3 SE, 0.002) (alpha = 0, d >= 3; no eta version)."
+            "lambda (alpha = 0) and for eta (every alpha) at each draw's own ||z_0|| [our "
+            "derivation, docs/finite-d.md]; z fd green when |sim - finite d| <= max(3 SE, 0.002) "
+            "(d >= 3)."
         )
     fig.suptitle(
         "Paper A: theorems vs simulation at gamma = f gamma_c(rho_hat) (near-simplex Gaussian "
