@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from attnscale.layer import attention, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.dense import attention
 
 
 def brute_forward(X, beta, alpha):

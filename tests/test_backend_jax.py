@@ -10,19 +10,16 @@ import builtins
 import numpy as np
 import pytest
 
-from attnscale import (
-    attention,
-    backend,
-    causal,
-    eta_exact,
-    jacobian,
-    keys,
-    learned_scores,
-    score_attention,
-    tokens,
-    weight_stats,
-)
+from attnscale import backend
+from attnscale.layer import tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.dense import attention, eta_exact, jacobian
+from attnscale.layer.scores import attention as score_attention
+from attnscale.layer.scores import learned as learned_scores
+from attnscale.layer.scores import weight_stats
 from attnscale.pipeline.config import ConfigError, load
+from attnscale.sphere import keys
 
 TOL = 1e-10
 SCHEMA = "workflow/schemas/config.schema.yaml"
@@ -76,8 +73,10 @@ def test_causal_and_per_row_lambda_match_numpy(X, kind, block_rows):
                                      backend="jax")  # fmt: skip
     assert rel(got, ref) < TOL
     if kind == "position":  # per-row betas without the mask
-        ref = causal.angle_ratio_grid_rows(X, grid, causal=False)
-        got = causal.angle_ratio_grid_rows(X, grid, causal=False, backend="jax", block_rows=8)
+        ref = causal_lambda.angle_ratio_grid_rows(X, grid, causal=False)
+        got = causal_lambda.angle_ratio_grid_rows(
+            X, grid, causal=False, backend="jax", block_rows=8
+        )
         assert rel(got, ref) < TOL
 
 
@@ -129,7 +128,7 @@ def test_float32_centred_lambda_error():
     """docs/gpu.md#float32: at lambda ~ 3e-7 the centred float32 kernel stays within 2e-5
     relative of the float64 value (measured 3e-7 .. 9e-6 over five draws; this draw 9e-6) while the
     plain float32 formula ``1 - <y_i', y_j'>`` is off by more than 1 % (measured 1 % .. 18 %)."""
-    from attnscale.layer import attention_jax
+    from attnscale.layer.dense import attention_jax
 
     X = tokens.near_simplex(256, 32, 0.5, np.random.default_rng(2))
     beta = 0.02
@@ -201,7 +200,10 @@ def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
     are 0 up to rounding (beta = 0, alpha = 0: the outputs coincide) and standard errors below
     1e-4 (their rounding error scales with the estimate, not with themselves) are compared
     absolutely."""
-    from attnscale.layer import sampled_eta, sampled_eta_jax, sampled_lambda, sampled_lambda_jax
+    from attnscale.layer.sampled import angle_ratio as sampled_lambda
+    from attnscale.layer.sampled import angle_ratio_jax as sampled_lambda_jax
+    from attnscale.layer.sampled import eta as sampled_eta
+    from attnscale.layer.sampled import eta_jax as sampled_eta_jax
 
     if tile is not None:
         monkeypatch.setattr(sampled_lambda_jax, "MAX_TILE", tile)
@@ -238,7 +240,7 @@ def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
                                          rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
     assert rel(R[0], ref[0], 1e-12) < TOL
     if not causal_mask:  # the theorem table's four quantities share the eta pass
-        from attnscale.layer.sampled_stats import QUANTITIES, layer_statistics_sampled
+        from attnscale.layer.sampled.stats import QUANTITIES, layer_statistics_sampled
 
         kw = {"rows": 20, "rng": np.random.default_rng(4)}
         ref = layer_statistics_sampled(X, BETAS[1:5], [0.0, 0.5], **kw)
@@ -355,15 +357,18 @@ def test_paper_b_top_and_ordered_weights_match_numpy():
 # --------------------------------------------------------------------------- selection
 #: numpy kernel module -> its JAX twin beside it (docs/gpu.md#choosing-the-backend)
 TWINS = {
-    "attnscale.layer.attention": ["attnscale.layer.attention_jax"],
-    "attnscale.layer.causal": ["attnscale.layer.attention_jax", "attnscale.layer.causal_jax"],
-    "attnscale.layer.causal_lambda": ["attnscale.layer.attention_jax"],
-    "attnscale.layer.jacobian": ["attnscale.layer.jacobian_jax"],
-    "attnscale.layer.eta_exact": ["attnscale.layer.eta_exact_jax"],
-    "attnscale.layer.weight_stats": ["attnscale.layer.weight_stats_jax"],
-    "attnscale.layer.score_attention": ["attnscale.layer.score_attention_jax"],
-    "attnscale.layer.sampled_lambda": ["attnscale.layer.sampled_lambda_jax"],
-    "attnscale.layer.sampled_eta": ["attnscale.layer.sampled_eta_jax"],
+    "attnscale.layer.dense.attention": ["attnscale.layer.dense.attention_jax"],
+    "attnscale.layer.causal.attention": [
+        "attnscale.layer.dense.attention_jax",
+        "attnscale.layer.causal.attention_jax",
+    ],
+    "attnscale.layer.causal.angle_ratio": ["attnscale.layer.dense.attention_jax"],
+    "attnscale.layer.dense.jacobian": ["attnscale.layer.dense.jacobian_jax"],
+    "attnscale.layer.dense.eta_exact": ["attnscale.layer.dense.eta_exact_jax"],
+    "attnscale.layer.scores.weight_stats": ["attnscale.layer.scores.weight_stats_jax"],
+    "attnscale.layer.scores.attention": ["attnscale.layer.scores.attention_jax"],
+    "attnscale.layer.sampled.angle_ratio": ["attnscale.layer.sampled.angle_ratio_jax"],
+    "attnscale.layer.sampled.eta": ["attnscale.layer.sampled.eta_jax"],
     "attnscale.sphere.keys": ["attnscale.sphere.keys_jax"],
 }
 
@@ -383,8 +388,8 @@ def test_kernels_name_their_twins_and_twins_validate_nothing():
     modules = {".".join(p.relative_to(src.parent).with_suffix("").parts)
                for p in src.rglob("*_jax.py")}  # fmt: skip
     assert modules == {t for ts in TWINS.values() for t in ts}
-    shared = {"attnscale.layer.jax_tiles", "attnscale.layer.eta_block",
-              "attnscale.layer.near_pairs", "attnscale.backend"}  # fmt: skip
+    shared = {"attnscale.layer.dense.jax_tiles", "attnscale.layer.dense.eta_block",
+              "attnscale.layer.dense.near_pairs", "attnscale.backend"}  # fmt: skip
     for twin in modules:
         tree = ast.parse(deps.module_file(twin).read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -392,37 +397,10 @@ def test_kernels_name_their_twins_and_twins_validate_nothing():
         assert attnscale <= shared, (twin, attnscale - shared)
 
 
-@pytest.mark.parametrize("package", ["layer", "sphere"])
-def test_old_kernel_modules_warn_and_keep_their_names(X, package):
-    """``attnscale.<package>.jax_kernels`` and ``.dispatch`` (the homes before the twins moved
-    beside their modules) still import, with a DeprecationWarning naming the new homes, and
-    their functions keep the old signatures and results."""
-    import importlib
-    import sys
-
-    for old in ("jax_kernels", "dispatch"):
-        sys.modules.pop(f"attnscale.{package}.{old}", None)
-    with pytest.warns(DeprecationWarning, match=rf"attnscale\.{package}\.\S*_jax"):
-        old = importlib.import_module(f"attnscale.{package}.jax_kernels")
-    with pytest.warns(DeprecationWarning, match="attnscale.backend.uses_jax"):
-        dispatch = importlib.import_module(f"attnscale.{package}.dispatch")
-    assert dispatch.jax_kernel("numpy", "anything") is None
-    if package == "layer":
-        ref = attention.angle_ratio_grid(X, BETAS[:3], 0.2)
-        assert rel(old.angle_ratio_grid(X, BETAS[:3], 0.2), ref) < TOL
-        kernel = dispatch.jax_kernel("jax", "eta_exact_grid")
-        assert rel(kernel(X, [1.0, 3.0]), eta_exact.eta_exact_grid(X, [1.0, 3.0])) < TOL
-    else:
-        T = keys.sample_d2q_uniform(3, 50, 4, np.random.default_rng(1))
-        ref = keys.top_weight_from_d2q(T, [1.0, 30.0])
-        assert rel(old.top_weight_from_d2q(T, [1.0, 30.0]), ref) < TOL
-        assert rel(dispatch.jax_kernel("jax", "top_weight_from_d2q")(T, [1.0, 30.0]), ref) < TOL
-
-
 def test_default_backend_follows_use(X, monkeypatch):
     """``backend=None`` means the default, which :func:`attnscale.backend.use` sets (the workflow
     sets it per job from the configuration key ``backend``)."""
-    from attnscale.layer import attention_jax
+    from attnscale.layer.dense import attention_jax
 
     calls = []
     monkeypatch.setattr(attention_jax, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
@@ -498,7 +476,7 @@ def test_lambda_bytes_formula_and_paper_scale():
 
 
 def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
-    from attnscale.layer import attention_jax
+    from attnscale.layer.dense import attention_jax
 
     def boom(*a, **k):
         raise AssertionError("work started")

@@ -11,7 +11,12 @@ import pytest
 
 from attnscale.bench.causal import bench_causal
 from attnscale.experiments import causal as exp_causal
-from attnscale.layer import attention, causal, causal_blocks, causal_theory, tokens
+from attnscale.layer import _threads, tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.causal import blocks as causal_blocks
+from attnscale.layer.causal import theory as causal_theory
+from attnscale.layer.dense import attention
 
 TOL = 1e-10
 
@@ -239,13 +244,13 @@ def test_threaded_elementwise_passes_do_not_change_a_bit(monkeypatch, causal_mas
     X = tokens.near_simplex(n, d, 0.4, np.random.default_rng(11))
     ln = np.log(np.arange(1, n + 1.0))
     grid = np.geomspace(0.5, 8.0, 3)[:, None] * ln[None, :]
-    assert causal.causal_block_rows(n) * n >= causal.THREADED_ENTRIES
+    assert causal_blocks.causal_block_rows(n) * n >= _threads.THREADED_ENTRIES
     got = {}
     for k in (1, 2, 3):
-        monkeypatch.setattr(causal_blocks, "blas_threads", lambda k=k: k)
+        monkeypatch.setattr(_threads, "blas_threads", lambda k=k: k)
         got[k] = (
             causal.forward_rows(X, 2.0 * ln, 0.3, causal=causal_mask, return_self_weight=True),
-            causal.angle_ratio_grid_rows(X, grid, 0.2, causal=causal_mask),
+            causal_lambda.angle_ratio_grid_rows(X, grid, 0.2, causal=causal_mask),
             causal.self_weights(X, grid, causal=causal_mask),
             causal.query_block(X, grid, n - 100, n, causal=causal_mask)["outputs"],
         )

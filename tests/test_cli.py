@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from attnscale import cli
-from attnscale.layer import finite_d, scaling_rules, tokens
+from attnscale.layer import finite_d, tokens
+from attnscale.layer.scores import scaling_rules
 from conftest import REPO
 
 PAGE = REPO / "docs" / "ask-the-theory.md"

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from attnscale.experiments import realistic, realistic_summaries
-from attnscale.layer import depth, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.scores import depth
 
 
 @pytest.mark.parametrize("rho", [0.1, 0.5, 0.9])

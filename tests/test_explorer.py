@@ -395,8 +395,8 @@ def test_the_page_shows_the_calculators_numbers(probed):
 
 def test_the_script_is_the_python_twin(probed):
     """docs/_static/explorer.js against attnscale.experiments.explorer.grid and
-    attnscale.layer.scaling_rules at many points: the same interpolant, power law and rules."""
-    from attnscale.layer import scaling_rules
+    attnscale.layer.scores.scaling_rules at many points: the same interpolant, power law and rules."""
+    from attnscale.layer.scores import scaling_rules
 
     result, doc, checks = probed["result"], probed["doc"], probed["checks"]
     for (n, d, rho), js in zip(checks["beta"], result["beta"], strict=True):

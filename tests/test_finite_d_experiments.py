@@ -1,4 +1,4 @@
-"""Finite-d experiments (attnscale.layer.weight_stats, attnscale.experiments.finite_d) against
+"""Finite-d experiments (attnscale.layer.scores.weight_stats, attnscale.experiments.finite_d) against
 independent computations at tiny sizes (docs/finite-d.md).
 
 References are written here from the definitions with dense numpy: A = row-softmax(beta Y Y^T),
@@ -17,7 +17,8 @@ import pytest
 
 from attnscale.experiments import finite_d as F
 from attnscale.experiments import finite_d_theory as FT
-from attnscale.layer import tokens, weight_stats
+from attnscale.layer import tokens
+from attnscale.layer.scores import weight_stats
 
 SEED = 271828182845904523536028747135266249775
 

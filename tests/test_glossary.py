@@ -24,7 +24,7 @@ def test_every_code_name_in_the_glossary_exists():
 RENAMED = [
     ("attnscale.experiments.summaries", "mean_se", "mean_se_table"),
     ("attnscale.experiments.findings.record", "mean_se", "mean_se_count"),
-    ("attnscale.layer.kernel_args", "beta_grid", "beta_matrix"),
+    ("attnscale.layer.dense.kernel_args", "beta_grid", "beta_matrix"),
     ("attnscale.pipeline.adapter", "resolve", "entry_function"),
     ("attnscale.pipeline.adapter", "load", "load_file"),
     ("attnscale.layer.finite_d.laws", "LEVELS", "QUADRATURE_PRESETS"),

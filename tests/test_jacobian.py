@@ -7,7 +7,8 @@ truncation, Monte Carlo standard errors, asymptotic rates), not from the observe
 import numpy as np
 import pytest
 
-from attnscale.layer import attention, eta_exact, jacobian, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.dense import attention, eta_exact, jacobian
 
 EPS = np.finfo(float).eps
 BETAS = [0.0, 0.3, 3.0, 30.0, 1e3]
@@ -230,8 +231,8 @@ def test_bad_input_names_the_argument(call, exc, match):
 def test_row_blocked_hutchinson_equals_unblocked():
     """The row-blocked path (used when one n x n matrix exceeds the budget, e.g. n = 32768)
     gives the same numbers as the stacked path for the same probes, up to rounding."""
-    from attnscale.layer import jacobian as jac
     from attnscale.layer import tokens as tk
+    from attnscale.layer.dense import jacobian as jac
 
     X = tk.near_simplex(50, 6, 0.4, np.random.default_rng(4))
     betas = [0.0, 1.5, 8.0]

@@ -286,7 +286,7 @@ def test_every_dotted_name_in_the_library_and_rules_resolves():
     "module, old, new",
     [
         ("attnscale.sphere.theory", "critical_beta", "critical_scale"),
-        ("attnscale.layer.score_attention", "critical_beta", "self_weight_critical_beta"),
+        ("attnscale.layer.scores.attention", "critical_beta", "self_weight_critical_beta"),
     ],
 )
 def test_renamed_function_keeps_its_old_name_with_a_warning(module, old, new):

@@ -8,9 +8,9 @@ import pytest
 from scipy.optimize import brentq
 
 from attnscale.experiments import realistic
-from attnscale.layer import learned_scores as ls
-from attnscale.layer import score_attention as sa
 from attnscale.layer import tokens
+from attnscale.layer.scores import attention as sa
+from attnscale.layer.scores import learned as ls
 
 
 def brute_layer(X, W, beta, alpha=0.0, keep=None, col=None, kappa_col=None):

@@ -15,8 +15,12 @@ from attnscale.experiments import paper_a_eta as pe
 from attnscale.experiments import paper_a_theorem as pth
 from attnscale.experiments import paper_a_tokens as ptok
 from attnscale.experiments.summaries import se_components
-from attnscale.layer import attention, sampled_eta, sampled_lambda, sampled_stats, tokens
-from attnscale.layer.sampled_rows import row_sample
+from attnscale.layer import tokens
+from attnscale.layer.dense import attention
+from attnscale.layer.sampled import angle_ratio as sampled_lambda
+from attnscale.layer.sampled import eta as sampled_eta
+from attnscale.layer.sampled import stats as sampled_stats
+from attnscale.layer.sampled.rows import row_sample
 
 SEED = 20261201
 

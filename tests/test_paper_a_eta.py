@@ -7,7 +7,8 @@ import pytest
 
 from attnscale.experiments import paper_a_eta as E
 from attnscale.experiments import paper_a_theorem as pth
-from attnscale.layer import eta_exact, tokens
+from attnscale.layer import tokens
+from attnscale.layer.dense import eta_exact
 
 SEED = 271828182845904523536028747135266249775
 

@@ -111,7 +111,7 @@ def test_provenance_command(smoke_run):
     )  # fmt: skip
     out = proc.stdout
     for needle in ("paper_a_lambda_figure", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
-                   "src/attnscale/layer/attention.py"):  # fmt: skip
+                   "src/attnscale/layer/dense/attention.py"):  # fmt: skip
         assert needle in out, needle
     import yaml
 

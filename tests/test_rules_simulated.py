@@ -11,8 +11,10 @@ from attnscale.experiments import causal as exp_causal
 from attnscale.experiments import causal_rules_simulated as rs
 from attnscale.figures.causal import plot_causal
 from attnscale.figures.causal_rules_simulated import plot_rules_simulated
-from attnscale.layer import causal, theory, tokens
-from attnscale.layer import scaling_rules as sr
+from attnscale.layer import theory, tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.scores import scaling_rules as sr
 
 
 def test_ssmax_is_s_log_n():
@@ -65,7 +67,7 @@ def test_last_block_against_full_causal_pass():
             Xp, aii = causal.forward_rows(X, beta, return_self_weight=True)
             row = df[(df.rule_key == key) & (df.trial == trial)].iloc[0]
             assert row["self_weight"] == pytest.approx(aii[-block:].mean(), abs=1e-12)
-            ref = causal.pair_ratio_mean(X[-block:], Xp[-block:])
+            ref = causal_lambda.pair_ratio_mean(X[-block:], Xp[-block:])
             assert row["lambda_block"] == pytest.approx(ref, abs=1e-10)
             assert row["beta_last"] == pytest.approx(beta[-1], rel=1e-14)
 

@@ -8,7 +8,7 @@ Where each tolerance comes from:
   threshold ``1e-6`` carries ``~1e-10`` relative rounding in either kernel, averaged over many
   pairs), eta to ``1e-12`` relative at moderate beta; ``R_i`` to ``10 eps (1 + beta)^2`` relative
   (``||C P_i||^2`` is a difference of O(1) terms multiplied by ``beta^2``, as in
-  ``attnscale.layer.eta_exact``).
+  ``attnscale.layer.dense.eta_exact``).
 * **Finite differences**: central differences with step ``h = 1e-6`` have truncation error
   ``~h^2`` times third derivatives (``~beta^3``) and rounding ``eps / h``: ``1e-6`` relative at
   ``beta <= 5``.
@@ -32,18 +32,23 @@ import itertools
 import numpy as np
 import pytest
 
-from attnscale.layer.attention import angle_ratio, angle_ratio_grid, forward
-from attnscale.layer.causal import angle_ratio_grid_rows, forward_rows
-from attnscale.layer.eta_exact import eta_exact_grid
-from attnscale.layer.sampled_eta import eta_sampled, row_jacobian_norms
-from attnscale.layer.sampled_lambda import angle_ratio_sampled, pair_ratio_block, sampled_outputs
-from attnscale.layer.sampled_pairs import (
+from attnscale.layer.causal.angle_ratio import angle_ratio_grid_rows
+from attnscale.layer.causal.attention import forward_rows
+from attnscale.layer.dense.attention import angle_ratio, angle_ratio_grid, forward
+from attnscale.layer.dense.eta_exact import eta_exact_grid
+from attnscale.layer.sampled.angle_ratio import (
+    angle_ratio_sampled,
+    pair_ratio_block,
+    sampled_outputs,
+)
+from attnscale.layer.sampled.eta import eta_sampled, row_jacobian_norms
+from attnscale.layer.sampled.pairs import (
     pair_block_sums,
     pair_estimate,
     pair_estimate_from_sums,
     pair_variance_from_sums,
 )
-from attnscale.layer.sampled_rows import row_sample, sample_rows, stratified_mean
+from attnscale.layer.sampled.rows import row_sample, sample_rows, stratified_mean
 from attnscale.layer.tokens import near_simplex
 
 SEED = 20261201
@@ -157,7 +162,7 @@ def test_sampled_lambda_with_all_rows_is_the_dense_kernel(d):
     At d = 2 the dense grid kernel itself is off by ~3e-12 relative (its identity
     ``sum W - sum <y', W y'>`` cancels large weights ``W = 1 / (1 - <y_i, y_j>)``; measured against
     a long-double evaluation, where the sampled kernel is off by ~2e-14), so there the reference at
-    1e-12 is the pair-by-pair :func:`attnscale.layer.attention.angle_ratio` and the dense grid is
+    1e-12 is the pair-by-pair :func:`attnscale.layer.dense.attention.angle_ratio` and the dense grid is
     matched to 1e-11."""
     n = 384
     X = near_simplex(n, d, 0.5, np.random.default_rng(SEED + d))
@@ -307,7 +312,7 @@ def _all_row_values(X, betas, alpha, causal=False):
 def _subsample_estimates(H, keep, V, samples):
     """The estimators on each subsample's rows of the all-row values, vectorised over subsamples
     (they share one design, and only the design enters the estimators): the per-row, per-stratum
-    sums that :func:`attnscale.layer.sampled_pairs.pair_block_sums` forms from a subsample's pair
+    sums that :func:`attnscale.layer.sampled.pairs.pair_block_sums` forms from a subsample's pair
     matrix are read off ``H @ Z`` with ``Z`` the subsamples' indicator columns, then the library's
     estimators run on them."""
     design = samples[0]
@@ -467,14 +472,13 @@ def test_arguments_are_checked_before_any_work(func, kwargs, name):
 def test_results_do_not_depend_on_the_number_of_threads(monkeypatch):
     """The element-wise passes run on row slices in as many threads as BLAS may use; every row goes
     through the same operations whatever the split, so 1, 2 and 3 threads agree bit for bit."""
-    from attnscale.layer import sampled_eta, sampled_lambda
+    from attnscale.layer import _threads
 
     X = near_simplex(N, 16, 0.5, np.random.default_rng(SEED))
     betas = gammas(0.5)[:, None] * np.log(np.arange(1, N + 1))[None]
     runs = []
     for threads in (1, 2, 3):
-        for module in (sampled_lambda, sampled_eta):
-            monkeypatch.setattr(module, "blas_threads", lambda k=threads: k)
+        monkeypatch.setattr(_threads, "blas_threads", lambda k=threads: k)
         runs.append((
             angle_ratio_sampled(X, betas, 0.5, rows=M, rng=np.random.default_rng(1),
                                 causal=True).estimate,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnscale.layer import scaling_rules as sr
+from attnscale.layer.scores import scaling_rules as sr
 
 N = np.array([1024, 4096, 8192, 16384, 32768, 131072, 1048576], dtype=float)
 REFERENCE = {

@@ -41,10 +41,10 @@ from attnscale.experiments.sharpness_summary import (
     transition_rows,
 )
 from attnscale.layer import finite_d, theory, tokens
-from attnscale.layer.eta_exact import eta_exact_grid
-from attnscale.layer.sampled_eta import eta_sampled
-from attnscale.layer.sampled_lambda import angle_ratio_sampled
-from attnscale.layer.sampled_observables import observables_sampled
+from attnscale.layer.dense.eta_exact import eta_exact_grid
+from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
+from attnscale.layer.sampled.eta import eta_sampled
+from attnscale.layer.sampled.observables import observables_sampled
 
 SEED = 20261201
 ROOT = 271828182845904523536028747135266249775

@@ -8,8 +8,9 @@ import pytest
 from scipy.optimize import brentq
 
 from attnscale.experiments import realistic, realistic_summaries
-from attnscale.layer import score_attention as sa
-from attnscale.layer import sink, tokens
+from attnscale.layer import tokens
+from attnscale.layer.scores import attention as sa
+from attnscale.layer.scores import sink
 
 
 def brute_sink_layer(X, beta, kappa, alpha):

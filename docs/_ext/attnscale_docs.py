@@ -358,7 +358,7 @@ def api_pages() -> dict[str, list[str]]:
 def public_names(module_name: str) -> list[str]:
     """The names of a module's ``__all__`` for autosummary: relative to the module, or the full
     name at its home for a name re-exported from another module (like ``eta_exact`` in
-    ``attnscale.layer.jacobian``), which links to where it is documented."""
+    ``attnscale.layer.dense.jacobian``), which links to where it is documented."""
     import importlib
 
     module = importlib.import_module(module_name)

@@ -103,7 +103,8 @@ def critical_report(n, d, rho=None) -> dict:
     """
     import numpy as np
 
-    from attnscale.layer import finite_d, scaling_rules
+    from attnscale.layer import finite_d
+    from attnscale.layer.scores import scaling_rules
 
     rho_given = rho is not None
     n, d, rho = finite_d.check_args(n, d, 0.0 if rho is None else rho)

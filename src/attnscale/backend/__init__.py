@@ -16,13 +16,13 @@ so, imports its twin by an explicit statement and hands it the validated arrays:
 
     X, r, _, alpha = check_layer_inputs(X, None, alpha)      # validate once, for both backends
     if uses_jax(backend):
-        from attnscale.layer import attention_jax             # the twin, beside its module
+        from attnscale.layer.dense import attention_jax  # the twin, beside its module
 
         return attention_jax.angle_ratio_grid(X, r, betas, alpha, ...)
     ...                                                       # the numpy code
 
 The twins are the ``*_jax`` modules beside the modules they mirror
-(:mod:`attnscale.layer.attention_jax`, :mod:`attnscale.sphere.keys_jax`, ...). Because the
+(:mod:`attnscale.layer.dense.attention_jax`, :mod:`attnscale.sphere.keys_jax`, ...). Because the
 import is a statement of the numpy module, :mod:`attnscale.pipeline.deps` counts the JAX code as
 code of exactly the rules whose kernels can run on JAX; and JAX is imported only when a call
 selects it. Every twin module imports JAX through :func:`jax_float64`, which switches JAX to

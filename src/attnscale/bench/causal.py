@@ -15,7 +15,9 @@ import numpy as np
 
 from attnscale.bench.timing import best_time
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer import attention, causal, tokens
+from attnscale.layer import tokens
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.dense import attention
 
 __all__ = ["bench_causal"]
 

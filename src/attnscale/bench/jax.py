@@ -89,7 +89,8 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
 def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat: int = 3) -> list:
     """lambda grid, Hutchinson eta and causal lambda grid on JAX, as fractions of ``peak``."""
     from attnscale.core.seeding import job_rng, spawn_key
-    from attnscale.layer import attention, jacobian, tokens
+    from attnscale.layer import tokens
+    from attnscale.layer.dense import attention, jacobian
 
     X = tokens.near_simplex(n, d, 0.5, job_rng(0, spawn_key("benchmark/jax", n, d)))
     betas = np.geomspace(0.25, 12.0, gammas) * np.log(n)
@@ -118,7 +119,8 @@ def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat:
 def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
     """One gamma of lambda against ``n``: seconds, GFLOP/s, fraction of the peak, planned bytes."""
     from attnscale.core.seeding import job_rng, spawn_key
-    from attnscale.layer import attention, tokens
+    from attnscale.layer import tokens
+    from attnscale.layer.dense import attention
 
     rows = []
     for n in ns:

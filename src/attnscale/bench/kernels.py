@@ -9,7 +9,7 @@ resident memory) under the current BLAS thread limit, and reports ratios, not ju
 
 * ``gemm``: throughput of ``(n x n) @ (n x d)`` and ``(n x d) @ (d x n)`` — the shapes of the
   workload — and of ``exp``; the best of these GEMMs is the reference "peak".
-* ``lambda_grid``: :func:`attnscale.layer.attention.angle_ratio_grid` counted at ``4 n^2 d`` flops per
+* ``lambda_grid``: :func:`attnscale.layer.dense.attention.angle_ratio_grid` counted at ``4 n^2 d`` flops per
   gamma, its fraction of the GEMM peak, and its speed-up over :func:`naive_angle_ratio_grid`.
 * ``eta_hutchinson``: counted at ``6 n^2 d`` flops per probe, fraction of peak, speed-up over an
   unbatched per-probe loop.
@@ -34,7 +34,8 @@ import numpy as np
 
 from attnscale.bench.timing import best_time, machine_info
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer import attention, tokens
+from attnscale.layer import tokens
+from attnscale.layer.dense import attention
 
 __all__ = [
     "machine_info",
@@ -115,9 +116,9 @@ def bench_lambda(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> d
 
 
 def bench_eta(n: int, d: int, probes: int, peak: float, repeat: int = 3) -> dict:
-    """:func:`attnscale.layer.jacobian.eta_hutchinson` (all probes batched) against an unbatched loop
-    that calls :func:`attnscale.layer.jacobian.jvp` once per probe on the same probes."""
-    from attnscale.layer import jacobian
+    """:func:`attnscale.layer.dense.jacobian.eta_hutchinson` (all probes batched) against an unbatched loop
+    that calls :func:`attnscale.layer.dense.jacobian.jvp` once per probe on the same probes."""
+    from attnscale.layer.dense import jacobian
 
     X = _tokens(n, d)
     beta = 2.0 * np.log(n)
@@ -181,7 +182,7 @@ def scaling_one(n: int, d: int, what: str) -> dict:
         val = float(attention.angle_ratio_grid(X, [beta])[0])
         flops = 4 * n * n * d
     elif what == "eta":
-        from attnscale.layer import jacobian
+        from attnscale.layer.dense import jacobian
 
         est, _ = jacobian.eta_hutchinson(X, beta, probes=1, rng=np.random.default_rng(1))
         val = float(est)
@@ -233,7 +234,7 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
         rows.append(bench_eta(eta_n, eta_d, eta_probes, peak[(eta_n, eta_d)]))
         say(f"eta: {rows[-1]}")
     except ImportError:
-        say("eta: attnscale.layer.jacobian not available, skipped")
+        say("eta: attnscale.layer.dense.jacobian not available, skipped")
     from attnscale.bench.causal import bench_causal
 
     rows += bench_causal(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)])

@@ -164,7 +164,7 @@ def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed:
     import pandas as pd
 
     from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
-    from attnscale.layer.sampled_lambda import angle_ratio_sampled
+    from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
 
     gam = np.asarray(gammas, dtype=float)
     est = {mode: [] for mode in ("gaussian", "fixed_norm")}

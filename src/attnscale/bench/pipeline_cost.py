@@ -6,7 +6,7 @@
 The *counted work* of the Paper A rules (the bulk of the default run) is computed from the
 configuration with the kernels' own operation counts: per draw and grid point, lambda costs
 ``4 n^2 d`` flops (plus ``2 n^2 d`` per draw for the Gram matrix) and ``n^2`` exponentials; exact
-eta ``6 n^2 d + min(2 n^3, n^2 d (d + 1))`` flops (:func:`attnscale.layer.eta_exact.exact_cost` without
+eta ``6 n^2 d + min(2 n^3, n^2 d (d + 1))`` flops (:func:`attnscale.layer.dense.eta_exact.exact_cost` without
 its elementwise term) and ``n^2`` exponentials; a Hutchinson probe ``4 n^2 d`` flops. Its
 *roofline time* is the counted flops over the machine's GEMM peak (measured here, in the same
 process, with all cores) plus, in the second variant, the exponentials over the exp throughput

@@ -5,8 +5,8 @@
     snakemake --cores all benchmark_sampled                                  # the same, as a rule
 
 In one process, under the current BLAS thread limit: the GEMM peak on the kernels' own shapes
-(:func:`gemm_peak`), then :func:`attnscale.layer.sampled_lambda.angle_ratio_sampled` and
-:func:`attnscale.layer.sampled_eta.eta_sampled` (probe route, one probe) for a grid of betas at
+(:func:`gemm_peak`), then :func:`attnscale.layer.sampled.angle_ratio.angle_ratio_sampled` and
+:func:`attnscale.layer.sampled.eta.eta_sampled` (probe route, one probe) for a grid of betas at
 each ``(n, d)`` whose tokens fit ``max_gib``. Flops are counted honestly
 (docs/long-context.md#cost-and-memory): lambda ``2 m n d`` per beta for ``A Y`` plus the Gram
 tiles once per grid, ``2 m n d``; eta ``2 (2 + P) m n d`` per beta plus ``2 (1 + P) m n d`` once.
@@ -28,7 +28,9 @@ import numpy as np
 
 from attnscale.bench.timing import best_time, machine_info
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer import sampled_eta, sampled_lambda, tokens
+from attnscale.layer import tokens
+from attnscale.layer.sampled import angle_ratio as sampled_lambda
+from attnscale.layer.sampled import eta as sampled_eta
 
 __all__ = ["TINY", "gemm_peak", "bench_sampled", "run", "suite", "markdown_table", "main"]
 

@@ -14,7 +14,10 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_vector
 from attnscale.experiments.summaries import mean_se_table
-from attnscale.layer import attention, causal, causal_theory, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.causal import theory as causal_theory
+from attnscale.layer.dense import attention
 from attnscale.pipeline.io import provenance
 
 __all__ = ["causal_lambda", "causal_self_weight", "causal_summary"]
@@ -46,7 +49,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
     scalings, plus the point ``gamma = gamma_c(rho_hat)`` (``kind = "critical"``).
 
     Each row carries the exact causal simplex lambda at the draw's ``rho_hat``
-    (:func:`attnscale.layer.causal_theory.causal_simplex_lambda`) and, for comparison, the bidirectional
+    (:func:`attnscale.layer.causal.theory.causal_simplex_lambda`) and, for comparison, the bidirectional
     finite-n simplex lambda at ``beta = gamma ln n`` (:func:`attnscale.layer.theory.simplex_lambda`).
     """
     n = check_int("n", n, minimum=2)

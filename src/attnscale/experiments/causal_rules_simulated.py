@@ -2,7 +2,7 @@
 multipliers under a causal mask at head dimension ``d``, measured on the last query block.
 
 Implements ``docs/realistic-attention.md#real-models-scaling-rules-simulated``. For each rule
-(:data:`attnscale.layer.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
+(:data:`attnscale.layer.scores.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
 and uses ``beta_i = gamma_c(rho) ln L m(i)`` (calibration A at the *nominal* rho, fixed constants
 as in a real model) or ``beta_i = m(i)`` (absolute rules, SSMax). Only the last ``block`` queries
 are computed (memory ``O(block x n)``); one Gram block is shared by every rule. Theory per row:
@@ -19,7 +19,11 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
-from attnscale.layer import causal, causal_theory, finite_d, scaling_rules, theory, tokens
+from attnscale.layer import finite_d, theory, tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.causal import theory as causal_theory
+from attnscale.layer.scores import scaling_rules
 from attnscale.pipeline.io import provenance
 
 from .summaries import mean_se_table
@@ -51,7 +55,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
 
     For each ``rho``, trial and rule: the mean self-weight ``A_ii`` and the angle ratio lambda
     (pairs inside the block) of the last ``block`` queries, the same two quantities for simplex
-    tokens at the draw's ``rho_hat`` (:mod:`attnscale.layer.causal_theory`), the finite-d ``E[A_ii]``
+    tokens at the draw's ``rho_hat`` (:mod:`attnscale.layer.causal.theory`), the finite-d ``E[A_ii]``
     at the block's middle position and the finite-d critical beta (:mod:`attnscale.layer.finite_d`,
     nominal rho), the rule's ``beta`` at the last position and
     ``gamma_eff / gamma_c = beta_n / (gamma_c ln n)`` at the nominal rho (``gamma_ratio``) and at
@@ -70,7 +74,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
     rhos : sequence of float
         Token correlations, each in (0, 1).
     rules : sequence of str
-        Rule keys (:data:`attnscale.layer.scaling_rules.RULE_KEYS`).
+        Rule keys (:data:`attnscale.layer.scores.scaling_rules.RULE_KEYS`).
     block : int
         Number of last queries measured, ``2 <= block <= n``.
     trials : int
@@ -131,7 +135,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
                     "self_weight_given_finite_d": float(sw_given[k]), "r0": r0,
                     "self_weight_simplex": float(a_simplex.mean()),
                     "self_weight_finite_d": float(sw_fd[k]),
-                    "lambda_block": causal.pair_ratio_mean(Yb, res["outputs"][k]),
+                    "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
                     "lambda_block_simplex": causal_theory.causal_simplex_lambda(
                         rho_hat, grid[k], positions=np.arange(start + 1, n + 1)),
                     "root_seed": prov["root_seed"], "spawn_key": str(prov["spawn_key"]),

@@ -12,7 +12,9 @@ from attnscale.experiments.summaries import (
     mean_se_table,
     se_components,
 )
-from attnscale.layer import attention, sampled_lambda, theory
+from attnscale.layer import theory
+from attnscale.layer.dense import attention
+from attnscale.layer.sampled import angle_ratio as sampled_lambda
 from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import LOG, Progress
 
@@ -63,8 +65,8 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
     (:func:`attnscale.layer.theory.lambda_limit`, piecewise constant in gamma).
 
     ``rows="all"`` computes lambda with the dense kernel
-    (:func:`attnscale.layer.attention.angle_ratio_grid`); a number ``m`` estimates it from ``m``
-    sampled rows (:func:`attnscale.layer.sampled_lambda.angle_ratio_sampled`, rows drawn from the
+    (:func:`attnscale.layer.dense.attention.angle_ratio_grid`); a number ``m`` estimates it from ``m``
+    sampled rows (:func:`attnscale.layer.sampled.angle_ratio.angle_ratio_sampled`, rows drawn from the
     job's generator with key :func:`rows_key`, docs/long-context.md#the-rows-choice), adds the
     columns ``rows`` (``m``) and ``lambda_se_within`` (the within-draw SE) and records the row
     generator's key as the provenance; the near-pair counts are then those of the sampled pairs.

@@ -26,7 +26,9 @@ import pandas as pd
 from attnscale import _moved
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.layer import eta_exact, jacobian, sampled_eta, theory
+from attnscale.layer import theory
+from attnscale.layer.dense import eta_exact, jacobian
+from attnscale.layer.sampled import eta as sampled_eta
 from attnscale.pipeline.io import provenance
 from attnscale.pipeline.runtime import Progress
 
@@ -69,8 +71,8 @@ def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
 
 def choose_method(method: str, n: int, d: int, probes: int) -> str:
     """``"exact"`` or ``"hutchinson"``. ``"auto"`` takes the exact block formula when its cost
-    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.layer.eta_exact.exact_cost`,
-    :func:`attnscale.layer.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
+    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.layer.dense.eta_exact.exact_cost`,
+    :func:`attnscale.layer.dense.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method != "auto":
@@ -134,7 +136,7 @@ def eta_table(
         Parameters hashed into the provenance column.
     rows : "all" or int, optional
         ``"all"``: ``method`` decides (dense); a number ``m``: eta from ``m`` sampled rows
-        (:func:`attnscale.layer.sampled_eta.eta_sampled`, probe route, one tangent probe per row,
+        (:func:`attnscale.layer.sampled.eta.eta_sampled`, probe route, one tangent probe per row,
         rows and probes from the job's generator with key
         :func:`attnscale.experiments.paper_a.rows_key`; docs/long-context.md#the-rows-choice):
         method ``"sampled"``, ``eta_se`` its within-draw SE, and a column ``rows``.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnscale.layer.scaling_rules import rules_table
+from attnscale.layer.scores.scaling_rules import rules_table
 from attnscale.pipeline.io import provenance
 
 __all__ = ["scaling_rules_data"]

@@ -20,7 +20,9 @@ import pandas as pd
 from attnscale.core.seeding import job_rng
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_vector
-from attnscale.layer import attention, eta_exact, sampled_stats, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.dense import attention, eta_exact
+from attnscale.layer.sampled import stats as sampled_stats
 from attnscale.pipeline.io import provenance
 
 from .paper_a import check_rows, long_context_params, rows_key
@@ -52,7 +54,7 @@ def simulated(tok: dict, betas, alphas, rows="all") -> dict:
     """The simulated quantities of one draw at ``betas`` for each of ``alphas``: ``(A, B)`` arrays
     ``self_weight``, ``cosine``, ``lambda``, ``eta``; dense (``rows="all"``: the whole attention
     matrix, the ``n x n`` Gram kept, exact eta) or from ``rows`` sampled rows
-    (:func:`attnscale.layer.sampled_stats.layer_statistics_sampled`, rows and probes from the
+    (:func:`attnscale.layer.sampled.stats.layer_statistics_sampled`, rows and probes from the
     job's generator with key :func:`attnscale.experiments.paper_a.rows_key`), which adds the
     within-draw SEs ``<q>_se`` and ``m`` (docs/long-context.md#the-rows-choice)."""
     X = tok["X"]
@@ -81,8 +83,8 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
 
     For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
     mechanism of docs/paper-a.md#results-of-the-paper-that-we-use: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
-    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.layer.attention.angle_ratio_grid`)
-    and exact eta (:func:`attnscale.layer.eta_exact.eta_exact_grid`), each with its n -> inf limit
+    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.layer.dense.attention.angle_ratio_grid`)
+    and exact eta (:func:`attnscale.layer.dense.eta_exact.eta_exact_grid`), each with its n -> inf limit
     (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: docs/paper-a.md#results-of-the-paper-that-we-use) and its finite-n
     simplex value (:func:`attnscale.layer.theory.simplex_self_weight`, ``simplex_map``,
     ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised

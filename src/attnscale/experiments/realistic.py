@@ -14,7 +14,10 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.layer import depth, learned_scores, score_attention, sink, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.scores import attention as score_attention
+from attnscale.layer.scores import depth, sink
+from attnscale.layer.scores import learned as learned_scores
 from attnscale.pipeline.io import provenance_columns
 
 __all__ = ["learned_variants", "learned_qk", "attention_sink", "depth_iteration"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnscale.layer import sink, theory
+from attnscale.layer import theory
+from attnscale.layer.scores import sink
 
 from .summaries import mean_se_table
 

@@ -5,7 +5,7 @@ layer against ``x = gamma / gamma_c(rho_hat)`` for one ``(n, d)``, from a sample
 One job per ``(d, n)``. For each ``rho`` and trial the Gaussian draw of Paper A's tokens
 (:func:`attnscale.experiments.paper_a_tokens.draw_tokens`, the same draws as Figures 1 and 2 at
 the same ``(n, d, trial)``) is made inside the job and never written; the observables come from
-one row sample per draw (:func:`attnscale.layer.sampled_observables.observables_sampled`) at
+one row sample per draw (:func:`attnscale.layer.sampled.observables.observables_sampled`) at
 ``beta = x gamma_c(rho_hat) ln n``: each draw is read at its own realised ``rho_hat``, so that the
 common component ``z_0``, which moves ``rho_hat`` from draw to draw, does not smear the curves
 (the conditioning of docs/paper-a.md#gaussian-near-simplex-tokens). Each row of the table also
@@ -24,8 +24,8 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import finite_d, theory
-from attnscale.layer.sampled_observables import observables_sampled
-from attnscale.layer.sampled_rows import stratified_mean
+from attnscale.layer.sampled.observables import observables_sampled
+from attnscale.layer.sampled.rows import stratified_mean
 from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 
@@ -59,7 +59,7 @@ def eta_normalised(eta, X, route: str):
     limit of ``R_i / d``: ``J_ii -> P_i / r_i``, the other blocks vanish), a ratio estimator with its
     linearised within-draw standard error (the stratified SE of the residuals
     ``R_i / d - ratio (1 - 1/d) / r_i^2``; probe noise counted as in
-    :func:`attnscale.layer.sampled_eta.eta_sampled` with one probe).
+    :func:`attnscale.layer.sampled.eta.eta_sampled` with one probe).
 
     Returns ``(ratio, se, limit)``, each ``(B,)`` but ``limit`` (a float)."""
     sample = eta.rows

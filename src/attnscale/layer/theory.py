@@ -186,7 +186,7 @@ def simplex_eta(
 ) -> float:
     """Exact finite-n eta for simplex tokens (docs/paper-a.md#simplex-eta-and-its-finite-size-bias) [derived].
 
-    The block formula of :func:`attnscale.layer.eta_exact.eta_exact_grid` evaluated on the simplex Gram
+    The block formula of :func:`attnscale.layer.dense.eta_exact.eta_exact_grid` evaluated on the simplex Gram
     matrix ``G = (1 - rho) I + rho 1 1^T``. With ``t = e^{beta (rho - 1)}``,
     ``a = 1 / (1 + (n-1) t)`` (= ``A_ii``), ``b = t a`` (= ``A_ij``), ``K0 = <m_i, y_i> =
     a + (n-1) b rho``, ``K1 = <m_i, y_j> = a rho + b (1 + (n-2) rho)``,

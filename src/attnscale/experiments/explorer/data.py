@@ -3,7 +3,7 @@
 
 It holds the theory grid (:mod:`attnscale.experiments.explorer.grid`) with its error measured at
 held-out points, Paper B's power-law exponent per ``d``, the real models' scaling rules the
-calculator knows (``attnscale.layer.scaling_rules``; the page computes them in JavaScript and
+calculator knows (``attnscale.layer.scores.scaling_rules``; the page computes them in JavaScript and
 tests/test_explorer.py checks it against Python), and the simulated lambda phase diagrams of the
 run (Figure 1's table, plus any extra tables the configuration names), with the provenance of
 each. The docs build embeds the published copy in the page (docs/_ext/attnscale_explorer.py).
@@ -152,7 +152,7 @@ def lambda_panels(tables: list[pd.DataFrame], sources: list[str]) -> list[dict]:
 def rules_table() -> list[dict]:
     """The scaling rules ``attnscale critical`` places (calibration A, then the absolute rules),
     as the page lists them; their formulas are in docs/_static/explorer.js (tested)."""
-    from attnscale.layer import scaling_rules
+    from attnscale.layer.scores import scaling_rules
 
     return [{"key": r.key, "name": r.name, "calibration": r.calibration,
              "L": None if r.calibration == "absolute" else float(r.L), "order": r.order}
