@@ -203,11 +203,6 @@ def test_subsphere_and_rope_points_and_fits():
                 fx.plot_rope(points=out["points"], fits=F, caption="c")):  # fmt: skip
         assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) >= 3
         matplotlib.pyplot.close(fig)
-    # the former one-job entry still works, warns, and fits in the experiments module only
-    with pytest.warns(DeprecationWarning, match="paper_b_exponent_fits.exponent_tables"):
-        old = fx.exponent_figure(points=[S, R], upper_n_min=200, caption="c")
-    pd.testing.assert_frame_equal(old["fits"], F)
-    matplotlib.pyplot.close(old["png"])
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -105,32 +103,6 @@ def test_no_private_name_is_imported_from_another_module():
     assert not bad, bad
 
 
-@pytest.mark.parametrize("old", sorted(_moved.MOVED))
-def test_old_flat_path_imports_the_new_module_with_a_warning(old):
-    new = importlib.import_module(f"attnscale.{_moved.MOVED[old]}")
-    sys.modules.pop(f"attnscale.{old}", None)
-    with pytest.warns(DeprecationWarning, match=re.escape(f"attnscale.{_moved.MOVED[old]}")):
-        mod = importlib.import_module(f"attnscale.{old}")
-    assert mod is new
-
-
-@pytest.mark.parametrize("old", sorted(_moved.SPLIT))
-def test_split_module_path_re_exports_its_new_homes_with_a_warning(old):
-    """A module split by concern imports from its old path: every public name of the modules
-    that hold its contents now, the very objects, and a warning that names them."""
-    full = f"attnscale.{old}"
-    homes = _moved.split_homes(full)
-    assert homes and all(deps.module_file(h, SRC) for h in homes)
-    assert deps.module_file(full, SRC) is None, f"{full} is a file again; remove it from SPLIT"
-    sys.modules.pop(full, None)
-    with pytest.warns(DeprecationWarning, match=re.escape(f"{full} was split into {homes[0]}")):
-        mod = importlib.import_module(full)
-    for home in homes:
-        new = importlib.import_module(home)
-        assert all(getattr(mod, name) is getattr(new, name) for name in new.__all__)
-        assert set(new.__all__) <= set(mod.__all__)
-
-
 def test_old_submodule_path_is_the_same_module():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -138,51 +110,6 @@ def test_old_submodule_path_is_the_same_module():
     import attnscale.layer.finite_d.laws as new
 
     assert old is new
-
-
-def test_old_command_line_path_runs_the_new_module():
-    proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "attnscale.provenance", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(SRC), "PATH": ""},
-    )
-    assert "Print the parameters and inputs behind any output" in proc.stdout
-
-
-#: The public names of the modules split by concern (issue 26), as they were before the split:
-#: each still imports from the old module; one that moved warns, naming its new home.
-SPLIT = {
-    "attnscale.experiments.paper_a_eta": [
-        "choose_method", "eta_plateau", "eta_table", "eta_rows", "figure2_data",
-        "eta_critical_data", "eta_summary", "theory_rows", "theory_rows_all", "theorem_table",
-        "theorem_table_data", "norm_moments", "probe_key", "PROBES_STREAM", "METHODS",
-        "QUANTITIES", "FINITE_D_QUANTITIES", "FINITE_D_ABS_TOL", "THEORY_KEYS",
-    ],
-    "attnscale.experiments.paper_b_exponent": [
-        "uniform_points", "subsphere_points", "sphere_points", "rope_points", "exponent_tables",
-        "exponent_fits", "UNIFORM_STREAM", "SUBSPHERE_STREAM", "ROPE_STREAM", "DENSE_MAX_N",
-        "BLOCK_ENTRIES", "FIT_MODELS",
-    ],
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("module, name", [(m, n) for m, names in SPLIT.items() for n in names])
-def test_a_split_module_still_provides_every_old_public_name(module, name):
-    mod = importlib.import_module(module)
-    if name in vars(mod):
-        return  # it stayed
-    with pytest.warns(DeprecationWarning, match=rf"{re.escape(module)}\.{name} moved to ") as rec:
-        obj = getattr(mod, name)
-    new = re.search(r"moved to (attnscale\.[\w.]+)\.\w+;", str(rec[0].message)).group(1)
-    assert name in vars(importlib.import_module(new)) and obj is getattr(sys.modules[new], name)
-    namespace: dict = {}
-    with pytest.warns(DeprecationWarning, match=re.escape(new)):
-        exec(f"from {module} import {name}", namespace)  # the documented spelling
-    assert namespace[name] is obj
-    with pytest.raises(AttributeError):
-        mod.no_such_name  # noqa: B018
 
 
 def test_new_modules_import_no_old_path():
@@ -196,7 +123,7 @@ def test_new_modules_import_no_old_path():
                 names = [a.name for a in node.names]
             else:
                 continue
-            old = [n for n in names if _moved.new_name(n or "") or _moved.split_homes(n or "")]
+            old = [n for n in names if _moved.new_name(n or "")]
             bad += [f"{path.relative_to(SRC)}: {n}" for n in old]
     assert not bad, bad
 
@@ -280,21 +207,6 @@ def test_every_dotted_name_in_the_library_and_rules_resolves():
         if resolve_dotted(dotted) is None
     ]
     assert not bad, bad
-
-
-@pytest.mark.parametrize(
-    "module, old, new",
-    [
-        ("attnscale.sphere.theory", "critical_beta", "critical_scale"),
-        ("attnscale.layer.scores.attention", "critical_beta", "self_weight_critical_beta"),
-    ],
-)
-def test_renamed_function_keeps_its_old_name_with_a_warning(module, old, new):
-    mod = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=new):
-        assert getattr(mod, old) is getattr(mod, new)
-    with pytest.raises(AttributeError):
-        mod.no_such_name  # noqa: B018
 
 
 def test_nothing_in_the_library_imports_the_command_line():

@@ -362,23 +362,3 @@ def check_jax_fits(jobs, memory_gb: float | None = None, key: str = "backend") -
                     "run on a device with more memory, lower the sizes, or set "
                     "backend_memory_gb (docs/gpu.md#memory-sizing)"
                 )
-
-
-#: Functions that knew the workflow's configuration keys and moved to the pipeline (issue 26):
-#: still importable from here, with a DeprecationWarning naming their new home.
-MOVED_TO_PIPELINE = {
-    "workflow_jobs": ("attnscale.pipeline.config_checks", "lambda_jobs"),
-    "check_workflow": ("attnscale.pipeline.config_checks", "check_backend"),
-}
-
-
-def __getattr__(name: str):
-    if name in MOVED_TO_PIPELINE:
-        import importlib
-        import warnings
-
-        module, new = MOVED_TO_PIPELINE[name]
-        warnings.warn(f"attnscale.backend.{name} moved to {module}.{new}; import it from there",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
-        return getattr(importlib.import_module(module), new)
-    raise AttributeError(f"module 'attnscale.backend' has no attribute {name!r}")

@@ -11,9 +11,7 @@ squared norm ``q_hat`` (docs/paper-a.md#gaussian-near-simplex-tokens). Two extra
 Gaussian tokens, whose norms spread by ``~sqrt(2/d)``, eta follows ``mean 1/||x||^2`` rather
 than ``1/q_hat`` [derived].
 
-The theorem table and the finite-size check, which used to be here, are
-:mod:`attnscale.experiments.paper_a_theorem` (their names still import from here, with a
-DeprecationWarning).
+The theorem table and the finite-size check are :mod:`attnscale.experiments.paper_a_theorem`.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import logging
 import numpy as np
 import pandas as pd
 
-from attnscale import _moved
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.layer import theory
@@ -54,14 +51,6 @@ PROBES_STREAM = "paper_a/eta_probes"
 #: Stream of the row samples and tangent probes of the sampled eta (docs/long-context.md#the-rows-choice).
 ROWS_STREAM = "paper_a/eta_rows"
 METHODS = ("exact", "hutchinson", "auto")
-
-#: Moved to :mod:`attnscale.experiments.paper_a_theorem` when this module was split (issue 26);
-#: still served here, with a DeprecationWarning naming the new home.
-MOVED_TO_THEOREM = ("theory_rows", "theory_rows_all", "theorem_table", "theorem_table_data",
-                    "THEORY_KEYS", "QUANTITIES", "FINITE_D_QUANTITIES", "FINITE_D_ABS_TOL")  # fmt: skip
-__getattr__ = _moved.moved_names(
-    __name__, dict.fromkeys(MOVED_TO_THEOREM, "attnscale.experiments.paper_a_theorem")
-)
 
 
 def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:

@@ -4,8 +4,7 @@ the building blocks every exponent curve shares (docs/paper-b-beyond.md#critical
 docs/paper-b-beyond.md#keys-on-a-submanifold).
 
 RoPE-rotated keys are :mod:`attnscale.experiments.paper_b_exponent_rope`, the exponent fits
-:mod:`attnscale.experiments.paper_b_exponent_fits` (their names still import from here, with a
-DeprecationWarning).
+:mod:`attnscale.experiments.paper_b_exponent_fits`.
 
 Every function is pure (tables in, table out) and draws only from
 :func:`attnscale.core.seeding.job_rng` with a spawn key naming the experiment, its parameters and ``n``:
@@ -18,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnscale import _moved
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.pipeline.io import provenance_columns
@@ -42,15 +40,6 @@ SUBSPHERE_STREAM = "paper_b/exponent/subsphere"
 DENSE_MAX_N = 1000
 
 _prov = provenance_columns  # one definition, in attnscale.pipeline.io
-
-#: Moved out when this module was split (issue 26); still served here, with a DeprecationWarning.
-MOVED = {
-    **dict.fromkeys(("rope_points", "ROPE_STREAM", "BLOCK_ENTRIES"),
-                    "attnscale.experiments.paper_b_exponent_rope"),
-    **dict.fromkeys(("exponent_tables", "exponent_fits", "FIT_MODELS"),
-                    "attnscale.experiments.paper_b_exponent_fits"),
-}  # fmt: skip
-__getattr__ = _moved.moved_names(__name__, MOVED)
 
 
 def n_grid(n) -> np.ndarray:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnscale._moved import renamed
 from attnscale.core import stats
 
 __all__ = ["mean_se_table", "se_components", "insert_after", "columns_after"]
@@ -76,4 +75,3 @@ def columns_after(columns: list, column: str, moved: list) -> list:
 
 
 #: ``mean_se`` was this function's name; :func:`attnscale.core.stats.mean_se` is the statistic itself.
-__getattr__ = renamed(__name__, {"mean_se": "mean_se_table"})

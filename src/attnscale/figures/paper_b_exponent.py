@@ -6,8 +6,6 @@ docs/paper-b-beyond.md#keys-on-a-submanifold, docs/paper-b-beyond.md#rope-like-k
 
 from __future__ import annotations
 
-import warnings
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -120,24 +118,6 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
         ax.legend(fontsize=5.5, loc="upper left")
     add_caption(fig, caption)
     return fig
-
-
-def exponent_figure(*, points: list, upper_n_min: float, caption: str) -> dict:
-    """Deprecated (issue 26: a plot function fits nothing): the tables of
-    :func:`attnscale.experiments.paper_b_exponent_fits.exponent_tables` (rule
-    ``paper_b_exponent_fits``) and :func:`plot_exponent` of them; returns ``{"points", "fits",
-    "png"}`` as before (docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
-    warnings.warn(
-        "attnscale.figures.paper_b_exponent.exponent_figure is deprecated: compute the tables with "
-        "attnscale.experiments.paper_b_exponent_fits.exponent_tables and plot them with "
-        "plot_exponent",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    from ..experiments.paper_b_exponent_fits import exponent_tables
-
-    out = exponent_tables(points=points, upper_n_min=upper_n_min)
-    return {**out, "png": plot_exponent(points=out["points"], fits=out["fits"], caption=caption)}
 
 
 def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):

@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 
-from attnscale._moved import renamed_keywords
 from attnscale.core import laplace
 from attnscale.core.roots import increasing_root
 from attnscale.core.validation import check_real
@@ -80,7 +79,6 @@ def group_transform(k: float, beta: float, gaps: np.ndarray, weights: np.ndarray
     return noisy
 
 
-@renamed_keywords(quad="quadrature")
 def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0,
                       quadrature: str = "standard"):  # fmt: skip
     """Mean weight of the top group (the query and ``k - 1`` copies) among Gaussian near-simplex

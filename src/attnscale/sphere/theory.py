@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from attnscale._moved import renamed
 from attnscale.core.validation import check_int, check_real, check_vector
 
 __all__ = [
@@ -325,6 +324,3 @@ def nearest_key_tangent_ms(n: int, c, d: int) -> np.ndarray:
     n = check_int("n", n, minimum=1)
     alpha = alpha_exponent(d)
     return 2.0 * special.gamma(1.0 + alpha) * (np.asarray(c, dtype=float) * n) ** (-alpha)
-
-
-__getattr__ = renamed(__name__, {"critical_beta": "critical_scale"})

@@ -30,7 +30,7 @@ def self_weights(X, r, betas, *, causal: bool = True, block_rows=None) -> np.nda
     X, r : numpy.ndarray
         Validated raw tokens ``(n, d)`` and their row norms.
     betas : numpy.ndarray, shape (m, n)
-        Validated per-row betas (:func:`attnscale.layer.dense.kernel_args.beta_grid`).
+        Validated per-row betas (:func:`attnscale.layer.dense.kernel_args.beta_matrix`).
     causal : bool, optional
     block_rows : int, optional
         Tile size; default from the memory budget.

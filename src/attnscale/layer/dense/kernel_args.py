@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale._moved import renamed
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows
 
@@ -161,6 +160,3 @@ def rows_mask(n: int, keep) -> np.ndarray:
     if keep.shape != (n,) or keep.sum() < 2:
         raise ValueError(f"keep must be a boolean array of shape ({n},) with >= 2 True entries")
     return keep
-
-
-__getattr__ = renamed(__name__, {"beta_grid": "beta_matrix"})

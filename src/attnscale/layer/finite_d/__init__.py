@@ -25,7 +25,6 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from attnscale._moved import renamed_keywords
 from attnscale.core.roots import LEVEL, increasing_root
 from attnscale.layer import theory
 from attnscale.layer.finite_d import approx, laplace, laws
@@ -108,7 +107,6 @@ def _quadrature(quadrature: str) -> str:
     return quadrature
 
 
-@renamed_keywords(level="quadrature")
 def self_weight(n, d, rho, beta, *, quadrature: str = "standard"):
     """Mean self-weight ``E[A_ii]`` for Gaussian near-simplex tokens at nominal ``rho``.
 
@@ -140,7 +138,6 @@ def self_weight(n, d, rho, beta, *, quadrature: str = "standard"):
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-@renamed_keywords(level="quadrature")
 def self_weight_given(n, d, rho, beta, r0, *, quadrature: str = "standard"):
     """``E[A_ii | ||z_0|| = r0]``: :func:`self_weight` conditioned on the common vector's norm.
 
@@ -157,7 +154,6 @@ def self_weight_given(n, d, rho, beta, r0, *, quadrature: str = "standard"):
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-@renamed_keywords(level="quadrature")
 def critical_beta(n, d, rho, *, quadrature: str = "standard", xtol: float = 1e-6) -> float:
     """``beta*(n, d, rho)``: the ``beta`` with :func:`self_weight` ``= 1/2``.
 
@@ -172,7 +168,6 @@ def critical_beta(n, d, rho, *, quadrature: str = "standard", xtol: float = 1e-6
     return _critical(laws.table(d, rho, _quadrature(quadrature)), n, d, rho, quadrature, xtol)
 
 
-@renamed_keywords(level="quadrature")
 def critical_beta_given(n, d, rho, r0, *, quadrature: str = "standard",
                         xtol: float = 1e-6) -> float:  # fmt: skip
     """``beta*`` of one draw: the ``beta`` with :func:`self_weight_given` ``= 1/2``, the critical

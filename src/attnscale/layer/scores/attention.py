@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale._moved import renamed
 from attnscale.backend import uses_jax
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.layer.dense.attention import normalise
@@ -409,6 +408,3 @@ def score_spread(Qm, Km, rows=None, *, block_rows: int | None = None) -> tuple[f
         S[rr, rr + s] = np.nan
         var_sum += float(np.nansum(np.nanvar(S, axis=1)))
     return float(diag.std()), float(np.sqrt(var_sum / k))
-
-
-__getattr__ = renamed(__name__, {"critical_beta": "self_weight_critical_beta"})
