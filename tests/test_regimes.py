@@ -450,18 +450,18 @@ def _synthetic_table():
     for n, b, se in ((1e5, 60.0, 0.6), (1e6, 116.0, 1.2)):
         rows.append({"regime": "finite_d", "series": "finite_d d=8", "kind": "simulation",
                      "role": "point", "n": n, "d": 8, "rho": 0.0, "k": 1.0, "beta": b,
-                     "beta_se": se, "z_pred": 0.5, "spawn_keys": f"fd-{n:g}"})  # fmt: skip
+                     "beta_se": se, "z_pred": 0.5, "spawn_key": f"fd-{n:g}"})  # fmt: skip
     for kind, b5, b6 in (("prediction", 60.3, 117.7), ("power_law", 61.6, 119.0)):
         for n, b in ((1e5, b5), (1e6, b6)):
             rows.append({"regime": "finite_d", "series": "finite_d d=8", "kind": kind,
                          "role": "point", "n": n, "d": 8, "rho": 0.0, "k": 1.0, "beta": b})  # fmt: skip
     rows += [
         {"regime": "gap", "series": "gap", "kind": "simulation", "role": "point", "n": 1e3,
-         "d": 64, "rho": 0.5, "k": 1.0, "z_pred": 2.5, "spawn_keys": "g"},
+         "d": 64, "rho": 0.5, "k": 1.0, "z_pred": 2.5, "spawn_key": "g"},
         {"regime": "ties", "series": "ties kappa=0.5", "kind": "simulation", "role": "point",
-         "n": 1e3, "d": 64, "rho": 0.5, "k": 32.0, "z_pred": 2.6, "spawn_keys": "g"},
+         "n": 1e3, "d": 64, "rho": 0.5, "k": 32.0, "z_pred": 2.6, "spawn_key": "g"},
         {"regime": "rem", "series": "rem", "kind": "simulation", "role": "point", "n": 1e3,
-         "d": np.nan, "rho": np.nan, "k": 1.0, "z_pred": -1.0, "spawn_keys": "r"},
+         "d": np.nan, "rho": np.nan, "k": 1.0, "z_pred": -1.0, "spawn_key": "r"},
     ]  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -620,12 +620,12 @@ def test_rerun_is_byte_identical():
     assert r1.encode() == small_rem(n=(200,), contexts=16).to_csv(index=False).encode()
 
 
-def test_table_provenance_and_spawn_keys():
+def test_table_provenance_and_spawn_key():
     df = small_rem(n=(150,), contexts=8)
     row = df.iloc[0]
     assert row["root_seed"] == str(SEED)
     prefix = "-".join(map(str, spawn_key(rgr.REM_STREAM, 150)))
-    assert row["spawn_keys"] == prefix + "-{0..7}"
+    assert row["spawn_key"] == prefix + "-{0..7}"
     for c in rgc.PROV:
         assert c in df.columns
 

@@ -713,3 +713,22 @@ def test_phase_summary_stacks_the_columns_sorted_by_kind_n_beta(paper_b):
         out[out["n"] == 10].reset_index(drop=True),
         small.sort_values(["kind", "n", "beta"]).reset_index(drop=True),
     )
+
+
+def test_the_provenance_columns_write_spawn_key_in_one_format():
+    import re
+
+    from attnscale.pipeline.io import SPAWN_KEY_PATTERN, provenance_columns
+
+    one = provenance_columns(7, (3, 1, 4), {"a": 1})
+    assert list(one) == PROV and one["spawn_key"] == "3-1-4" and one["root_seed"] == "7"
+    several = provenance_columns(7, [(3, 1, 0), (3, 1, 1)], {"a": 1})["spawn_key"]
+    assert several == "3-1-0;3-1-1"
+    prefix = provenance_columns(7, (3, 1), {"a": 1}, contexts=8)["spawn_key"]
+    assert prefix == "3-1-{0..7}"
+    for text in ("3-1-4", several, prefix):
+        assert re.match(SPAWN_KEY_PATTERN, text)
+    for wrong in ("[3, 1, 4]", "(3, 1)", "3,1"):
+        assert not re.match(SPAWN_KEY_PATTERN, wrong)
+    fixed = provenance_columns(None, None, {"a": 1})
+    assert list(fixed) == ["params_hash", "attnscale_version", "git_commit"]

@@ -188,3 +188,26 @@ def test_benchmark_suite_smoke(smoke_run):
     # lambda is O(1), so reordered sums leave ~1e-13 on any CPU (1e-10 leaves a margin of 1e3)
     assert lam["max_abs_diff_vs_baseline"] < 1e-10
     assert (work / "results/benchmarks/suite.md").read_text().startswith("| benchmark")
+
+
+def test_every_table_writes_spawn_key_in_one_format(smoke_run):
+    """Every table's provenance comes from :func:`attnscale.pipeline.io.provenance_columns`, so
+    ``spawn_key`` (and the summaries' ``spawn_keys``, the draws' keys joined with ``;``) has one
+    format everywhere (``SPAWN_KEY_PATTERN``); no table has another name for it."""
+    import re
+
+    from attnscale.pipeline.io import SPAWN_KEY_PATTERN
+
+    tables = sorted((smoke_run["dir"] / "results").rglob("*.csv"))
+    seen, bad = 0, []
+    for path in tables:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for col in ("spawn_key", "spawn_keys"):
+            if col not in df.columns:
+                continue
+            seen += 1
+            for v in set(df[col]) - {""}:
+                if not re.match(SPAWN_KEY_PATTERN, v):
+                    bad.append(f"{path.relative_to(smoke_run['dir'])}: {col} = {v!r}")
+    assert seen > 15, seen
+    assert not bad, bad[:10]

@@ -18,7 +18,7 @@ from attnscale.layer import theory, tokens
 from attnscale.layer.causal import attention as causal
 from attnscale.layer.causal import theory as causal_theory
 from attnscale.layer.dense import attention
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 
 __all__ = ["causal_lambda", "causal_self_weight", "causal_summary"]
 
@@ -59,7 +59,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
     if np.any(rhos >= 1.0):
         raise ValueError("every entry of rhos must be < 1")
     key, z0, Z = _draw(n, d, trial, root_seed)
-    prov = provenance(root_seed, key, {"n": n, "d": d, "rhos": rhos, "gammas": gammas,
+    prov = provenance_columns(root_seed, key, {"n": n, "d": d, "rhos": rhos, "gammas": gammas,
                                         "trial": trial})  # fmt: skip
     rows = []
     for rho in rhos:
@@ -82,7 +82,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
             })  # fmt: skip
     df = pd.DataFrame(rows)
     for k, v in prov.items():
-        df[k] = str(v) if k == "spawn_key" else v
+        df[k] = v
     return df
 
 
@@ -107,7 +107,7 @@ def causal_self_weight(*, n: int, d: int, rhos, gamma_factors, trial: int, root_
     if np.any(rhos >= 1.0):
         raise ValueError("every entry of rhos must be < 1")
     key, z0, Z = _draw(n, d, trial, root_seed)
-    prov = provenance(root_seed, key, {"n": n, "d": d, "rhos": rhos,
+    prov = provenance_columns(root_seed, key, {"n": n, "d": d, "rhos": rhos,
                                         "gamma_factors": factors, "trial": trial,
                                         "bins": bins})  # fmt: skip
     edges = position_bins(n, bins)
@@ -133,7 +133,7 @@ def causal_self_weight(*, n: int, d: int, rhos, gamma_factors, trial: int, root_
                 })  # fmt: skip
     df = pd.DataFrame(rows)
     for k, v in prov.items():
-        df[k] = str(v) if k == "spawn_key" else v
+        df[k] = v
     return df
 
 

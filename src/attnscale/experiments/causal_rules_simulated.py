@@ -24,7 +24,7 @@ from attnscale.layer.causal import angle_ratio as causal_lambda
 from attnscale.layer.causal import attention as causal
 from attnscale.layer.causal import theory as causal_theory
 from attnscale.layer.scores import scaling_rules
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 
 from .summaries import mean_se_table
 
@@ -119,7 +119,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
             gc_hat = theory.gamma_c(rho_hat)
             res = causal.query_block(X, grid, start, n, causal=True)
             Yb = X[start:] / np.linalg.norm(X[start:], axis=1, keepdims=True)
-            prov = provenance(root_seed, key, params)
+            prov = provenance_columns(root_seed, key, params)
             for k, r in enumerate(chosen):
                 a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
                 rows.append({
@@ -138,10 +138,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
                     "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
                     "lambda_block_simplex": causal_theory.causal_simplex_lambda(
                         rho_hat, grid[k], positions=np.arange(start + 1, n + 1)),
-                    "root_seed": prov["root_seed"], "spawn_key": str(prov["spawn_key"]),
-                    "params_hash": prov["params_hash"],
-                    "attnscale_version": prov["attnscale_version"],
-                    "git_commit": prov["git_commit"],
+                    **prov,
                 })  # fmt: skip
     return pd.DataFrame(rows)
 

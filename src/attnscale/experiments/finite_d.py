@@ -32,7 +32,7 @@ from attnscale.core.validation import check_int, check_real, check_rhos, check_v
 from attnscale.layer import tokens
 from attnscale.layer.scores import weight_stats
 from attnscale.layer.theory import gamma_c
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 
 from .paper_a_tokens import check_draws
 
@@ -176,8 +176,8 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
     """:func:`transition_points` for one ``n`` (arguments already checked)."""
     m = min(rows, n)
     params = {"n": n, "d": d, "rho": rhos.tolist(), "trials": trials, "rows": m, "level": LEVEL}
-    keys = ";".join("-".join(map(str, transition_key(n, d, t))) for t in range(trials))
-    prov = provenance(root_seed, None, params)
+    keys = [transition_key(n, d, t) for t in range(trials)]
+    prov = provenance_columns(root_seed, keys, params)
     # one draw at a time: memory is the query rows' score gaps, trials x rows x n per rho
     gaps_by_rho = [[] for _ in rhos]
     for t in range(trials):
@@ -212,13 +212,7 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
             a_mean, a_se = mean_se(a)
             rec["a_at_theory"] = float(a_mean)
             rec["a_at_theory_se"] = float(a_se)
-        rec.update(
-            root_seed=prov["root_seed"],
-            spawn_keys=keys,
-            params_hash=prov["params_hash"],
-            attnscale_version=prov["attnscale_version"],
-            git_commit=prov["git_commit"],
-        )
+        rec.update(prov)
         out.append(rec)
     return pd.DataFrame(out)
 

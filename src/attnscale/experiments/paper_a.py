@@ -15,7 +15,7 @@ from attnscale.experiments.summaries import (
 from attnscale.layer import theory
 from attnscale.layer.dense import attention
 from attnscale.layer.sampled import angle_ratio as sampled_lambda
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import LOG, Progress
 
 from .paper_a_tokens import job_draws, tokens_at
@@ -97,14 +97,14 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
     extra = {}
     if rows == "all":
         lam, diag = attention.angle_ratio_grid(X, betas, alpha, return_diagnostics=True)
-        prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+        prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     else:
         key = rows_key(ROWS_STREAM, n, d, tok["trial"])
         res = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rows=rows,
                                                  rng=job_rng(tok["root_seed"], key))  # fmt: skip
         lam = res.estimate
         diag = {"n_near_pairs": res.n_near_pairs, "n_excluded_pairs": res.n_excluded_pairs}
-        prov = provenance(tok["root_seed"], key, params)
+        prov = provenance_columns(tok["root_seed"], key, params)
         extra = {"lambda_se_within": res.se, "rows": res.m}
     table = pd.DataFrame(
         {
@@ -128,11 +128,7 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
             ),
             "n_near_pairs": diag["n_near_pairs"],
             "n_excluded_pairs": diag["n_excluded_pairs"],
-            "root_seed": prov["root_seed"],
-            "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
-            "params_hash": prov["params_hash"],
-            "attnscale_version": prov["attnscale_version"],
-            "git_commit": prov["git_commit"],
+            **prov,
         }
     )
     return insert_after(table, "lambda", extra)

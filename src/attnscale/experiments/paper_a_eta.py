@@ -26,7 +26,7 @@ from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.layer import theory
 from attnscale.layer.dense import eta_exact, jacobian
 from attnscale.layer.sampled import eta as sampled_eta
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 
 from .paper_a import CELL_KEYS, cell_provenance, check_rows, long_context_params, rows_key
@@ -179,9 +179,9 @@ def eta_table(
         )
     # provenance: the probe (row) generator's key for Hutchinson (sampled), else the draw's key
     if how in ("hutchinson", "sampled"):
-        prov = provenance(root_seed, key, params)
+        prov = provenance_columns(root_seed, key, params)
     else:
-        prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+        prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     table = pd.DataFrame(
         {
             "d": d,
@@ -205,11 +205,7 @@ def eta_table(
             "eta_limit": lim,
             "eta_simplex_n": simp,
             "eta_simplex_n_norms": simp_w,
-            "root_seed": prov["root_seed"],
-            "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
-            "params_hash": prov["params_hash"],
-            "attnscale_version": prov["attnscale_version"],
-            "git_commit": prov["git_commit"],
+            **prov,
         }
     )
     if how == "sampled":

@@ -23,7 +23,7 @@ from attnscale.core.validation import check_vector
 from attnscale.layer import theory, tokens
 from attnscale.layer.dense import attention, eta_exact
 from attnscale.layer.sampled import stats as sampled_stats
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 
 from .paper_a import check_rows, long_context_params, rows_key
 from .paper_a_eta import has_gamma_c, norm_moments
@@ -113,7 +113,7 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
     betas = theory.beta_of_gamma(gam, n)
     sim = simulated(tok, betas, alphas, rows)
     w1, w2 = norm_moments(X)
-    prov = provenance(tok["root_seed"], sim.get("spawn_key", tok["spawn_key"]), params)
+    prov = provenance_columns(tok["root_seed"], sim.get("spawn_key", tok["spawn_key"]), params)
     nan = np.full(betas.size, np.nan)
     fd = dict.fromkeys(FINITE_D_QUANTITIES, nan)
     if d >= 3 and tok.get("r0") is not None and 0.0 in set(np.asarray(alphas).tolist()):
@@ -156,11 +156,7 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
                         for q in FINITE_D_QUANTITIES
                     },
                     "eta_finite_d": np.nan,
-                    "root_seed": prov["root_seed"],
-                    "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
-                    "params_hash": prov["params_hash"],
-                    "attnscale_version": prov["attnscale_version"],
-                    "git_commit": prov["git_commit"],
+                    **prov,
                     **{f"{q}_se_within": sim[f"{q}_se"][ia, k] for q in QUANTITIES if "m" in sim},
                     **({"rows": sim["m"]} if "m" in sim else {}),
                 }

@@ -39,8 +39,6 @@ SUBSPHERE_STREAM = "paper_b/exponent/subsphere"
 #: [choice] below this many keys every context is drawn in full (no cap) to bracket the root.
 DENSE_MAX_N = 1000
 
-_prov = provenance_columns  # one definition, in attnscale.pipeline.io
-
 
 def n_grid(n) -> np.ndarray:
     """The context sizes ``n`` of a curve as integers, checked: ``>= 2`` and strictly increasing
@@ -113,7 +111,7 @@ def points_table(rows, root_seed, base: dict, params: dict) -> pd.DataFrame:
                 "keys_kept": r["keys_kept"],
                 "tail_bound": r["tail_bound"],
                 "attempt": r["attempt"],
-                **_prov(root_seed, r["spawn"], {**params, "n": r["n"]}),
+                **provenance_columns(root_seed, r["spawn"], {**params, "n": r["n"]}),
             }
         )
     return pd.DataFrame(out)

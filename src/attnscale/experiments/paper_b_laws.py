@@ -11,12 +11,13 @@ from scipy import special, stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
 from attnscale.sphere.poisson_limit import poisson_limit_top_weight
 
-from .paper_b_common import d2q_blocks, prov_columns
+from .paper_b_common import d2q_blocks
 
 __all__ = ["weight_profile", "critical_laws"]
 
@@ -74,7 +75,7 @@ def weight_profile(
             "mass_se": mean_se(M)[1],
             "mass_limit": st.cumulative_mass_limit(x, d),
             "mass_finite_beta": st.cumulative_mass_finite_beta(n, beta, d),
-            **prov_columns(root_seed, key, params),
+            **provenance_columns(root_seed, key, params),
         }
     )
 
@@ -124,7 +125,7 @@ def critical_laws(
     limits, lim_prov = {}, {}
     for g in gammas:
         key = spawn_key(CRIT_LIMIT_STREAM, d, value_id(g))
-        lim_prov[float(g)] = prov_columns(root_seed, key, {**base, "gamma": float(g)})
+        lim_prov[float(g)] = provenance_columns(root_seed, key, {**base, "gamma": float(g)})
         limits[float(g)] = poisson_limit_top_weight(g, c, d, limit_trials, job_rng(root_seed, key))
     samples = {}
     progress = Progress("critical-law context sizes", len(ns))
@@ -136,7 +137,7 @@ def critical_laws(
         for T in d2q_blocks(trials, n, d, rng, method):
             A.append(keys.top_weight_from_d2q(T, betas))
             s.append(T.min(axis=1) * n**alpha)
-        prov = prov_columns(root_seed, key, {**base, "n": n, "gammas": gammas.tolist()})
+        prov = provenance_columns(root_seed, key, {**base, "n": n, "gammas": gammas.tolist()})
         samples[n] = (np.concatenate(A), np.concatenate(s), betas, prov)
         progress.step()
     # A_(1) grid per gamma: [0, top], top = the 99.9% quantile over all samples, rounded up to

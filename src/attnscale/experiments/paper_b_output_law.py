@@ -17,12 +17,11 @@ from scipy import stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import marked_poisson as mp
 from attnscale.sphere import theory as st
 from attnscale.sphere.poisson_limit import POISSON_MAX_POINTS
-
-from .paper_b_common import prov_columns
 
 __all__ = ["critical_output_law"]
 
@@ -66,7 +65,7 @@ def _summary_row(common: dict, source: str, n: int, r, prov: tuple, ks=None) -> 
         "m2_se": mean_se(r * r)[1],
         "ks_vs_limit": np.nan if ks is None else ks.statistic,
         "ks_pvalue": np.nan if ks is None else ks.pvalue,
-        **prov_columns(*prov),
+        **provenance_columns(*prov),
     }
 
 

@@ -35,9 +35,6 @@ KIND_ID = {"identity": 0, "perturbed": 1, "projected": 2}
 SEARCH_GAMMA = (0.05, 64.0)
 
 
-_prov_cols = provenance_columns  # one definition, in attnscale.pipeline.io
-
-
 def _common_checks(n, d, rho, gammas, trial, alpha):
     n = check_int("n", n, minimum=4)
     d = check_int("d", d, minimum=2)
@@ -134,7 +131,7 @@ def learned_qk(
         sw = res["self_weight"].mean(axis=1)
         gap = s_self - s_cross
         beta_eff = gam * ln * gap / (1.0 - rho_hat)  # same t = e^{beta (s_cross - s_self)}
-        prov = _prov_cols(root_seed, wkey, params)
+        prov = provenance_columns(root_seed, wkey, params)
         curves.append(pd.DataFrame({
             "n": n, "d": d, "rho": rho, "trial": trial, "kind": kind, "value": value,
             "rho_hat": rho_hat, "gamma_kind": kinds, "gamma": gam, "beta": gam * ln,
@@ -219,7 +216,7 @@ def attention_sink(
             res = score_attention.layer_grid(Xs, Y, Km, gam * ln, alpha, keep=keep, col=0)
             th = [sink.simplex_sink_map(n, rho_hat, c, b, alpha, q_hat, kap) for b in gam * ln]
             w = [sink.simplex_sink_weights(n, rho_hat, c, b, kap) for b in gam * ln]
-            prov = _prov_cols(root_seed, dkey, params)
+            prov = provenance_columns(root_seed, dkey, params)
             sw = res["self_weight"][:, keep].mean(axis=1)
             sm = res["col_mass"][:, keep].mean(axis=1)
             curves.append(pd.DataFrame({
@@ -290,7 +287,7 @@ def depth_iteration(
     X = tokens.near_simplex(n, d, rho, job_rng(root_seed, tkey))
     rho_hat, q_hat = tokens.mean_cosine(X), tokens.mean_sq_norm(X)
     gc_hat = theory.gamma_c(rho_hat)
-    prov = _prov_cols(root_seed, tkey, params)
+    prov = provenance_columns(root_seed, tkey, params)
     for alpha in alphas:
         for f in factors:
             gamma = f * gc_hat

@@ -169,14 +169,14 @@ def critical_scale_table(*, simulations, theory, read_off_sim, read_off_theory) 
 
 def _paired(sims: pd.DataFrame, pred: np.ndarray, first: np.ndarray) -> dict:
     """Paired ratio columns of the series that share a query-alone series' rows (same ``n`` and
-    ``spawn_keys``, ``k > 1``); ``nan`` elsewhere."""
+    ``spawn_key``, ``k > 1``); ``nan`` elsewhere."""
     out = {c: np.full(len(sims), np.nan) for c in
            ("ratio_to_query", "ratio_to_query_se", "ratio_pred", "z_ratio", "ratio_first_order",
             "z_ratio_first_order")}  # fmt: skip
     if "ratio_to_query" not in sims.columns:
         return out
     k = sims["k"].to_numpy(float)
-    groups = sims.groupby(["n", "spawn_keys"], sort=False).indices
+    groups = sims.groupby(["n", "spawn_key"], sort=False).indices
     for idx in groups.values():
         base = [i for i in idx if k[i] == 1.0]
         if len(base) != 1:

@@ -142,7 +142,7 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
         return {
             "label": f"independent row sets among the {len(S)} simulated points (series drawn "
             "from the same rows, a query-alone series and its tie series at one n, count once)",
-            "value": int(S[["n", "spawn_keys"]].drop_duplicates().shape[0]),
+            "value": int(S[["n", "spawn_key"]].drop_duplicates().shape[0]),
         }
 
     def gap_over_leading():

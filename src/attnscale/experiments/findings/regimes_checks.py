@@ -62,8 +62,8 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
         if S.empty:
             raise NotAvailable("no simulated points")
         q = S[S["k"].astype(float) == 1.0]
-        sets = S[["n", "spawn_keys"]].drop_duplicates()
-        if len(q) != len(sets) or q[["n", "spawn_keys"]].duplicated().any():
+        sets = S[["n", "spawn_key"]].drop_duplicates()
+        if len(q) != len(sets) or q[["n", "spawn_key"]].duplicated().any():
             raise NotAvailable("a row set without exactly one query-alone series")
         return q["z_pred"].astype(float)
 
@@ -122,7 +122,7 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
 
     def unpaired(which):
         t = tie_rows(which)
-        rows = S[S["spawn_keys"].isin(t["spawn_keys"])]
+        rows = S[S["spawn_key"].isin(t["spawn_key"])]
         z = rows["z_pred"].astype(float)
         return {"label": f"{where(t)}: range of z = (simulated - exact finite-d prediction) / SE "
                 f"over the {len(z)} points of these rows (the query alone and its tie series)",
