@@ -28,12 +28,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
 from attnscale.experiments.findings.sharpness import sharpness_findings
 from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
-from attnscale.experiments.sharpness import critical_level, draw_curves, sharpness_curves
+from attnscale.experiments.sharpness import draw_curves, sharpness_curves
 from attnscale.experiments.sharpness_summary import (
-    crossing,
-    delta_se,
     first_order_width,
     power_fit,
     sharpness_summary,
@@ -153,9 +152,25 @@ def test_sharpness_curves_is_reproducible_and_checks_its_arguments():
 def test_crossing_interpolates_linearly_and_finds_the_first_upward_crossing():
     x = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     F = np.array([0.0, 0.2, 0.6, 0.5, 1.0])
-    assert crossing(x, F, 0.4)[0] == pytest.approx(1.5)
-    assert crossing(x, F, 0.55)[0] == pytest.approx(1.875)  # the first, not the one after 3
-    assert crossing(x, F, 1.5) is None and crossing(x, F, -0.1) is None
+    assert first_crossing(x, F, 0.4)[0] == pytest.approx(1.5)
+    assert first_crossing(x, F, 0.55)[0] == pytest.approx(1.875)  # the first, not the one after 3
+    assert first_crossing(x, F, 1.5) is None and first_crossing(x, F, -0.1) is None
+    assert first_crossing(x, F, 0.0) is None  # the curve starts at the level: no upward crossing
+    # in log x (a geometric grid of scalings): the same bracket, the fraction taken in log x
+    xg = np.geomspace(1.0, 16.0, 5)
+    hit = first_crossing(xg, F, 0.4, log_x=True)
+    assert hit.k == 1 and hit.t == pytest.approx(0.5) and hit.x == pytest.approx(np.sqrt(2.0 * 4.0))
+
+
+def test_the_critical_level_is_the_limit_at_gamma_c():
+    """One definition (attnscale.layer.theory.critical_level), equal to Paper A's values: 1/2,
+    1/(1 + 3 rho) and 1/4, and the level of the figure's n -> inf step."""
+    for rho in (0.1, 0.5, 0.9):
+        assert theory.critical_level("self_weight", rho) == 0.5
+        assert theory.critical_level("lambda", rho) == pytest.approx(1 / (1 + 3 * rho), rel=1e-15)
+        assert theory.critical_level("eta", rho) == 0.25
+    with pytest.raises(ValueError, match="observable must be one of"):
+        theory.critical_level("cosine", 0.5)
 
 
 def _synthetic(rng, T, x, centre, spread, scale, noise):
@@ -172,13 +187,13 @@ def test_delta_method_se_of_the_width_matches_its_spread():
     for _ in range(R):
         f, s = _synthetic(rng, T, x, 1.0, 0.03, 0.06, 0.01)
         F = f.mean(axis=0)
-        lo, hi = crossing(x, F, 0.1), crossing(x, F, 0.9)
-        from attnscale.experiments.sharpness_summary import _gradient, _merge
+        lo, hi = first_crossing(x, F, 0.1), first_crossing(x, F, 0.9)
+        from attnscale.experiments.sharpness_summary import _merge
 
-        coef = _merge((1.0, _gradient(x, F, hi)[0]), (-1.0, _gradient(x, F, lo)[0]))
+        coef = _merge((1.0, crossing_gradient(x, F, hi)[0]), (-1.0, crossing_gradient(x, F, lo)[0]))
         widths.append(hi[0] - lo[0])
-        spread.append(delta_se(coef, 0.0, f, 0 * s, np.zeros(T)))
-        floored.append(delta_se(coef, 0.0, f, s, np.zeros(T)))
+        spread.append(crossing_se(coef, 0.0, f, 0 * s, np.zeros(T)))
+        floored.append(crossing_se(coef, 0.0, f, s, np.zeros(T)))
     sd = np.std(widths, ddof=1)
     assert 0.9 <= sd / np.sqrt(np.mean(np.square(spread))) <= 1.1
     # the within-draw floor (errors at neighbouring x taken as fully correlated) only adds
@@ -189,7 +204,7 @@ def test_delta_method_se_of_the_width_matches_its_spread():
 def test_simplex_width_shrinks_like_one_over_ln_n():
     ns = 2 ** np.arange(10, 21, 2)
     for obs in ("self_weight", "lambda", "eta"):
-        lev = critical_level(obs, 0.5)
+        lev = theory.critical_level(obs, 0.5)
         w = [simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
              for n in ns]  # fmt: skip
         fit = power_fit(np.log(ns), w, 1e-3 * np.asarray(w))
@@ -213,7 +228,7 @@ def test_first_order_width_approximates_the_finite_d_theory():
     x = np.linspace(0.4, 2.0, 321)
     for n in (2**10, 2**15, 2**20):
         sw = finite_d.self_weight(n, 512, 0.5, x * np.log(n) / 0.5)
-        exact = crossing(x, sw, 0.9)[0] - crossing(x, sw, 0.1)[0]
+        exact = first_crossing(x, sw, 0.9)[0] - first_crossing(x, sw, 0.1)[0]
         assert first_order_width(n, 512, 0.5) == pytest.approx(exact, rel=0.1)
     assert np.isnan(first_order_width(2**20, 32, 0.5))
     assert first_order_width(2**10, 10**6, 0.5) == pytest.approx(2 * np.log(9) / np.log(2**10),

@@ -31,27 +31,13 @@ from attnscale.pipeline.runtime import Progress
 
 from .paper_a_tokens import draw_tokens, tokens_at
 
-__all__ = ["ROWS_STREAM", "OBSERVABLES", "critical_level", "eta_normalised", "draw_curves",
+__all__ = ["ROWS_STREAM", "OBSERVABLES", "eta_normalised", "draw_curves",
            "sharpness_curves"]  # fmt: skip
 
 #: Stream of the row samples and probes (the tokens are Paper A's draws).
 ROWS_STREAM = "sharpness/rows"
 #: The observables of the figure, each normalised to its ``gamma -> inf`` value.
-OBSERVABLES = ("self_weight", "lambda", "eta")
-
-
-def critical_level(observable: str, rho: float) -> float:
-    """Value of a normalised observable at Paper A's critical point ``gamma = gamma_c``, ``n -> inf``
-    [paper]: self-weight 1/2, lambda ``1/(1 + 3 rho)``, eta a quarter of its super-critical value
-    (docs/paper-a.md#the-jacobian-norm-eta); the centre of a transition is where it is crossed
-    (docs/long-context.md#transition-sharpness-against-context-length)."""
-    if observable == "self_weight":
-        return 0.5
-    if observable == "lambda":
-        return float(theory.critical_lambda(rho))
-    if observable == "eta":
-        return 0.25
-    raise ValueError(f"observable must be one of {OBSERVABLES}, got {observable!r}")
+OBSERVABLES = theory.NORMALISED_OBSERVABLES
 
 
 def eta_normalised(eta, X, route: str):
@@ -119,7 +105,7 @@ def draw_curves(tok: dict, r0: float, x, rows: int, probes: int, rng, *,
         "lambda": obs.lam.estimate, "lambda_se": obs.lam.se,
         "eta_raw": obs.eta.estimate, "eta_raw_se": obs.eta.se, "eta_limit": eta_lim,
         "eta": eta_n, "eta_se": eta_n_se,
-        "lambda_critical": critical_level("lambda", rho_hat),
+        "lambda_critical": theory.critical_level("lambda", rho_hat),
         "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
         "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
         "n_near_pairs": obs.lam.n_near_pairs, "n_excluded_pairs": obs.lam.n_excluded_pairs,

@@ -7,17 +7,12 @@ For one ``(d, rho, n)`` and observable (normalised to its ``gamma -> inf`` value
 curve ``F_k = mean_t f_t(x_k)`` is interpolated linearly between grid points:
 
 * the crossing ``x_L`` of a level ``L`` is the first upward crossing, ``F_k < L <= F_{k+1}``,
-  ``x_L = x_k + (x_{k+1} - x_k)(L - F_k)/(F_{k+1} - F_k)``;
+  interpolated linearly (:func:`attnscale.core.crossings.first_crossing`);
 * width ``x_{0.9} - x_{0.1}``; centre: the crossing of Paper A's critical value
-  (:func:`attnscale.experiments.sharpness.critical_level`; for lambda at the mean over draws of
+  (:func:`attnscale.layer.theory.critical_level`; for lambda at the mean over draws of
   ``1/(1 + 3 rho_hat)``);
-* standard error by the delta method over draws: each quantity is, to first order, a linear
-  combination ``sum_k c_k F_k (+ c_L L)``; the same combination of each draw's values, ``w_t``,
-  has ``Var(mean) = s^2(w_t) / T``. With ``T = 2`` draws that spread is a one-degree-of-freedom
-  estimate, so the row sampling's within-draw error (the same combination of the within-draw
-  SEs, with ``|c_k|``: errors at neighbouring ``x`` of one row sample taken as fully correlated,
-  a bound) is a floor: ``SE^2 = max(s^2(w_t), mean_t (sum_k |c_k| se_tk)^2) / T``
-  (docs/long-context.md#within-draw-and-between-draw-variance). ``nan`` for one draw.
+* standard error by the delta method over draws (:func:`attnscale.core.crossings.crossing_se`:
+  the larger of the draws' spread and the within-draw floor; ``nan`` for one draw).
 
 The references: Paper A's finite-n simplex map (:mod:`attnscale.layer.theory`) at the nominal
 ``rho``, whose width is a function of ``(1 - x) ln n`` and so shrinks like ``1 / ln n`` (the
@@ -31,12 +26,13 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from attnscale.core.roots import brentq
+from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
+from attnscale.core.roots import LEVEL, brentq
 from attnscale.layer import theory
 
-from .sharpness import OBSERVABLES, critical_level
+from .sharpness import OBSERVABLES
 
-__all__ = ["LEVELS", "KEYS", "crossing", "delta_se", "curve_summary", "simplex_curve",
+__all__ = ["LEVELS", "KEYS", "curve_summary", "simplex_curve",
            "SIMPLEX_X", "simplex_crossing", "first_order_width", "finite_d_crossings", "transition_rows", "power_fit", "width_trends",
            "sharpness_summary"]  # fmt: skip
 
@@ -44,43 +40,6 @@ __all__ = ["LEVELS", "KEYS", "crossing", "delta_se", "curve_summary", "simplex_c
 LEVELS = (0.1, 0.9)
 #: One curve per these keys.
 KEYS = ["d", "rho", "n"]
-
-
-def crossing(x, F, level: float):
-    """First upward crossing of ``level`` by the piecewise-linear ``F(x)``: ``(x_L, k, t)`` with
-    ``x_L = x_k + t (x_{k+1} - x_k)``, or ``None`` if ``F`` does not cross it inside the grid
-    (``F_0 >= level``, or no ``F_k < level <= F_{k+1}``)."""
-    F = np.asarray(F, dtype=float)
-    below = F < level
-    if not below[0]:
-        return None
-    up = np.flatnonzero(below[:-1] & ~below[1:])
-    if up.size == 0:
-        return None
-    k = int(up[0])
-    t = (level - F[k]) / (F[k + 1] - F[k])
-    return float(x[k] + t * (x[k + 1] - x[k])), k, float(t)
-
-
-def _gradient(x, F, cross) -> tuple[dict, float]:
-    """``d x_L / d F_k`` for the two grid points of a crossing, and ``d x_L / d L``."""
-    _, k, t = cross
-    h, dF = x[k + 1] - x[k], F[k + 1] - F[k]
-    return {k: -h * (1.0 - t) / dF, k + 1: -h * t / dF}, h / dF
-
-
-def delta_se(coef: dict, c_level: float, f, s, levels) -> float:
-    """Delta-method SE of ``sum_k coef[k] F_k + c_level L`` over ``T`` draws (``f``, ``s``: ``(T, K)``
-    values and within-draw SEs, ``levels``: ``(T,)`` per-draw levels): the larger of the spread
-    of the draws' combinations and the within-draw floor, over ``T`` (module docstring)."""
-    T = f.shape[0]
-    if T < 2:
-        return float("nan")
-    ks = np.fromiter(coef, dtype=int)
-    c = np.array([coef[k] for k in ks])
-    w = f[:, ks] @ c + c_level * levels
-    floor = np.mean((s[:, ks] @ np.abs(c)) ** 2)
-    return float(np.sqrt(max(np.var(w, ddof=1), floor) / T))
 
 
 def _merge(*parts) -> dict:
@@ -138,7 +97,7 @@ def simplex_crossing(observable: str, n: int, d: int, rho: float, level: float) 
     :data:`SIMPLEX_X` (601 log-spaced points from 0.05 to 5) that crosses, refined by Brent's
     method."""
     xs = SIMPLEX_X
-    hit = crossing(xs, _simplex_on_grid(observable, int(n), int(d), float(rho)), level)
+    hit = first_crossing(xs, _simplex_on_grid(observable, int(n), int(d), float(rho)), level)
     if hit is None:
         return float("nan")
     _, k, _ = hit
@@ -163,7 +122,7 @@ def finite_d_crossings(x, g: pd.DataFrame, T: int, K: int) -> dict:
     mean over the draws of ``E[A_ii | ||z_0||]`` at each draw's betas (column
     ``self_weight_theory``): the prediction of the simulated mean curve of the same draws."""
     F = g["self_weight_theory"].to_numpy().reshape(T, K).mean(axis=0)
-    hits = [crossing(x, F, v) for v in (*LEVELS, 0.5)]
+    hits = [first_crossing(x, F, v) for v in (*LEVELS, LEVEL)]
     out = {}
     if hits[0] is not None and hits[1] is not None:
         out["width"] = hits[1][0] - hits[0][0]
@@ -197,24 +156,24 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
             s = g[f"{obs}_se"].to_numpy().reshape(T, K)
             F = f.mean(axis=0)
             lv = (draws["lambda_critical"].to_numpy() if obs == "lambda"
-                  else np.full(T, critical_level(obs, rho)))  # fmt: skip
+                  else np.full(T, theory.critical_level(obs, rho)))  # fmt: skip
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
             for name, level, lvls in (("x10", LEVELS[0], np.full(T, LEVELS[0])),
                                       ("x90", LEVELS[1], np.full(T, LEVELS[1])),
                                       ("centre", float(lv.mean()), lv)):  # fmt: skip
-                hit = crossing(x, F, level)
+                hit = first_crossing(x, F, level)
                 if hit is None:
                     row[name], row[f"{name}_se"] = np.nan, np.nan
                     continue
-                coef, c_level = _gradient(x, F, hit)
+                coef, c_level = crossing_gradient(x, F, hit)
                 got[name] = (coef, c_level, lvls)
                 row[name] = hit[0]
-                row[f"{name}_se"] = delta_se(coef, c_level, f, s, lvls)
+                row[f"{name}_se"] = crossing_se(coef, c_level, f, s, lvls)
             row["width"] = row["x90"] - row["x10"]
             if "x10" in got and "x90" in got:
                 coef = _merge((1.0, got["x90"][0]), (-1.0, got["x10"][0]))
-                row["width_se"] = delta_se(coef, 0.0, f, s, np.zeros(T))
+                row["width_se"] = crossing_se(coef, 0.0, f, s, np.zeros(T))
             else:
                 row["width_se"] = np.nan
             fd = finite_d_crossings(x, g, T, K) if obs == "self_weight" else {}
@@ -224,7 +183,9 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
             row["centre_finite_d"] = fd.get("centre", np.nan)
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo
-            row["centre_simplex"] = simplex_crossing(obs, n, d, rho, critical_level(obs, rho))
+            row["centre_simplex"] = simplex_crossing(
+                obs, n, d, rho, theory.critical_level(obs, rho)
+            )
             out.append(row)
     return pd.DataFrame(out)
 

@@ -60,7 +60,7 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
             r = t.iloc[0]
             ax.plot(r["x_star"], r["level_centre"], marker="v", ms=6, color=col, mec="k",
                     mew=0.5, zorder=5)  # fmt: skip
-    level = theory.critical_lambda(rho) if obs == "lambda" else 0.25
+    level = theory.critical_level(obs, rho)
     _limit_step(ax, level)
     ax.set_ylim(-0.03, 1.05)
 

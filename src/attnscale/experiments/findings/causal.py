@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core import stats
+from attnscale.core.crossings import first_crossing
 from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
@@ -42,15 +43,10 @@ REPORT_RHO = (0.2, 0.5, 0.8)
 
 
 def _crossing(gamma, values, level) -> float:
-    """gamma where ``values`` (increasing in gamma on the whole) first reaches ``level``,
-    interpolated linearly in log gamma; nan if never."""
-    g, v = np.asarray(gamma, float), np.asarray(values, float)
-    above = np.nonzero(v >= level)[0]
-    if above.size == 0 or above[0] == 0:
-        return np.nan
-    i = above[0]
-    t = (level - v[i - 1]) / (v[i] - v[i - 1])
-    return float(np.exp(np.log(g[i - 1]) + t * (np.log(g[i]) - np.log(g[i - 1]))))
+    """gamma where ``values`` first crosses ``level`` upwards, interpolated linearly in log gamma
+    (:func:`attnscale.core.crossings.first_crossing`); nan if never."""
+    hit = first_crossing(gamma, values, level, log_x=True)
+    return np.nan if hit is None else hit.x
 
 
 def _grid(L: pd.DataFrame, scaling: str, col: str = "lambda") -> pd.DataFrame:

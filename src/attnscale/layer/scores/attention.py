@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.backend import uses_jax
+from attnscale.core.crossings import first_crossing
+from attnscale.core.roots import LEVEL
 from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
 from attnscale.layer.dense.attention import normalise
 from attnscale.layer.dense.kernel_args import SCORE_OUTPUT_ENTRIES, check_block, check_qk, rows_mask
@@ -316,23 +318,6 @@ def layer_grid(
     }
 
 
-def crossing(xs, ys, target: float = 0.5) -> float:
-    """First ``x`` where ``ys`` crosses ``target`` upwards, linear interpolation in ``log x``;
-    ``nan`` if it never does (``xs`` increasing and positive)."""
-    xs = np.asarray(xs, dtype=float)
-    ys = np.asarray(ys, dtype=float)
-    above = ys >= target
-    if above[0]:
-        return float(xs[0]) if ys[0] == target else float("nan")
-    k = np.flatnonzero(above)
-    if k.size == 0:
-        return float("nan")
-    j = int(k[0])
-    lx0, lx1 = np.log(xs[j - 1]), np.log(xs[j])
-    f = (target - ys[j - 1]) / (ys[j] - ys[j - 1])
-    return float(np.exp(lx0 + f * (lx1 - lx0)))
-
-
 def self_weight_critical_beta(
     Qm,
     Km,
@@ -340,17 +325,16 @@ def self_weight_critical_beta(
     beta_hi: float,
     *,
     rows=None,
-    target: float = 0.5,
+    target: float = LEVEL,
     points: int = 16,
     xtol: float = 1e-10,
 ) -> float:
     """The ``beta`` at which the mean self-weight over ``rows`` first reaches ``target``
-    (``docs/realistic-attention.md#learned-query-key-matrix``). (Named ``critical_beta`` before;
-    that name still works, with a warning.)
+    (``docs/realistic-attention.md#learned-query-key-matrix``).
 
     A log grid of ``points`` betas on ``[beta_lo, beta_hi]`` brackets the first upward crossing;
     Brent's method (in ``log beta``, tolerance ``xtol``) then solves ``mean A_ii = target``
-    inside the bracket. The score matrix is formed once (``n x n``; for ``n <= 4096``, else
+    inside the bracket (:func:`attnscale.core.crossings.first_crossing` on the grid finds it). The score matrix is formed once (``n x n``; for ``n <= 4096``, else
     row blocks are recomputed per evaluation). ``nan`` if the grid shows no crossing.
     """
     from scipy.optimize import brentq
@@ -379,10 +363,10 @@ def self_weight_critical_beta(
 
     bs = np.geomspace(beta_lo, beta_hi, points)
     sw = np.array([mean_self(b) for b in bs])
-    above = np.flatnonzero(sw >= target)
-    if above.size == 0 or above[0] == 0:
-        return crossing(bs, sw, target)
-    j = int(above[0])
+    hit = first_crossing(bs, sw, target, log_x=True)
+    if hit is None:
+        return float("nan")
+    j = hit.k + 1
     lb = brentq(lambda x: mean_self(np.exp(x)) - target, np.log(bs[j - 1]), np.log(bs[j]),
                 xtol=xtol, rtol=4 * np.finfo(float).eps)  # fmt: skip
     return float(np.exp(lb))
