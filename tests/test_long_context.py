@@ -152,10 +152,10 @@ def test_cell_se_has_a_within_and_a_between_part():
     assert (eta["method"] == "sampled").all() and (eta["rows"] == 30).all()
     fig2 = pe.eta_summary(csvs=[eta])["figure2"]
     grid = eta[eta["gamma_kind"] == "grid"]
-    parts = se_components(grid.groupby(pa.CELL_KEYS), "eta", "eta_se")
+    parts = se_components(grid.groupby(pa.CELL_KEYS), "eta", "eta_se_within")
     np.testing.assert_allclose(fig2["eta_se_within"], parts["eta_se_within"], rtol=1e-15)
     np.testing.assert_allclose(fig2["eta_se_within"],
-                               grid.groupby("gamma")["eta_se"].apply(
+                               grid.groupby("gamma")["eta_se_within"].apply(
                                    lambda s: np.sqrt(np.sum(s**2)) / 3).to_numpy(), rtol=1e-12)  # fmt: skip
 
 

@@ -86,8 +86,8 @@ def test_eta_table_exact_and_hutchinson_agree_within_their_error():
     hu = E.eta_table(tok, gammas, 0.0, method="hutchinson", probes=64, probe_kind="rademacher",
                      root_seed=SEED, params={})  # fmt: skip
     assert list(ex["gamma_kind"]) == ["grid"] * 15 + ["critical"]
-    assert (ex["eta_se"] == 0).all() and (hu["eta_se"] > 0).all()
-    assert np.all(np.abs(hu["eta"] - ex["eta"]) <= 5 * hu["eta_se"])
+    assert (ex["eta_se_within"] == 0).all() and (hu["eta_se_within"] > 0).all()
+    assert np.all(np.abs(hu["eta"] - ex["eta"]) <= 5 * hu["eta_se_within"])
     np.testing.assert_allclose(ex["eta_rel"] * ex["eta_plateau"], ex["eta"], rtol=1e-14)
     # the plateau is the super-critical limit at the realised norms, reached once every
     # off-diagonal weight is negligible: beta min_{i != j} (1 - <y_i, y_j>) > 40 makes them

@@ -129,7 +129,7 @@ def test_figure_data_at_tiny_size_against_a_dense_recomputation():
     assert rel(got["lambda"], lam) < 1e-10
     limit = (1 - 1 / d) * np.mean(1 / np.einsum("ij,ij->i", X, X))
     assert rel(got["eta"], eta_exact_grid(X, betas) / limit) < 1e-10
-    assert np.all(got[["self_weight_se", "lambda_se", "eta_se"]].to_numpy() == 0)
+    assert np.all(got[["self_weight_se_within", "lambda_se_within", "eta_se_within"]].to_numpy() == 0)
     # the finite-d critical point of the draw: E[A_ii | ||z_0||] = 1/2 there
     xs = got["x_star_given"].iloc[0]
     beta_star = xs * np.log(n) / (1 - rho_hat)
@@ -247,7 +247,7 @@ def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
                        "x_star_given": 1.05, "x_star_nominal": 1.05, "lambda_critical": 0.4}  # fmt: skip
                 for obs in ("self_weight", "lambda", "eta"):
                     f, s = _synthetic(rng, 1, x, 1.05, 0.01, 1.0 / np.log(n), 0.005)
-                    rec[obs], rec[f"{obs}_se"] = f[0], s[0]
+                    rec[obs], rec[f"{obs}_se_within"] = f[0], s[0]
                 rec["self_weight_theory"] = 1 / (1 + np.exp(-(x - 1.05) * np.log(n)))
                 rows.append(pd.DataFrame(rec))
     return pd.concat(rows, ignore_index=True)

@@ -66,7 +66,7 @@ COLUMNS = {
     # Paper A, Figure 2 (eta)
     "eta_rows": [
         "d", "n", "rho", "rho_hat", "q_hat", "mean_inv_sq_norm", "trial", "gamma_kind", "gamma",
-        "gamma_over_gc_hat", "beta", "alpha", "method", "probes", "eta", "eta_se", "eta_plateau",
+        "gamma_over_gc_hat", "beta", "alpha", "method", "probes", "eta", "eta_se_within", "eta_plateau",
         "eta_rel", "eta_limit", "eta_simplex_n", "eta_simplex_n_norms", *PROV,
     ],
     "figure2": [
@@ -76,7 +76,7 @@ COLUMNS = {
     ],
     "eta_critical": [
         "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "gamma",
-        "beta", "method", "probes", "eta", "eta_se", "eta_plateau", "eta_limit", "eta_simplex_n",
+        "beta", "method", "probes", "eta", "eta_se_within", "eta_plateau", "eta_limit", "eta_simplex_n",
         "eta_simplex_n_norms", *PROV,
     ],
     # Paper A, theorem table (per-draw rows, then one row per key x quantity)

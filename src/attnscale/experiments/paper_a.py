@@ -174,13 +174,13 @@ def long_context_params(rows, z0: str) -> dict:
     return out
 
 
-def figure1_data(rows):
+def figure1_data(table):
     """Figure 1 data: mean lambda (and SE over trials) per ``(d, n, alpha, rho, gamma)``.
 
     From sampled rows (a ``lambda_se_within`` column) the cell also gets the two parts of its SE,
     ``lambda_se_within`` and ``lambda_se_between``
     (:func:`attnscale.experiments.summaries.se_components`), and ``rows``."""
-    grid = rows[rows["gamma_kind"] == "grid"]
+    grid = table[table["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
     out = mean_se_table(groups, ["lambda", "rho_hat", "lambda_simplex_n"])
     if "lambda_se_within" in grid.columns:
@@ -194,12 +194,12 @@ def figure1_data(rows):
     return out.merge(cell_provenance(grid, CELL_KEYS), on=CELL_KEYS, how="left")
 
 
-def cell_provenance(rows, keys, **extra):
+def cell_provenance(table, keys, **extra):
     """Provenance of the draws behind each group of ``rows``: the root seed, every spawn key
     (``;``-joined), the parameter hash, package version and git commit (plus ``extra`` named
     aggregations, as for :meth:`pandas.DataFrame.agg`)."""
     return (
-        rows.groupby(keys, sort=True)
+        table.groupby(keys, sort=True)
         .agg(
             root_seed=("root_seed", "first"),
             spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
@@ -212,10 +212,10 @@ def cell_provenance(rows, keys, **extra):
     )
 
 
-def critical_data(rows):
+def critical_data(table):
     """Theory-check data: lambda at ``gamma_c(rho_hat)`` per draw, with the simplex and limit
     values at the same ``rho_hat`` and the difference ``lambda - lambda_simplex_n``."""
-    crit = rows[rows["gamma_kind"] == "critical"].copy()
+    crit = table[table["gamma_kind"] == "critical"].copy()
     crit["diff_vs_simplex_n"] = crit["lambda"] - crit["lambda_simplex_n"]
     cols = [
         "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "gamma", "beta", "lambda",
@@ -232,5 +232,5 @@ def lambda_summary(*, csvs: list) -> dict:
     critical rows from the per-``(d, rho)`` tables."""
     import pandas as pd
 
-    rows = pd.concat(csvs, ignore_index=True)
-    return {"figure1": figure1_data(rows), "critical": critical_data(rows)}
+    table = pd.concat(csvs, ignore_index=True)
+    return {"figure1": figure1_data(table), "critical": critical_data(table)}

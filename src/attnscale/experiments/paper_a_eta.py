@@ -128,12 +128,12 @@ def eta_table(
         (:func:`attnscale.layer.sampled.eta.eta_sampled`, probe route, one tangent probe per row,
         rows and probes from the job's generator with key
         :func:`attnscale.experiments.paper_a.rows_key`; docs/long-context.md#the-rows-choice):
-        method ``"sampled"``, ``eta_se`` its within-draw SE, and a column ``rows``.
+        method ``"sampled"``, ``eta_se_within`` its within-draw SE, and a column ``rows``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per gamma; ``eta_se`` is 0 for the exact method.
+        One row per gamma; ``eta_se_within`` is 0 for the exact method.
     """
     X, n, d = tok["X"], tok["n"], tok["d"]
     rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
@@ -199,7 +199,7 @@ def eta_table(
             "method": how,
             "probes": used_probes,
             "eta": eta,
-            "eta_se": se,
+            "eta_se_within": se,
             "eta_plateau": plateau,
             "eta_rel": eta / plateau,
             "eta_limit": lim,
@@ -267,15 +267,15 @@ def eta_rows(
     return pd.concat(tables, ignore_index=True)
 
 
-def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
+def figure2_data(table: pd.DataFrame) -> pd.DataFrame:
     """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell; from sampled
     rows also ``eta_se_within``, ``eta_se_between``
     (:func:`attnscale.experiments.summaries.se_components`) and ``rows``."""
-    grid = rows[rows["gamma_kind"] == "grid"]
+    grid = table[table["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
     out = mean_se_table(groups, ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"])
     if "rows" in grid.columns:  # sampled rows: the two parts of the SE, and m
-        parts = se_components(groups, "eta", "eta_se")
+        parts = se_components(groups, "eta", "eta_se_within")
         parts["rows"] = groups["rows"].first().to_numpy()
         out = out.merge(parts, on=CELL_KEYS, how="left")
         out = out[columns_after(list(out.columns), "eta_se", list(parts.columns[len(CELL_KEYS) :]))]
@@ -287,12 +287,12 @@ def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
+def eta_critical_data(table: pd.DataFrame) -> pd.DataFrame:
     """eta at ``gamma_c(rho_hat)`` per draw with its theory columns."""
-    crit = rows[rows["gamma_kind"] == "critical"].copy()
+    crit = table[table["gamma_kind"] == "critical"].copy()
     cols = [
         "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "gamma",
-        "beta", "method", "probes", "eta", "eta_se", "eta_plateau", "eta_limit", "eta_simplex_n",
+        "beta", "method", "probes", "eta", "eta_se_within", "eta_plateau", "eta_limit", "eta_simplex_n",
         "eta_simplex_n_norms", "root_seed", "spawn_key", "params_hash", "attnscale_version",
         "git_commit",
     ]  # fmt: skip
@@ -304,5 +304,5 @@ def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
 def eta_summary(*, csvs: list) -> dict:
     """Entry of rule ``paper_a_eta_summary``: Figure 2's cell means and the per-draw critical
     rows."""
-    rows = pd.concat(csvs, ignore_index=True)
-    return {"figure2": figure2_data(rows), "critical": eta_critical_data(rows)}
+    table = pd.concat(csvs, ignore_index=True)
+    return {"figure2": figure2_data(table), "critical": eta_critical_data(table)}

@@ -58,12 +58,12 @@ def curve_summary(rows: pd.DataFrame) -> pd.DataFrame:
     for key, g in rows.groupby(KEYS + ["x"], sort=True):
         T = g["trial"].nunique()
         for obs in OBSERVABLES:
-            v, s = g[obs].to_numpy(), g[f"{obs}_se"].to_numpy()
+            v, s = g[obs].to_numpy(), g[f"{obs}_se_within"].to_numpy()
             spread = np.var(v, ddof=1) if T > 1 else np.nan
             se = np.sqrt(max(spread, np.mean(s**2)) / T) if T > 1 else np.nan
             out.append(dict(zip(KEYS + ["x"], key, strict=True), observable=obs,
                             mean=float(v.mean()), se=float(se),
-                            within_se=float(np.sqrt(np.mean(s**2) / T)), trials=T))  # fmt: skip
+                            se_within=float(np.sqrt(np.mean(s**2) / T)), trials=T))  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -153,7 +153,7 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
                     x_star_nominal=float(draws["x_star_nominal"].iloc[0]))  # fmt: skip
         for obs in OBSERVABLES:
             f = g[obs].to_numpy().reshape(T, K)
-            s = g[f"{obs}_se"].to_numpy().reshape(T, K)
+            s = g[f"{obs}_se_within"].to_numpy().reshape(T, K)
             F = f.mean(axis=0)
             lv = (draws["lambda_critical"].to_numpy() if obs == "lambda"
                   else np.full(T, theory.critical_level(obs, rho)))  # fmt: skip
@@ -244,7 +244,7 @@ def sharpness_summary(*, data) -> dict:
     """
     rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     need = set(KEYS + ["x", "trial", "m", "x_star_given", "x_star_nominal", "lambda_critical",
-                       "rho_hat", "self_weight_theory"] + [c for o in OBSERVABLES for c in (o, f"{o}_se")])  # fmt: skip
+                       "rho_hat", "self_weight_theory"] + [c for o in OBSERVABLES for c in (o, f"{o}_se_within")])  # fmt: skip
     missing = sorted(need - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
