@@ -56,8 +56,9 @@ def lam_close(a, b):
 @pytest.mark.parametrize("alpha", [0.0, 0.5])
 def test_lambda_grid_matches_numpy(X, block_rows, alpha):
     ref, dref = attention.angle_ratio_grid(X, BETAS, alpha, return_diagnostics=True)
-    got, dgot = attention.angle_ratio_grid(X, BETAS, alpha, block_rows=block_rows,
-                                           return_diagnostics=True, backend="jax")  # fmt: skip
+    got, dgot = attention.angle_ratio_grid(
+        X, BETAS, alpha, block_rows=block_rows, return_diagnostics=True, backend="jax"
+    )
     lam_close(got, ref)
     assert dgot == dref
 
@@ -69,8 +70,9 @@ def test_causal_and_per_row_lambda_match_numpy(X, kind, block_rows):
     g = np.array([0.3, 1.0, 4.0, 1e4])
     grid = g if kind == "scalar" else g[:, None] * np.log(np.arange(1, n + 1))[None]
     ref = attention.angle_ratio_grid(X, grid, 0.2, causal=True)
-    got = attention.angle_ratio_grid(X, grid, 0.2, causal=True, block_rows=block_rows,
-                                     backend="jax")  # fmt: skip
+    got = attention.angle_ratio_grid(
+        X, grid, 0.2, causal=True, block_rows=block_rows, backend="jax"
+    )
     assert rel(got, ref) < TOL
     if kind == "position":  # per-row betas without the mask
         ref = causal_lambda.angle_ratio_grid_rows(X, grid, causal=False)
@@ -96,8 +98,9 @@ def test_lambda_near_coincident_tokens_match_numpy():
     ref, dref = attention.angle_ratio_grid(X, betas, return_diagnostics=True)
     assert dref["n_near_pairs"] > 0 and dref["n_excluded_pairs"] > 0
     for br in (None, 16):
-        got, dgot = attention.angle_ratio_grid(X, betas, return_diagnostics=True, block_rows=br,
-                                               backend="jax")  # fmt: skip
+        got, dgot = attention.angle_ratio_grid(
+            X, betas, return_diagnostics=True, block_rows=br, backend="jax"
+        )
         assert rel(got, ref) < TOL
         assert dgot == dref
     refc = attention.angle_ratio_grid(X, betas, causal=True)
@@ -137,8 +140,9 @@ def test_float32_centred_lambda_error():
     r = np.linalg.norm(X, axis=1)  # the twin takes validated arrays: tokens, row norms, betas
     betas = np.array([beta])
     centred = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", block_rows=64)[0]
-    plain = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", centred=False,
-                                           block_rows=64)  # fmt: skip
+    plain = attention_jax.angle_ratio_grid(
+        X, r, betas, 0.0, dtype="float32", centred=False, block_rows=64
+    )
     assert rel(centred, ref) < 2e-5
     assert rel(plain[0], ref) > 1e-2
 
@@ -153,8 +157,9 @@ def test_forward_and_self_weights_match_numpy(X, causal_mask):
         got = attention.forward(X, beta, 0.3, causal=causal_mask, backend="jax")
         assert rel(got, ref, 1e-300) < TOL
     ref, aref = causal.forward_rows(X, pos, causal=causal_mask, return_self_weight=True)
-    got, agot = causal.forward_rows(X, pos, causal=causal_mask, return_self_weight=True,
-                                    block_rows=8, backend="jax")  # fmt: skip
+    got, agot = causal.forward_rows(
+        X, pos, causal=causal_mask, return_self_weight=True, block_rows=8, backend="jax"
+    )
     assert rel(got, ref) < TOL and rel(agot, aref) < TOL
     grid = np.array([0.5, 3.0, 40.0])[:, None] * np.log(np.arange(1, n + 1))[None]
     ref = causal.self_weights(X, grid, causal=causal_mask)
@@ -180,10 +185,12 @@ def test_eta_exact_matches_numpy(X, route):
 @pytest.mark.parametrize("kind", ["rademacher", "gaussian"])
 def test_eta_hutchinson_through_jvp_matches_numpy(X, kind):
     betas = np.array([0.0, 1.5, 8.0, 1e4])
-    ref = jacobian.eta_hutchinson_grid(X, betas, 0.4, probes=3, rng=np.random.default_rng(7),
-                                       kind=kind)  # fmt: skip
-    got = jacobian.eta_hutchinson_grid(X, betas, 0.4, probes=3, rng=np.random.default_rng(7),
-                                       kind=kind, backend="jax")  # fmt: skip
+    ref = jacobian.eta_hutchinson_grid(
+        X, betas, 0.4, probes=3, rng=np.random.default_rng(7), kind=kind
+    )
+    got = jacobian.eta_hutchinson_grid(
+        X, betas, 0.4, probes=3, rng=np.random.default_rng(7), kind=kind, backend="jax"
+    )
     assert rel(got[0], ref[0]) < TOL and rel(got[1], ref[1]) < TOL
     one = jacobian.eta_hutchinson(X, 2.0, probes=1, rng=np.random.default_rng(1), backend="jax")
     assert (
@@ -212,32 +219,52 @@ def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
     for betas in (BETAS, per_row):
         for alpha in (0.0, 0.5):
             kw = {"rows": 16, "causal": causal_mask}
-            ref = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rng=np.random.default_rng(3),
-                                                     **kw)  # fmt: skip
-            got = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rng=np.random.default_rng(3),
-                                                     backend="jax", **kw)  # fmt: skip
+            ref = sampled_lambda.angle_ratio_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), **kw
+            )
+            got = sampled_lambda.angle_ratio_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), backend="jax", **kw
+            )
             assert rel(got.estimate, ref.estimate, 1e-12) < TOL
             assert rel(got.se, ref.se, 1e-4) < TOL
             assert np.array_equal(got.rows.rows, ref.rows.rows)
-            ref = sampled_eta.eta_sampled(X, betas, alpha, rng=np.random.default_rng(3), probes=2,
-                                          **kw)  # fmt: skip
-            got = sampled_eta.eta_sampled(X, betas, alpha, rng=np.random.default_rng(3), probes=2,
-                                          backend="jax", **kw)  # fmt: skip
+            ref = sampled_eta.eta_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), probes=2, **kw
+            )
+            got = sampled_eta.eta_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), probes=2, backend="jax", **kw
+            )
             assert rel(got.values, ref.values, 1e-12) < TOL
             assert rel(got.estimate, ref.estimate, 1e-12) < TOL
             assert rel(got.se, ref.se, 1e-4) < TOL
     out = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask)
-    got = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30),
-                                         causal=causal_mask, backend="jax")  # fmt: skip
+    got = sampled_lambda.sampled_outputs(
+        X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask, backend="jax"
+    )
     assert rel(got, out, 1e-300) < TOL
     with backend.use("jax", memory_gb=2e-5):  # groups of one beta
-        got = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30),
-                                             causal=causal_mask)  # fmt: skip
+        got = sampled_lambda.sampled_outputs(
+            X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask
+        )
         assert rel(got, out, 1e-300) < TOL
-        R = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
-                                           rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
-    ref = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
-                                         rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
+        R = sampled_eta.row_jacobian_norms(
+            X,
+            BETAS,
+            0.5,
+            rows=np.arange(5, 30),
+            route="probe",
+            rng=np.random.default_rng(1),
+            causal=causal_mask,
+        )
+    ref = sampled_eta.row_jacobian_norms(
+        X,
+        BETAS,
+        0.5,
+        rows=np.arange(5, 30),
+        route="probe",
+        rng=np.random.default_rng(1),
+        causal=causal_mask,
+    )
     assert rel(R[0], ref[0], 1e-12) < TOL
     if not causal_mask:  # the theorem table's four quantities share the eta pass
         from attnscale.layer.sampled.stats import QUANTITIES, layer_statistics_sampled
@@ -298,8 +325,9 @@ def test_learned_score_kernels_match_numpy(X):
     keep[[2, 9]] = False
     for br in (None, 8):
         ref = score_attention.layer_grid(X, Qm, Km, betas, 0.3, keep=keep, col=0, block_rows=br)
-        got = score_attention.layer_grid(X, Qm, Km, betas, 0.3, keep=keep, col=0, block_rows=br,
-                                         backend="jax")  # fmt: skip
+        got = score_attention.layer_grid(
+            X, Qm, Km, betas, 0.3, keep=keep, col=0, block_rows=br, backend="jax"
+        )
         assert abs(got["lambda"][0] - ref["lambda"][0]) < 1e-14
         assert rel(got["lambda"][1:], ref["lambda"][1:]) < TOL
         assert rel(got["self_weight"], ref["self_weight"]) < TOL
@@ -385,11 +413,16 @@ def test_kernels_name_their_twins_and_twins_validate_nothing():
     src = deps.SRC / "attnscale"
     for module, twins in TWINS.items():
         assert set(twins) <= deps.direct_imports(module), module
-    modules = {".".join(p.relative_to(src.parent).with_suffix("").parts)
-               for p in src.rglob("*_jax.py")}  # fmt: skip
+    modules = {
+        ".".join(p.relative_to(src.parent).with_suffix("").parts) for p in src.rglob("*_jax.py")
+    }
     assert modules == {t for ts in TWINS.values() for t in ts}
-    shared = {"attnscale.layer.dense.jax_tiles", "attnscale.layer.dense.eta_block",
-              "attnscale.layer.dense.near_pairs", "attnscale.backend"}  # fmt: skip
+    shared = {
+        "attnscale.layer.dense.jax_tiles",
+        "attnscale.layer.dense.eta_block",
+        "attnscale.layer.dense.near_pairs",
+        "attnscale.backend",
+    }
     for twin in modules:
         tree = ast.parse(deps.module_file(twin).read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -432,8 +465,13 @@ def test_missing_jax_is_a_clear_error(X, no_jax):
     with pytest.raises(backend.BackendError) as err:
         attention.angle_ratio_grid(X, [1.0], backend="jax")
     msg = str(err.value)
-    for part in ("backend: jax", "not importable", "pip install jax==0.10.2 jaxlib==0.10.2",
-                 'jax[cuda12]==0.10.2', "docs/gpu.md#installing-jax"):  # fmt: skip
+    for part in (
+        "backend: jax",
+        "not importable",
+        "pip install jax==0.10.2 jaxlib==0.10.2",
+        "jax[cuda12]==0.10.2",
+        "docs/gpu.md#installing-jax",
+    ):
         assert part in msg, part
     with pytest.raises(backend.BackendError, match="backend: jax needs the JAX package"):
         backend.use("jax").__enter__()
@@ -487,8 +525,10 @@ def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
     msg = str(err.value)
     assert "n = 37, d = 8" in msg and "configured budget" in msg and "backend_memory_gb" in msg
     with pytest.raises(backend.BackendError, match="needs at least"):
-        load({"seed": 1, "backend": "jax", "backend_memory_gb": 0.001,
-              "paper_a": {"n": 32768}}, schema=SCHEMA)  # fmt: skip
+        load(
+            {"seed": 1, "backend": "jax", "backend_memory_gb": 0.001, "paper_a": {"n": 32768}},
+            schema=SCHEMA,
+        )
 
 
 def test_memory_budget_sources(monkeypatch):
@@ -556,8 +596,13 @@ def test_finite_d_large_n_check_dry_runs(tmp_path):
     from conftest import REPO, copy_repo, jobs_to_run, snakemake
 
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "results/finite_d/transition/d128.csv", "-n", "--configfile",
-                     "config/finite-d-large-n.yaml")  # fmt: skip
+    proc = snakemake(
+        work,
+        "results/finite_d/transition/d128.csv",
+        "-n",
+        "--configfile",
+        "config/finite-d-large-n.yaml",
+    )
     assert jobs_to_run(proc.stdout) == {"finite_d_transition_points": 1}
     over = yaml.safe_load((REPO / "config/finite-d-large-n.yaml").read_text())
     assert max(over["finite_d"]["transition"]["n"]) == 2**20 and "backend" not in over

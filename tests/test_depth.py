@@ -88,13 +88,22 @@ def test_bad_input_names_argument():
     with pytest.raises(ValueError, match="alpha"):
         depth.iterate_layers(X, 1.0, 2, -1.0)
     with pytest.raises(ValueError, match="layers must be >= 1"):
-        realistic.depth_iteration(root_seed=1, n=8, d=8, rho=0.5, gamma_factors=[1.0],
-                                  alphas=[0.0], layers=0, trial=0)  # fmt: skip
+        realistic.depth_iteration(
+            root_seed=1, n=8, d=8, rho=0.5, gamma_factors=[1.0], alphas=[0.0], layers=0, trial=0
+        )
 
 
 def test_depth_entry_reproducible():
-    kw = dict(root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0],
-              layers=4, trial=0)  # fmt: skip
+    kw = dict(
+        root_seed=3,
+        n=16,
+        d=16,
+        rho=0.5,
+        gamma_factors=[0.5, 2.0],
+        alphas=[0.0, 1.0],
+        layers=4,
+        trial=0,
+    )
     a = realistic.depth_iteration(**kw)
     assert a.equals(realistic.depth_iteration(**kw))
     assert len(a) == 2 * 2 * 5
@@ -104,14 +113,24 @@ def test_depth_entry_reproducible():
 
 def test_depth_summary_is_draw_means_and_the_plot_runs_on_it():
     """The figure data of the depth figure: plain means and ddof-1 SEs over draws (numpy)."""
-    kw = dict(root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0],
-              layers=3)  # fmt: skip
+    kw = dict(
+        root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0], layers=3
+    )
     runs = [realistic.depth_iteration(**kw, trial=t) for t in range(3)]
     out = realistic_summaries.depth_summary(data=runs)
     assert len(out) == 2 * 2 * 4 and (out["trials"] == 3).all()
     for _, row in out.iterrows():
-        v = np.array([r.loc[(r.alpha == row.alpha) & (r.gamma_factor == row.gamma_factor)
-                            & (r.layer == row.layer), "delta"].iloc[0] for r in runs])  # fmt: skip
+        v = np.array(
+            [
+                r.loc[
+                    (r.alpha == row.alpha)
+                    & (r.gamma_factor == row.gamma_factor)
+                    & (r.layer == row.layer),
+                    "delta",
+                ].iloc[0]
+                for r in runs
+            ]
+        )
         assert row["delta_mean"] == pytest.approx(v.mean(), rel=1e-13)
         assert row["delta_se"] == pytest.approx(v.std(ddof=1) / np.sqrt(3), rel=1e-10)
     rho0 = np.mean([r["rho_hat0"].iloc[0] for r in runs])

@@ -181,8 +181,11 @@ def test_top_level_docstring_states_the_import_order_and_the_command_line():
     import attnscale
 
     doc = attnscale.__doc__
-    listed = [ln.split()[0] for ln in doc.splitlines()
-              if ln and not ln[0].isspace() and ln.split()[0] in LEVEL]  # fmt: skip
+    listed = [
+        ln.split()[0]
+        for ln in doc.splitlines()
+        if ln and not ln[0].isspace() and ln.split()[0] in LEVEL
+    ]
     real = _imports_by_top_level()
     assert ":mod:`attnscale._moved`" in doc and real[""] == {"_moved"}
     for i, pkg in enumerate(listed):
@@ -211,17 +214,39 @@ def test_every_dotted_name_in_the_library_and_rules_resolves():
 
 def test_nothing_in_the_library_imports_the_command_line():
     """``attnscale.cli`` sits on top of everything (docs/pipeline.md#the-package-layout)."""
-    importers = [m for m, targets in _edges().items()
-                 if "attnscale.cli" in targets and m != "attnscale.__main__"]  # fmt: skip
+    importers = [
+        m
+        for m, targets in _edges().items()
+        if "attnscale.cli" in targets and m != "attnscale.__main__"
+    ]
     assert not importers, importers
 
 
 #: The most lines one module may have (issue 26: one concern per module; a module that grows past
-#: it is split by concern, its old import path kept, docs/pipeline.md#the-package-layout).
-MAX_MODULE_LINES = 450
+#: it is split by concern, docs/pipeline.md#the-package-layout). 450 lines of hand-compacted
+#: code then; 550 since issue 34 left the layout to the formatter (about 15 % more lines, three
+#: modules between 450 and 533).
+MAX_MODULE_LINES = 550
 
 
 def test_no_module_is_over_the_line_limit():
-    long = {str(p.relative_to(SRC)): n for p in (SRC / "attnscale").rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}  # fmt: skip
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in (SRC / "attnscale").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
+
+
+def test_the_formatter_is_overridden_rarely_and_with_a_reason():
+    """Layout by configuration (pyproject.toml's [tool.ruff]), not line by line: fewer than 30
+    ``# fmt: skip`` markers in src/ and few in tests/, each followed by its reason."""
+    marks = {}
+    for top in ("src", "tests"):
+        for path in (REPO / top).rglob("*.py"):
+            for line in path.read_text().splitlines():
+                if "# fmt: skip" in line or "# fmt: off" in line:
+                    marks.setdefault(top, []).append((path.name, line.strip()))
+    assert len(marks.get("src", [])) < 30 and len(marks.get("tests", [])) < 10, marks
+    bare = [m for ms in marks.values() for m in ms if re.search(r"# fmt: (skip|off)\s*$", m[1])]
+    assert not bare, f"markers without a reason: {bare}"

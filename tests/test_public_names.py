@@ -88,8 +88,11 @@ def _uses(module: str) -> set[tuple[str, str]]:
                 if alias.name.startswith("attnscale") and alias.asname:
                     bound[alias.asname] = alias.name
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in bound):  # fmt: skip
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
             target = bound[node.value.id]
             if f"{target}.{node.attr}" not in ALL_MODULES:
                 used.add((target, node.attr))

@@ -17,8 +17,12 @@ RULES_DIR = REPO / "workflow/rules"
 
 #: rule file -> the prefix of its rules' names: the file's family, which is the file's name
 #: except for a family that takes two files (docs/pipeline.md#rule-names)
-FAMILY = {"paper_a_eta": "paper_a_", "paper_b_limits": "paper_b_", "findings": "findings",
-          "benchmark": "benchmark_"}  # fmt: skip
+FAMILY = {
+    "paper_a_eta": "paper_a_",
+    "paper_b_limits": "paper_b_",
+    "findings": "findings",
+    "benchmark": "benchmark_",
+}
 
 
 def rule_blocks() -> dict[str, tuple[str, str]]:
@@ -46,8 +50,10 @@ def test_plot_rules_and_only_they_end_in_figure():
     assert len(blocks) > 50
     plots = {r for r, (_, b) in blocks.items() if '"figures/' in _outputs(b)}
     named = {r for r in blocks if r.endswith("_figure")}
-    assert plots == named, {"plot rules not named *_figure": sorted(plots - named),
-                            "named *_figure without a figure": sorted(named - plots)}  # fmt: skip
+    assert plots == named, {
+        "plot rules not named *_figure": sorted(plots - named),
+        "named *_figure without a figure": sorted(named - plots),
+    }
 
 
 def test_every_plot_rule_has_its_caption_and_every_caption_a_plot_rule():
@@ -61,8 +67,11 @@ def test_every_plot_rule_has_its_caption_and_every_caption_a_plot_rule():
 
 
 def test_every_rule_is_named_after_its_family():
-    bad = [f"{stem}.smk: {rule}" for rule, (stem, _) in rule_blocks().items()
-           if not rule.startswith(FAMILY.get(stem, stem + "_"))]  # fmt: skip
+    bad = [
+        f"{stem}.smk: {rule}"
+        for rule, (stem, _) in rule_blocks().items()
+        if not rule.startswith(FAMILY.get(stem, stem + "_"))
+    ]
     assert not bad, bad
 
 

@@ -43,8 +43,9 @@ def test_rule_table_unchanged_by_new_fields():
 
 def test_unknown_rule_is_refused_before_work():
     with pytest.raises(ValueError, match=r"rules must be one of \[.*'ssmax'.*\], got 'gpt5'"):
-        rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=["qwen", "gpt5"], block=8, trials=1,
-                           root_seed=1)  # fmt: skip
+        rs.rules_simulated(
+            n=64, d=8, rhos=[0.5], rules=["qwen", "gpt5"], block=8, trials=1, root_seed=1
+        )
     with pytest.raises(ValueError, match="block must be <= 64"):
         rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=["qwen"], block=65, trials=1, root_seed=1)
     with pytest.raises(ValueError, match="rho must lie in"):
@@ -56,8 +57,7 @@ def test_last_block_against_full_causal_pass():
     (regenerated from the documented spawn key); 1e-10: rounding of sums of n terms <= 1."""
     n, d, block, rho = 96, 8, 16, 0.5
     keys = ["qwen", "yarn_dynamic", "ssmax"]
-    df = rs.rules_simulated(n=n, d=d, rhos=[rho], rules=keys, block=block, trials=2,
-                            root_seed=7)  # fmt: skip
+    df = rs.rules_simulated(n=n, d=d, rhos=[rho], rules=keys, block=block, trials=2, root_seed=7)
     assert len(df) == 2 * 3
     for trial in range(2):
         X = tokens.near_simplex(n, d, rho, job_rng(7, rs.draw_key(d, rho, trial)))
@@ -74,19 +74,24 @@ def test_last_block_against_full_causal_pass():
 
 def test_figures_render():
     """Both plot entries run on tiny tables and return one figure each."""
-    rules = rs.rules_simulated(n=64, d=8, rhos=[0.5], rules=list(sr.RULE_KEYS), block=8,
-                               trials=2, root_seed=3)  # fmt: skip
+    rules = rs.rules_simulated(
+        n=64, d=8, rhos=[0.5], rules=list(sr.RULE_KEYS), block=8, trials=2, root_seed=3
+    )
     summary = rs.rules_simulated_summary(data=[rules, rules.assign(n=128)])
     fig = plot_rules_simulated(data=summary, caption="test")
     assert len(fig.axes) == 3
-    lam = exp_causal.causal_lambda(n=32, d=8, rhos=[0.3, 0.6], gammas=[0.5, 2.0, 6.0], trial=0,
-                                   root_seed=3)  # fmt: skip
-    sw = exp_causal.causal_self_weight(n=32, d=8, rhos=[0.3, 0.6], gamma_factors=[0.67, 1.0],
-                                       trial=0, root_seed=3, bins=6)  # fmt: skip
-    summary = exp_causal.causal_summary(data=[lam, lam.assign(trial=1)],
-                                        self_weight=[sw, sw.assign(trial=1)])  # fmt: skip
-    fig = plot_causal(data=summary["lambda_summary"], self_weight=summary["self_weight_summary"],
-                      caption="t")  # fmt: skip
+    lam = exp_causal.causal_lambda(
+        n=32, d=8, rhos=[0.3, 0.6], gammas=[0.5, 2.0, 6.0], trial=0, root_seed=3
+    )
+    sw = exp_causal.causal_self_weight(
+        n=32, d=8, rhos=[0.3, 0.6], gamma_factors=[0.67, 1.0], trial=0, root_seed=3, bins=6
+    )
+    summary = exp_causal.causal_summary(
+        data=[lam, lam.assign(trial=1)], self_weight=[sw, sw.assign(trial=1)]
+    )
+    fig = plot_causal(
+        data=summary["lambda_summary"], self_weight=summary["self_weight_summary"], caption="t"
+    )
     assert len(fig.axes) >= 6
 
 
@@ -95,8 +100,10 @@ def test_rules_simulated_summary_equals_plain_means_and_standard_errors():
     and sample SEs (ddof = 1, nan for one draw) recomputed here with numpy, rules in the order
     of the per-draw tables."""
     keys = ["ssmax", "qwen", "llama4"]
-    tabs = [rs.rules_simulated(n=n, d=6, rhos=[0.3, 0.6], rules=keys, block=4, trials=3,
-                               root_seed=11) for n in (16, 32)]  # fmt: skip
+    tabs = [
+        rs.rules_simulated(n=n, d=6, rhos=[0.3, 0.6], rules=keys, block=4, trials=3, root_seed=11)
+        for n in (16, 32)
+    ]
     out = rs.rules_simulated_summary(data=tabs)
     raw = pd.concat(tabs, ignore_index=True)
     assert len(out) == 2 * 2 * len(keys) and (out["trials"] == 3).all()
@@ -117,16 +124,26 @@ def test_rules_simulated_summary_equals_plain_means_and_standard_errors():
 def test_causal_summary_equals_plain_means_and_standard_errors():
     """The figure data of the causal figure are the per-draw tables reduced over draws: means and
     sample SEs (ddof = 1) recomputed here with numpy; critical rows kept one per draw."""
-    lams = [exp_causal.causal_lambda(n=24, d=6, rhos=[0.4], gammas=[0.5, 3.0], trial=t,
-                                     root_seed=5) for t in range(3)]  # fmt: skip
-    sws = [exp_causal.causal_self_weight(n=24, d=6, rhos=[0.4], gamma_factors=[1.0], trial=t,
-                                         root_seed=5, bins=4) for t in range(3)]  # fmt: skip
+    lams = [
+        exp_causal.causal_lambda(n=24, d=6, rhos=[0.4], gammas=[0.5, 3.0], trial=t, root_seed=5)
+        for t in range(3)
+    ]
+    sws = [
+        exp_causal.causal_self_weight(
+            n=24, d=6, rhos=[0.4], gamma_factors=[1.0], trial=t, root_seed=5, bins=4
+        )
+        for t in range(3)
+    ]
     out = exp_causal.causal_summary(data=lams, self_weight=sws)
     lam = out["lambda_summary"]
     for s in ("global", "position"):
         for g in (0.5, 3.0):
-            vals = np.array([x[(x.kind == "grid") & (x.scaling == s) & (x.gamma == g)]["lambda"]
-                             .item() for x in lams])  # fmt: skip
+            vals = np.array(
+                [
+                    x[(x.kind == "grid") & (x.scaling == s) & (x.gamma == g)]["lambda"].item()
+                    for x in lams
+                ]
+            )
             row = lam[(lam.kind == "grid") & (lam.scaling == s) & (lam.gamma == g)].iloc[0]
             assert row["lambda_mean"] == pytest.approx(vals.mean(), rel=1e-14)
             assert row["lambda_se"] == pytest.approx(vals.std(ddof=1) / np.sqrt(3), rel=1e-12)
@@ -134,8 +151,9 @@ def test_causal_summary_equals_plain_means_and_standard_errors():
     assert (lam.kind == "critical").sum() == sum((x.kind == "critical").sum() for x in lams)
     sw = out["self_weight_summary"]
     first = sw[(sw.scaling == "global")].sort_values("position").iloc[-1]
-    vals = np.array([x[(x.scaling == "global")].sort_values("position")["self_weight"].iloc[-1]
-                     for x in sws])  # fmt: skip
+    vals = np.array(
+        [x[(x.scaling == "global")].sort_values("position")["self_weight"].iloc[-1] for x in sws]
+    )
     assert first["self_weight_mean"] == pytest.approx(vals.mean(), rel=1e-14)
     assert first["self_weight_se"] == pytest.approx(vals.std(ddof=1) / np.sqrt(3), rel=1e-12)
 
@@ -192,8 +210,9 @@ def test_control_variate_keeps_the_mean_and_removes_the_z0_spread():
     self-weight given ``||z_0||``) must average to ``E g`` over draws (within 4 SE of the mean of
     40 draws: otherwise the estimator would be biased), and the spread over draws must shrink
     (at d = 32 the z_0 part is most of it: at least a factor 2 here, far more at d = 128)."""
-    df = rs.rules_simulated(n=256, d=32, rhos=[0.5], rules=["qwen", "yarn_dynamic"], block=16,
-                            trials=40, root_seed=7)  # fmt: skip
+    df = rs.rules_simulated(
+        n=256, d=32, rhos=[0.5], rules=["qwen", "yarn_dynamic"], block=16, trials=40, root_seed=7
+    )
     for _, g in df.groupby("rule_key"):
         control = g["self_weight_given_finite_d"] - g["self_weight_finite_d"]
         assert abs(control.mean()) <= 4 * control.std(ddof=1) / np.sqrt(len(g))

@@ -84,10 +84,12 @@ def dense(X, betas, alpha=0.0, causal=False):
 def test_one_pass_equals_the_sampled_kernels_and_with_every_row_the_dense_ones(alpha, causal):
     X = tokens.near_simplex(200, 12, 0.5, np.random.default_rng(SEED))
     betas = np.array([0.0, 2.0, 7.0, 20.0])
-    got = observables_sampled(X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2,
-                              causal=causal)  # fmt: skip
-    eta = eta_sampled(X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2,
-                      causal=causal)  # fmt: skip
+    got = observables_sampled(
+        X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2, causal=causal
+    )
+    eta = eta_sampled(
+        X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2, causal=causal
+    )
     assert np.array_equal(got.eta.estimate, eta.estimate)
     assert np.array_equal(got.eta.se, eta.se)
     assert np.array_equal(got.lam.rows.rows, eta.rows.rows)
@@ -129,7 +131,9 @@ def test_figure_data_at_tiny_size_against_a_dense_recomputation():
     assert rel(got["lambda"], lam) < 1e-10
     limit = (1 - 1 / d) * np.mean(1 / np.einsum("ij,ij->i", X, X))
     assert rel(got["eta"], eta_exact_grid(X, betas) / limit) < 1e-10
-    assert np.all(got[["self_weight_se_within", "lambda_se_within", "eta_se_within"]].to_numpy() == 0)
+    assert np.all(
+        got[["self_weight_se_within", "lambda_se_within", "eta_se_within"]].to_numpy() == 0
+    )
     # the finite-d critical point of the draw: E[A_ii | ||z_0||] = 1/2 there
     xs = got["x_star_given"].iloc[0]
     beta_star = xs * np.log(n) / (1 - rho_hat)
@@ -138,13 +142,17 @@ def test_figure_data_at_tiny_size_against_a_dense_recomputation():
 
 
 def test_sharpness_curves_is_reproducible_and_checks_its_arguments():
-    kw = dict(n=64, d=6, rhos=[0.5], x=[0.8, 1.0, 1.5], rows=16, probes=1, trials=2,
-              root_seed=ROOT)  # fmt: skip
+    kw = dict(n=64, d=6, rhos=[0.5], x=[0.8, 1.0, 1.5], rows=16, probes=1, trials=2, root_seed=ROOT)
     a, b = sharpness_curves(**kw), sharpness_curves(**kw)
     pd.testing.assert_frame_equal(a, b)
     assert sorted(a["trial"].unique()) == [0, 1] and (a["m"] == 16).all()
-    for bad, name in (({"x": [1.0, 0.8]}, "x"), ({"rows": 1}, "rows"), ({"d": 2}, "d"),
-                      ({"rhos": [1.0]}, "rhos"), ({"trials": 0}, "trials")):  # fmt: skip
+    for bad, name in (
+        ({"x": [1.0, 0.8]}, "x"),
+        ({"rows": 1}, "rows"),
+        ({"d": 2}, "d"),
+        ({"rhos": [1.0]}, "rhos"),
+        ({"trials": 0}, "trials"),
+    ):
         with pytest.raises(ValueError, match=name):
             sharpness_curves(**{**kw, **bad})
 
@@ -205,8 +213,10 @@ def test_simplex_width_shrinks_like_one_over_ln_n():
     ns = 2 ** np.arange(10, 21, 2)
     for obs in ("self_weight", "lambda", "eta"):
         lev = theory.critical_level(obs, 0.5)
-        w = [simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
-             for n in ns]  # fmt: skip
+        w = [
+            simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
+            for n in ns
+        ]
         fit = power_fit(np.log(ns), w, 1e-3 * np.asarray(w))
         if obs == "eta":  # its explicit beta terms: a little slower than 1/ln n, still to 0
             assert -1.0 < fit["p"] < -0.85, fit
@@ -231,8 +241,9 @@ def test_first_order_width_approximates_the_finite_d_theory():
         exact = first_crossing(x, sw, 0.9)[0] - first_crossing(x, sw, 0.1)[0]
         assert first_order_width(n, 512, 0.5) == pytest.approx(exact, rel=0.1)
     assert np.isnan(first_order_width(2**20, 32, 0.5))
-    assert first_order_width(2**10, 10**6, 0.5) == pytest.approx(2 * np.log(9) / np.log(2**10),
-                                                                 rel=1e-5)  # fmt: skip
+    assert first_order_width(2**10, 10**6, 0.5) == pytest.approx(
+        2 * np.log(9) / np.log(2**10), rel=1e-5
+    )
 
 
 def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
@@ -243,8 +254,18 @@ def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
     for d in (32, 128):
         for n in ns:
             for t in range(T):
-                rec = {"d": d, "rho": 0.5, "n": n, "trial": t, "x": x, "m": 64, "rho_hat": 0.5,
-                       "x_star_given": 1.05, "x_star_nominal": 1.05, "lambda_critical": 0.4}  # fmt: skip
+                rec = {
+                    "d": d,
+                    "rho": 0.5,
+                    "n": n,
+                    "trial": t,
+                    "x": x,
+                    "m": 64,
+                    "rho_hat": 0.5,
+                    "x_star_given": 1.05,
+                    "x_star_nominal": 1.05,
+                    "lambda_critical": 0.4,
+                }
                 for obs in ("self_weight", "lambda", "eta"):
                     f, s = _synthetic(rng, 1, x, 1.05, 0.01, 1.0 / np.log(n), 0.005)
                     rec[obs], rec[f"{obs}_se_within"] = f[0], s[0]
@@ -281,10 +302,12 @@ def test_config_refuses_bad_sizes():
     check = next(fn for fn in CHECKS if fn.__name__ == "_check_sharpness")
     good = {"sharpness": {"sizes": [{"d": 32, "n_max": 4096}], "n": [1024, 4096]}}
     check(Config(good))
-    for sizes, msg in (([{"d": 2, "n_max": 4096}], r"sharpness.sizes\[0\].d"),
-                       ([{"d": 32, "n_max": 512}], r"sharpness.sizes\[0\].n_max"),
-                       ([{"d": 64, "n_max": 4096}, {"d": 32, "n_max": 4096}], "increasing d"),
-                       ([], "non-empty")):  # fmt: skip
+    for sizes, msg in (
+        ([{"d": 2, "n_max": 4096}], r"sharpness.sizes\[0\].d"),
+        ([{"d": 32, "n_max": 512}], r"sharpness.sizes\[0\].n_max"),
+        ([{"d": 64, "n_max": 4096}, {"d": 32, "n_max": 4096}], "increasing d"),
+        ([], "non-empty"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             check(Config({"sharpness": {**good["sharpness"], "sizes": sizes}}))
 

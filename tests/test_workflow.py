@@ -32,8 +32,10 @@ BIN = Path(sys.executable).parent
 def test_snakefmt_check():
     proc = subprocess.run(
         [str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules"],
-        cwd=REPO, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -41,8 +43,10 @@ def test_ruff_clean():
     for args in (["check"], ["format", "--check"]):
         proc = subprocess.run(
             [str(BIN / "ruff"), *args, "--no-cache", "src", "workflow", "tests", "tools"],
-            cwd=REPO, capture_output=True, text=True,
-        )  # fmt: skip
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -125,11 +129,15 @@ def test_every_golden_column_is_classified(rel):
 # (config fragment over tests/smoke.yaml, the jobs a dry run must schedule and nothing else)
 # (the findings read the tables of every family, so they rerun too: docs/pipeline.md#numbers-in-the-prose)
 PARAM_CHANGES = [
-    ({"paper_a": {"scaling_rules": {"overlay_n": 16384}}},
-     {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules_figure": 1, "findings": 1}),
-    ({"paper_b": {"profile": {"trials": 41}}},
-     {"paper_b_profile": 2, "paper_b_profile_figure": 1, "findings": 1}),
-]  # fmt: skip
+    (
+        {"paper_a": {"scaling_rules": {"overlay_n": 16384}}},
+        {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules_figure": 1, "findings": 1},
+    ),
+    (
+        {"paper_b": {"profile": {"trials": 41}}},
+        {"paper_b_profile": 2, "paper_b_profile_figure": 1, "findings": 1},
+    ),
+]
 
 
 @pytest.mark.parametrize("frag, expected", PARAM_CHANGES, ids=["overlay_n", "profile-trials"])
@@ -164,8 +172,12 @@ def test_build_one_figure_by_rule_name(smoke_run, tmp_path):
     snakemake(
         work, "paper_b_profile_figure", "--cores", "2", *SMOKE
     )  # target first: --configfile takes several values
-    made = {str(p.relative_to(work)) for d in ("results", "figures") for p in (work / d).rglob("*")
-            if p.is_file()}  # fmt: skip
+    made = {
+        str(p.relative_to(work))
+        for d in ("results", "figures")
+        for p in (work / d).rglob("*")
+        if p.is_file()
+    }
     assert made == {
         "results/paper_b/profile_d5.csv",
         "results/paper_b/profile_d3.csv",

@@ -290,8 +290,16 @@ def lambda_bytes(n: int, d: int, betas: int = 1, tile: int = 1024, itemsize: int
     return itemsize * (resident + per_tile)
 
 
-def plan_lambda(n: int, d: int, m: int, *, tile: int | None = None, budget: int | None = None,
-                itemsize: int = 8, what: str = "lambda") -> dict:  # fmt: skip
+def plan_lambda(
+    n: int,
+    d: int,
+    m: int,
+    *,
+    tile: int | None = None,
+    budget: int | None = None,
+    itemsize: int = 8,
+    what: str = "lambda",
+) -> dict:
     """Tile size and betas per group of the JAX lambda kernel within the memory budget.
 
     The tile is ``tile`` if given, else the largest of 1024, 512, ..., 32 (at most ``n``
@@ -314,9 +322,13 @@ def plan_lambda(n: int, d: int, m: int, *, tile: int | None = None, budget: int 
         per_beta = lambda_bytes(n, d, 1, t, itemsize) - fixed  # lambda_bytes is linear in B
         if fixed + per_beta <= budget:
             B = int(min(m, (budget - fixed) // per_beta))
-            return {"tile": int(t), "betas_per_group": B,
-                    "bytes": lambda_bytes(n, d, B, t, itemsize), "budget": int(budget),
-                    "source": source}  # fmt: skip
+            return {
+                "tile": int(t),
+                "betas_per_group": B,
+                "bytes": lambda_bytes(n, d, B, t, itemsize),
+                "budget": int(budget),
+                "source": source,
+            }
     need = lambda_bytes(n, d, 1, tiles[-1], itemsize)
     raise BackendError(
         f"backend: jax: {what} at n = {n}, d = {d} needs {need / 1e9:.2f} GB with one beta and "

@@ -134,7 +134,9 @@ def _bound(v: int) -> str:
     return f"{v:.0e}" if abs(v) >= 10**6 else str(v)
 
 
-def check_integer_in(name: str, value, low: int, high: int, *, integral_floats: bool = False) -> int:
+def check_integer_in(
+    name: str, value, low: int, high: int, *, integral_floats: bool = False
+) -> int:
     """Return ``value`` as an ``int`` in ``[low, high]``, or raise ``ValueError`` naming ``name``
     and the range. ``integral_floats``: a float with an integer value counts (a count written
     ``1e6`` on a command line); otherwise only integers do."""

@@ -36,9 +36,15 @@ STREAM = "realistic/rules_tokens"
 SUMMARY_KEYS = ["d", "block", "rho", "rule", "n"]
 #: ... with the mean and standard error over draws of these per-draw columns.
 SUMMARY_COLUMNS = [
-    "gamma_ratio", "self_weight", "self_weight_cv", "self_weight_simplex", "self_weight_finite_d",
-    "lambda_block", "lambda_block_simplex", "beta_critical_finite_d",
-]  # fmt: skip
+    "gamma_ratio",
+    "self_weight",
+    "self_weight_cv",
+    "self_weight_simplex",
+    "self_weight_finite_d",
+    "lambda_block",
+    "lambda_block_simplex",
+    "beta_critical_finite_d",
+]
 
 
 def draw_key(d: int, rho: float, trial: int) -> tuple[int, ...]:
@@ -49,8 +55,9 @@ def draw_key(d: int, rho: float, trial: int) -> tuple[int, ...]:
     return spawn_key(STREAM, d, value_id(rho), trial)
 
 
-def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
-                    root_seed: int) -> pd.DataFrame:  # fmt: skip
+def rules_simulated(
+    *, n: int, d: int, rhos, rules, block: int, trials: int, root_seed: int
+) -> pd.DataFrame:
     """Entry of the simulated-rules table for one context length ``n``.
 
     For each ``rho``, trial and rule: the mean self-weight ``A_ii`` and the angle ratio lambda
@@ -96,8 +103,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
     if isinstance(rules, str) or len(rules) == 0:
         raise ValueError("rules must be a non-empty list of rule keys")
     chosen = [scaling_rules.rule_by_key(k, "rules") for k in rules]
-    params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block,
-              "trials": trials}  # fmt: skip
+    params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block, "trials": trials}
     pos = np.arange(1, n + 1, dtype=float)
     start = n - block
     mid = n - block // 2  # 1-indexed middle position of the block, where finite-d is evaluated
@@ -122,24 +128,37 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
             prov = provenance_columns(root_seed, key, params)
             for k, r in enumerate(chosen):
                 a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
-                rows.append({
-                    "rule": r.name, "rule_key": r.key, "calibration": r.calibration,
-                    "n": n, "d": d, "rho": rho, "trial": trial, "rho_hat": rho_hat,
-                    "block": block, "beta_last": float(grid[k, -1]),
-                    "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
-                    "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
-                    "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
-                    "beta_critical_finite_d": beta_fd,
-                    "self_weight": float(res["self_weight"][k].mean()),
-                    "self_weight_cv": float(res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]),
-                    "self_weight_given_finite_d": float(sw_given[k]), "r0": r0,
-                    "self_weight_simplex": float(a_simplex.mean()),
-                    "self_weight_finite_d": float(sw_fd[k]),
-                    "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
-                    "lambda_block_simplex": causal_theory.causal_simplex_lambda(
-                        rho_hat, grid[k], positions=np.arange(start + 1, n + 1)),
-                    **prov,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "rule": r.name,
+                        "rule_key": r.key,
+                        "calibration": r.calibration,
+                        "n": n,
+                        "d": d,
+                        "rho": rho,
+                        "trial": trial,
+                        "rho_hat": rho_hat,
+                        "block": block,
+                        "beta_last": float(grid[k, -1]),
+                        "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
+                        "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
+                        "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
+                        "beta_critical_finite_d": beta_fd,
+                        "self_weight": float(res["self_weight"][k].mean()),
+                        "self_weight_cv": float(
+                            res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]
+                        ),
+                        "self_weight_given_finite_d": float(sw_given[k]),
+                        "r0": r0,
+                        "self_weight_simplex": float(a_simplex.mean()),
+                        "self_weight_finite_d": float(sw_fd[k]),
+                        "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
+                        "lambda_block_simplex": causal_theory.causal_simplex_lambda(
+                            rho_hat, grid[k], positions=np.arange(start + 1, n + 1)
+                        ),
+                        **prov,
+                    }
+                )
     return pd.DataFrame(rows)
 
 

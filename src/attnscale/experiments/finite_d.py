@@ -94,8 +94,9 @@ def simulated_critical_beta(
         return a, float(np.mean([c[1].mean() for c in curves]))
 
     lo, hi = 0.0, np.inf
-    beta = max(1.0, np.log(n)) if guess is None else check_real("guess", guess, low=0.0,
-                                                                 low_open=True)  # fmt: skip
+    beta = (
+        max(1.0, np.log(n)) if guess is None else check_real("guess", guess, low=0.0, low_open=True)
+    )
     for _ in range(200):
         a, slope = f(beta)
         fb = a.mean() - level

@@ -87,8 +87,13 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
         gam = np.concatenate([gam, [gc_hat]])
         kind.append("critical")
     else:
-        LOG.warning("draw d=%d rho=%g trial=%d has rho_hat=%g <= 0: no critical row",
-                    d, tok["rho"], tok["trial"], rho_hat)  # fmt: skip
+        LOG.warning(
+            "draw d=%d rho=%g trial=%d has rho_hat=%g <= 0: no critical row",
+            d,
+            tok["rho"],
+            tok["trial"],
+            rho_hat,
+        )
     betas = theory.beta_of_gamma(gam, n)
 
     def theory_col(fn, values):
@@ -100,8 +105,9 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
         prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     else:
         key = rows_key(ROWS_STREAM, n, d, tok["trial"])
-        res = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rows=rows,
-                                                 rng=job_rng(tok["root_seed"], key))  # fmt: skip
+        res = sampled_lambda.angle_ratio_sampled(
+            X, betas, alpha, rows=rows, rng=job_rng(tok["root_seed"], key)
+        )
         lam = res.estimate
         diag = {"n_near_pairs": res.n_near_pairs, "n_excluded_pairs": res.n_excluded_pairs}
         prov = provenance_columns(tok["root_seed"], key, params)
@@ -134,8 +140,19 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
     return insert_after(table, "lambda", extra)
 
 
-def lambda_rows(*, draws: list[dict], rhos, gammas, alpha: float, n=None, d=None, rows="all",
-                z0: str = "gaussian", trials=None, root_seed=None):  # fmt: skip
+def lambda_rows(
+    *,
+    draws: list[dict],
+    rhos,
+    gammas,
+    alpha: float,
+    n=None,
+    d=None,
+    rows="all",
+    z0: str = "gaussian",
+    trials=None,
+    root_seed=None,
+):
     """Entry of rule ``paper_a_lambda``: :func:`lambda_table` for every draw of one ``(n, d)``
     at each ``rho`` of ``rhos`` (a piece of the rho grid), stacked.
 
@@ -218,10 +235,25 @@ def critical_data(table):
     crit = table[table["gamma_kind"] == "critical"].copy()
     crit["diff_vs_simplex_n"] = crit["lambda"] - crit["lambda_simplex_n"]
     cols = [
-        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "gamma", "beta", "lambda",
-        "lambda_simplex_n", "lambda_limit", "diff_vs_simplex_n", "root_seed", "spawn_key",
-        "params_hash", "attnscale_version", "git_commit",
-    ]  # fmt: skip
+        "d",
+        "n",
+        "alpha",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "gamma",
+        "beta",
+        "lambda",
+        "lambda_simplex_n",
+        "lambda_limit",
+        "diff_vs_simplex_n",
+        "root_seed",
+        "spawn_key",
+        "params_hash",
+        "attnscale_version",
+        "git_commit",
+    ]
     if "lambda_se_within" in crit.columns:  # sampled rows
         cols = columns_after(cols, "lambda", ["lambda_se_within", "rows"])
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)

@@ -260,8 +260,13 @@ def eta_rows(
             params=params,
             rows=rows,
         )
-        LOG.info("d = %d, rho = %g, trial %d: eta by %s", tok["d"], tok["rho"], tok["trial"],
-                 df["method"].iloc[0])  # fmt: skip
+        LOG.info(
+            "d = %d, rho = %g, trial %d: eta by %s",
+            tok["d"],
+            tok["rho"],
+            tok["trial"],
+            df["method"].iloc[0],
+        )
         tables.append(df)
         progress.step()
     return pd.concat(tables, ignore_index=True)
@@ -291,11 +296,30 @@ def eta_critical_data(table: pd.DataFrame) -> pd.DataFrame:
     """eta at ``gamma_c(rho_hat)`` per draw with its theory columns."""
     crit = table[table["gamma_kind"] == "critical"].copy()
     cols = [
-        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "gamma",
-        "beta", "method", "probes", "eta", "eta_se_within", "eta_plateau", "eta_limit", "eta_simplex_n",
-        "eta_simplex_n_norms", "root_seed", "spawn_key", "params_hash", "attnscale_version",
+        "d",
+        "n",
+        "alpha",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "mean_inv_sq_norm",
+        "gamma",
+        "beta",
+        "method",
+        "probes",
+        "eta",
+        "eta_se_within",
+        "eta_plateau",
+        "eta_limit",
+        "eta_simplex_n",
+        "eta_simplex_n_norms",
+        "root_seed",
+        "spawn_key",
+        "params_hash",
+        "attnscale_version",
         "git_commit",
-    ]  # fmt: skip
+    ]
     if "rows" in crit.columns:  # sampled rows
         cols = columns_after(cols, "probes", ["rows"])
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)

@@ -60,8 +60,9 @@ def simulated(tok: dict, betas, alphas, rows="all") -> dict:
     X = tok["X"]
     if rows != "all":
         key = rows_key(ROWS_STREAM, tok["n"], tok["d"], tok["trial"])
-        out = sampled_stats.layer_statistics_sampled(X, betas, alphas, rows=rows,
-                                                     rng=job_rng(tok["root_seed"], key))  # fmt: skip
+        out = sampled_stats.layer_statistics_sampled(
+            X, betas, alphas, rows=rows, rng=job_rng(tok["root_seed"], key)
+        )
         return dict(out, spawn_key=key)
     A_, B_ = len(alphas), len(betas)
     out = {"eta": eta_exact.eta_exact_grid(X, betas, alphas)}  # (alphas, factors)
@@ -105,8 +106,9 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
     factors = check_vector("gamma_factors", gamma_factors, low=0.0, low_open=True)
     alphas = check_vector("alphas", alphas, low=0.0)
     if not has_gamma_c(rho_hat):
-        LOG.warning("d = %d trial %d: rho_hat = %g outside (0, 1), draw skipped", d,
-                    tok["trial"], rho_hat)  # fmt: skip
+        LOG.warning(
+            "d = %d trial %d: rho_hat = %g outside (0, 1), draw skipped", d, tok["trial"], rho_hat
+        )
         return pd.DataFrame()
     gc_hat = theory.gamma_c(rho_hat)
     gam = factors * gc_hat
@@ -164,9 +166,19 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
     return pd.DataFrame(out).sort_values(["alpha", "gamma_factor"], kind="stable")
 
 
-def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas, n=None, d=None,
-                    rows="all", z0: str = "gaussian", trials=None,
-                    root_seed=None) -> pd.DataFrame:  # fmt: skip
+def theory_rows_all(
+    *,
+    draws: list[dict],
+    rho: float,
+    gamma_factors,
+    alphas,
+    n=None,
+    d=None,
+    rows="all",
+    z0: str = "gaussian",
+    trials=None,
+    root_seed=None,
+) -> pd.DataFrame:
     """Entry of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
     :func:`theory_rows` for every draw of one (n, d, rho), stacked. ``n``, ``d``: the job's,
     checked against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`;
@@ -245,10 +257,13 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                 }
             )
             # provenance of the draws behind the row (the per-draw tables hold the details)
-            for col, name in (("root_seed", "root_seed"), ("spawn_key", "spawn_keys"),
-                              ("params_hash", "params_hashes"),
-                              ("attnscale_version", "attnscale_version"),
-                              ("git_commit", "git_commit")):  # fmt: skip
+            for col, name in (
+                ("root_seed", "root_seed"),
+                ("spawn_key", "spawn_keys"),
+                ("params_hash", "params_hashes"),
+                ("attnscale_version", "attnscale_version"),
+                ("git_commit", "git_commit"),
+            ):
                 if col in g:
                     rec[name] = ";".join(sorted(set(map(str, g[col]))))
             fcol = g.get(f"{qty}_finite_d")
@@ -264,18 +279,27 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                     within_2se_fd=bool(np.isfinite(zfd) and abs(zfd) <= 2.0),
                     within_3se_fd=bool(np.isfinite(zfd) and abs(zfd) <= 3.0),
                     accept_fd=bool(
-                        abs(dfd_mean) <= max(3.0 * dfse if np.isfinite(dfse) else 0.0,
-                                               FINITE_D_ABS_TOL)
+                        abs(dfd_mean)
+                        <= max(3.0 * dfse if np.isfinite(dfse) else 0.0, FINITE_D_ABS_TOL)
                     ),
-                )  # fmt: skip
+                )
             else:
-                rec.update(finite_d=np.nan, diff_fd_mean=np.nan, diff_fd_se=np.nan, z_fd=np.nan,
-                           within_2se_fd=False, within_3se_fd=False, accept_fd=False)  # fmt: skip
+                rec.update(
+                    finite_d=np.nan,
+                    diff_fd_mean=np.nan,
+                    diff_fd_se=np.nan,
+                    z_fd=np.nan,
+                    within_2se_fd=False,
+                    within_3se_fd=False,
+                    accept_fd=False,
+                )
             if f"{qty}_se_within" in g:  # sampled rows: the two parts of sim_se
                 within = float(np.sqrt(np.sum(g[f"{qty}_se_within"].to_numpy() ** 2)) / t)
-                rec.update(sim_se_within=within,
-                           sim_se_between=float(np.sqrt(max(se**2 - within**2, 0.0))),
-                           rows=int(g["rows"].iloc[0]))  # fmt: skip
+                rec.update(
+                    sim_se_within=within,
+                    sim_se_between=float(np.sqrt(max(se**2 - within**2, 0.0))),
+                    rows=int(g["rows"].iloc[0]),
+                )
             if qty == "eta":
                 dn_mean, dnse = mean_se(sim - g["eta_simplex_n_norms"].to_numpy())
                 rec["simplex_n_norms"] = g["eta_simplex_n_norms"].mean()

@@ -69,9 +69,14 @@ def heat_drift(
     R = contexts_needed(beta, n, q, target_se, min_contexts, max_contexts)
     t_c = float(min(2.0, (cut + np.log(n)) / beta))
     params = {
-        "beta": beta, "n": n, "q": q.tolist(), "target_se": target_se,
-        "min_contexts": min_contexts, "max_contexts": max_contexts, "cut": cut,
-    }  # fmt: skip
+        "beta": beta,
+        "n": n,
+        "q": q.tolist(),
+        "target_se": target_se,
+        "min_contexts": min_contexts,
+        "max_contexts": max_contexts,
+        "cut": cut,
+    }
     key = spawn_key(HEAT_STREAM, value_id(beta), n)
     rng = job_rng(root_seed, key)
     g = st.score_x1x2(q)

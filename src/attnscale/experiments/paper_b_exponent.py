@@ -224,8 +224,10 @@ def uniform_points(*, d, n, contexts: int, level: float, root_seed: int) -> pd.D
     ds = [check_int("d", v, minimum=3) for v in as_list("d", d)]
     check_contexts_level(contexts, level)
     n_grid(n)
-    return pd.concat([_uniform_curve(d=v, n=n, contexts=contexts, level=level,
-                                     root_seed=root_seed) for v in ds], ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [_uniform_curve(d=v, n=n, contexts=contexts, level=level, root_seed=root_seed) for v in ds],
+        ignore_index=True,
+    )
 
 
 def subsphere_points(
@@ -250,9 +252,21 @@ def subsphere_points(
     check_contexts_level(contexts, level)
     n_grid(n)
     check_int("full_keys_max_n", full_keys_max_n, minimum=0)
-    return pd.concat([_subsphere_curve(d=dd, k=v, n=n, contexts=contexts, level=level,
-                                       full_keys_max_n=full_keys_max_n, root_seed=root_seed)
-                      for v in ks], ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [
+            _subsphere_curve(
+                d=dd,
+                k=v,
+                n=n,
+                contexts=contexts,
+                level=level,
+                full_keys_max_n=full_keys_max_n,
+                root_seed=root_seed,
+            )
+            for v in ks
+        ],
+        ignore_index=True,
+    )
 
 
 def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: int) -> pd.DataFrame:
@@ -263,9 +277,10 @@ def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: in
     ``{"d", "k", "n", "contexts", "full_keys_max_n"}`` for :func:`subsphere_points`. Both are
     validated before any work.
     """
-    for name, sec, need in (("uniform", uniform, {"d", "n", "contexts"}),
-                            ("subsphere", subsphere, {"d", "k", "n", "contexts",
-                                                      "full_keys_max_n"})):  # fmt: skip
+    for name, sec, need in (
+        ("uniform", uniform, {"d", "n", "contexts"}),
+        ("subsphere", subsphere, {"d", "k", "n", "contexts", "full_keys_max_n"}),
+    ):
         if not isinstance(sec, dict) or set(sec) != need:
             raise ValueError(f"{name} must be a dict with keys {sorted(need)}, got {sec!r}")
     for v in as_list("uniform.d", uniform["d"]):
@@ -276,6 +291,10 @@ def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: in
     check_contexts_level(subsphere["contexts"], level)
     n_grid(uniform["n"])
     n_grid(subsphere["n"])
-    return pd.concat([uniform_points(**uniform, level=level, root_seed=root_seed),
-                      subsphere_points(**subsphere, level=level, root_seed=root_seed)],
-                     ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [
+            uniform_points(**uniform, level=level, root_seed=root_seed),
+            subsphere_points(**subsphere, level=level, root_seed=root_seed),
+        ],
+        ignore_index=True,
+    )

@@ -159,7 +159,7 @@ def vector_fields(
                     "is_panel": bool(np.any(np.isclose(beta, n**exps, rtol=1e-12))),
                     **_sweep_stats(
                         keys.tangential_displacement(Q, Kr, beta), G, g2, beta, mean_field.get(beta)
-                    ),  # fmt: skip
+                    ),
                     "rms_drift_theory": float(np.sqrt(np.mean(g2)) / beta),
                     "rms_noise_theory": float(np.sqrt(np.mean(st.noise_trace_d3(n, rho)))),
                     "rms_nearest_theory": float(

@@ -163,12 +163,21 @@ def critical_laws(
                     "cdf": ecdf(w, a_grid),
                     **prov,
                 }
-            )  # fmt: skip
+            )
         )
         summ.append(
-            {"d": d, "n": 0, "gamma": float(g), "stat": "top_weight", "source": "poisson_limit",
-             "samples": limit_trials, "mean": w.mean(), "se": mean_se(w)[1], **prov}
-        )  # fmt: skip
+            {
+                "d": d,
+                "n": 0,
+                "gamma": float(g),
+                "stat": "top_weight",
+                "source": "poisson_limit",
+                "samples": limit_trials,
+                "mean": w.mean(),
+                "se": mean_se(w)[1],
+                **prov,
+            }
+        )
     ecdf_rows.append(
         pd.DataFrame(
             {
@@ -183,7 +192,7 @@ def critical_laws(
                 "spawn_key": None,
                 "params_hash": None,
             }
-        )  # fmt: skip
+        )
     )
     for n in ns:
         A, s, betas, prov = samples[n]
@@ -202,15 +211,26 @@ def critical_laws(
                         "cdf": ecdf(A[:, j], a_grid),
                         **prov,
                     }
-                )  # fmt: skip
+                )
             )
             summ.append(
-                {"d": d, "n": n, "gamma": float(g), "beta": float(betas[j]), "stat": "top_weight",
-                 "source": "finite_n", "samples": trials, "mean": A[:, j].mean(),
-                 "se": mean_se(A[:, j])[1], "limit_mean": limits[float(g)].mean(),
-                 "limit_se": mean_se(limits[float(g)])[1], "ks_vs_limit": ks.statistic,
-                 "ks_pvalue": ks.pvalue, **prov}
-            )  # fmt: skip
+                {
+                    "d": d,
+                    "n": n,
+                    "gamma": float(g),
+                    "beta": float(betas[j]),
+                    "stat": "top_weight",
+                    "source": "finite_n",
+                    "samples": trials,
+                    "mean": A[:, j].mean(),
+                    "se": mean_se(A[:, j])[1],
+                    "limit_mean": limits[float(g)].mean(),
+                    "limit_se": mean_se(limits[float(g)])[1],
+                    "ks_vs_limit": ks.statistic,
+                    "ks_pvalue": ks.pvalue,
+                    **prov,
+                }
+            )
         ks_lim = stats.kstest(s, lambda v: 1.0 - st.nearest_key_sf_limit(v, c, d))
         ks_ex = stats.kstest(s, lambda v, n=n: 1.0 - st.nearest_key_sf_exact_uniform(v, n, d))
         ecdf_rows.append(
@@ -225,7 +245,7 @@ def critical_laws(
                     "cdf": ecdf(s, s_grid),
                     **prov,
                 }
-            )  # fmt: skip
+            )
         )
         ecdf_rows.append(
             pd.DataFrame(
@@ -239,13 +259,24 @@ def critical_laws(
                     "cdf": 1.0 - st.nearest_key_sf_exact_uniform(s_grid, n, d),
                     **prov,
                 }
-            )  # fmt: skip
+            )
         )
         summ.append(
-            {"d": d, "n": n, "gamma": np.nan, "stat": "nearest_scaled", "source": "finite_n",
-             "samples": trials, "mean": s.mean(), "se": mean_se(s)[1],
-             "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
-             "ks_vs_limit": ks_lim.statistic, "ks_pvalue": ks_lim.pvalue,
-             "ks_vs_exact": ks_ex.statistic, "ks_exact_pvalue": ks_ex.pvalue, **prov}
-        )  # fmt: skip
+            {
+                "d": d,
+                "n": n,
+                "gamma": np.nan,
+                "stat": "nearest_scaled",
+                "source": "finite_n",
+                "samples": trials,
+                "mean": s.mean(),
+                "se": mean_se(s)[1],
+                "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
+                "ks_vs_limit": ks_lim.statistic,
+                "ks_pvalue": ks_lim.pvalue,
+                "ks_vs_exact": ks_ex.statistic,
+                "ks_exact_pvalue": ks_ex.pvalue,
+                **prov,
+            }
+        )
     return {"ecdf": pd.concat(ecdf_rows, ignore_index=True), "summary": pd.DataFrame(summ)}

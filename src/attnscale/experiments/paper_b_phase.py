@@ -42,9 +42,13 @@ def phase_column(
     line_gammas = check_vector("line_gammas", line_gammas, low=0.0, low_open=True)
     trials = check_int("trials", trials, minimum=2)
     params = {
-        "n": n, "d": d, "betas": betas.tolist(), "line_gammas": line_gammas.tolist(),
-        "trials": trials, "method": method,
-    }  # fmt: skip
+        "n": n,
+        "d": d,
+        "betas": betas.tolist(),
+        "line_gammas": line_gammas.tolist(),
+        "trials": trials,
+        "method": method,
+    }
     key = spawn_key(PHASE_STREAM, d, n)
     rng = job_rng(root_seed, key)
     alpha = st.alpha_exponent(d)

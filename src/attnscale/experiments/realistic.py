@@ -107,8 +107,14 @@ def learned_qk(
     """
     n, d, rho, gammas, trial, alpha = _common_checks(n, d, rho, gammas, trial, alpha)
     variants = learned_variants(epsilons, ranks, d)
-    params = {"n": n, "d": d, "rho": rho, "gammas": gammas.tolist(), "alpha": alpha,
-              "variants": variants}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "gammas": gammas.tolist(),
+        "alpha": alpha,
+        "variants": variants,
+    }
     ln = np.log(n)
     curves, crit = [], []
     tkey = spawn_key(LEARNED_TOKENS, n, d, trial)
@@ -132,26 +138,56 @@ def learned_qk(
         gap = s_self - s_cross
         beta_eff = gam * ln * gap / (1.0 - rho_hat)  # same t = e^{beta (s_cross - s_self)}
         prov = provenance_columns(root_seed, wkey, params)
-        curves.append(pd.DataFrame({
-            "n": n, "d": d, "rho": rho, "trial": trial, "kind": kind, "value": value,
-            "rho_hat": rho_hat, "gamma_kind": kinds, "gamma": gam, "beta": gam * ln,
-            "lambda": res["lambda"], "self_weight": sw,
-            "self_weight_eff": [1.0 / (1.0 + (n - 1) * np.exp(-b * gap)) for b in gam * ln],
-            "lambda_eff": [theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) if gap > 0
-                           else np.nan for b in beta_eff],
-            **prov,
-        }))  # fmt: skip
+        curves.append(
+            pd.DataFrame(
+                {
+                    "n": n,
+                    "d": d,
+                    "rho": rho,
+                    "trial": trial,
+                    "kind": kind,
+                    "value": value,
+                    "rho_hat": rho_hat,
+                    "gamma_kind": kinds,
+                    "gamma": gam,
+                    "beta": gam * ln,
+                    "lambda": res["lambda"],
+                    "self_weight": sw,
+                    "self_weight_eff": [1.0 / (1.0 + (n - 1) * np.exp(-b * gap)) for b in gam * ln],
+                    "lambda_eff": [
+                        theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) if gap > 0 else np.nan
+                        for b in beta_eff
+                    ],
+                    **prov,
+                }
+            )
+        )
         g_sim = _critical_gamma(Qm, Km, n)
-        crit.append({
-            "n": n, "d": d, "rho": rho, "trial": trial, "kind": kind, "value": value,
-            "rho_hat": rho_hat, "q_hat": q_hat, "s_self": s_self, "s_cross": s_cross,
-            "sd_self": sd_self, "sd_cross": sd_cross, "gamma_c_hat": gc_hat,
-            "gamma_c_eff": gce, "gamma_c_eff_n": gce_n, "gamma_c_fluct": gcf,
-            "gamma_half_sim": g_sim, "sim_over_eff": g_sim / gce,
-            "sim_over_fluct": g_sim / gcf, "self_weight_at_eff": (
-                sw[gammas.size + 1] if np.isfinite(gce) else np.nan),
-            **prov,
-        })  # fmt: skip
+        crit.append(
+            {
+                "n": n,
+                "d": d,
+                "rho": rho,
+                "trial": trial,
+                "kind": kind,
+                "value": value,
+                "rho_hat": rho_hat,
+                "q_hat": q_hat,
+                "s_self": s_self,
+                "s_cross": s_cross,
+                "sd_self": sd_self,
+                "sd_cross": sd_cross,
+                "gamma_c_hat": gc_hat,
+                "gamma_c_eff": gce,
+                "gamma_c_eff_n": gce_n,
+                "gamma_c_fluct": gcf,
+                "gamma_half_sim": g_sim,
+                "sim_over_eff": g_sim / gce,
+                "sim_over_fluct": g_sim / gcf,
+                "self_weight_at_eff": (sw[gammas.size + 1] if np.isfinite(gce) else np.nan),
+                **prov,
+            }
+        )
     return {"curves": pd.concat(curves, ignore_index=True), "critical": pd.DataFrame(crit)}
 
 
@@ -190,8 +226,15 @@ def attention_sink(
     n, d, rho, gammas, trial, alpha = _common_checks(n, d, rho, gammas, trial, alpha)
     c_list = [check_real("c_s", c, low=-1.0, high=1.0) for c in np.atleast_1d(c_s)]
     k_list = [check_real("kappa", k, low=0.0) for k in np.atleast_1d(kappa)]
-    params = {"n": n, "d": d, "rho": rho, "gammas": gammas.tolist(), "alpha": alpha,
-              "c_s": c_list, "kappa": k_list}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "gammas": gammas.tolist(),
+        "alpha": alpha,
+        "c_s": c_list,
+        "kappa": k_list,
+    }
     ln = np.log(n)
     keep = np.ones(n, dtype=bool)
     keep[0] = False
@@ -219,29 +262,58 @@ def attention_sink(
             prov = provenance_columns(root_seed, dkey, params)
             sw = res["self_weight"][:, keep].mean(axis=1)
             sm = res["col_mass"][:, keep].mean(axis=1)
-            curves.append(pd.DataFrame({
-                "n": n, "d": d, "rho": rho, "trial": trial, "c_s": c, "kappa": kap,
-                "rho_hat": rho_hat, "gamma_kind": kinds, "gamma": gam, "beta": gam * ln,
-                "lambda": res["lambda"], "self_weight": sw, "sink_mass": sm,
-                "lambda_simplex": [t[2] for t in th],
-                "self_weight_simplex": [x[0] for x in w],
-                "sink_mass_simplex": [x[2] for x in w],
-                **prov,
-            }))  # fmt: skip
+            curves.append(
+                pd.DataFrame(
+                    {
+                        "n": n,
+                        "d": d,
+                        "rho": rho,
+                        "trial": trial,
+                        "c_s": c,
+                        "kappa": kap,
+                        "rho_hat": rho_hat,
+                        "gamma_kind": kinds,
+                        "gamma": gam,
+                        "beta": gam * ln,
+                        "lambda": res["lambda"],
+                        "self_weight": sw,
+                        "sink_mass": sm,
+                        "lambda_simplex": [t[2] for t in th],
+                        "self_weight_simplex": [x[0] for x in w],
+                        "sink_mass_simplex": [x[2] for x in w],
+                        **prov,
+                    }
+                )
+            )
             g_sim = _critical_gamma(Y, Km, n, rows=keep)
             g_th = sink.simplex_sink_critical_beta(n, rho_hat, c, kap) / ln
             g_fl = sink.simplex_sink_critical_beta(n, rho_hat, c, kap, sd_cross) / ln
-            crit.append({
-                "n": n, "d": d, "rho": rho, "trial": trial, "c_s": c, "kappa": kap,
-                "c_s_realised": c_real, "c_s_sd": c_sd, "rho_hat": rho_hat,
-                "gamma_c_hat": gc_hat, "gamma_half_nosink_sim": g_nosink,
-                "sd_cross": sd_cross, "gamma_half_sim": g_sim, "gamma_half_simplex": g_th,
-                "gamma_half_fluct": g_fl,
-                "sink_mass_at_gc": sm[-1], "sink_mass_at_gc_simplex": w[-1][2],
-                "self_weight_at_gc": sw[-1], "self_weight_at_gc_simplex": w[-1][0],
-                "lambda_at_gc": res["lambda"][-1], "lambda_at_gc_simplex": th[-1][2],
-                **prov,
-            })  # fmt: skip
+            crit.append(
+                {
+                    "n": n,
+                    "d": d,
+                    "rho": rho,
+                    "trial": trial,
+                    "c_s": c,
+                    "kappa": kap,
+                    "c_s_realised": c_real,
+                    "c_s_sd": c_sd,
+                    "rho_hat": rho_hat,
+                    "gamma_c_hat": gc_hat,
+                    "gamma_half_nosink_sim": g_nosink,
+                    "sd_cross": sd_cross,
+                    "gamma_half_sim": g_sim,
+                    "gamma_half_simplex": g_th,
+                    "gamma_half_fluct": g_fl,
+                    "sink_mass_at_gc": sm[-1],
+                    "sink_mass_at_gc_simplex": w[-1][2],
+                    "self_weight_at_gc": sw[-1],
+                    "self_weight_at_gc_simplex": w[-1][0],
+                    "lambda_at_gc": res["lambda"][-1],
+                    "lambda_at_gc_simplex": th[-1][2],
+                    **prov,
+                }
+            )
     return {"curves": pd.concat(curves, ignore_index=True), "critical": pd.DataFrame(crit)}
 
 
@@ -279,8 +351,14 @@ def depth_iteration(
     alphas = check_vector("alphas", alphas, low=0.0)
     layers = check_int("layers", layers, minimum=1)
     trial = check_int("trial", trial, minimum=0)
-    params = {"n": n, "d": d, "rho": rho, "gamma_factors": factors.tolist(),
-              "alphas": alphas.tolist(), "layers": layers}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "gamma_factors": factors.tolist(),
+        "alphas": alphas.tolist(),
+        "layers": layers,
+    }
     ln = np.log(n)
     rows = []
     tkey = spawn_key(DEPTH_TOKENS, n, d, trial)
@@ -296,15 +374,30 @@ def depth_iteration(
             lam_s = np.concatenate([[np.nan], sim["lambda"]])
             lam_t = np.concatenate([[np.nan], th["lambda"]])
             excl = np.concatenate([[0], sim["n_excluded_pairs"]])
-            rows.append(pd.DataFrame({
-                "n": n, "d": d, "rho": rho, "trial": trial, "alpha": alpha,
-                "gamma_factor": f, "gamma": gamma, "rho_hat0": rho_hat,
-                "layer": np.arange(layers + 1),
-                "delta": sim["delta"], "delta_simplex": th["delta"],
-                "q": sim["q"], "q_simplex": th["q"],
-                "lambda": lam_s, "lambda_simplex": lam_t, "n_excluded_pairs": excl,
-                "gamma_over_gc_input": np.concatenate(
-                    [[np.nan], gamma * sim["delta"][:-1]]),
-                **prov,
-            }))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "n": n,
+                        "d": d,
+                        "rho": rho,
+                        "trial": trial,
+                        "alpha": alpha,
+                        "gamma_factor": f,
+                        "gamma": gamma,
+                        "rho_hat0": rho_hat,
+                        "layer": np.arange(layers + 1),
+                        "delta": sim["delta"],
+                        "delta_simplex": th["delta"],
+                        "q": sim["q"],
+                        "q_simplex": th["q"],
+                        "lambda": lam_s,
+                        "lambda_simplex": lam_t,
+                        "n_excluded_pairs": excl,
+                        "gamma_over_gc_input": np.concatenate(
+                            [[np.nan], gamma * sim["delta"][:-1]]
+                        ),
+                        **prov,
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)

@@ -31,8 +31,7 @@ from attnscale.pipeline.runtime import Progress
 
 from .paper_a_tokens import draw_tokens, tokens_at
 
-__all__ = ["ROWS_STREAM", "OBSERVABLES", "eta_normalised", "draw_curves",
-           "sharpness_curves"]  # fmt: skip
+__all__ = ["ROWS_STREAM", "OBSERVABLES", "eta_normalised", "draw_curves", "sharpness_curves"]
 
 #: Stream of the row samples and probes (the tokens are Paper A's draws).
 ROWS_STREAM = "sharpness/rows"
@@ -59,8 +58,9 @@ def eta_normalised(eta, X, route: str):
     return ratio, se / lim, lim
 
 
-def draw_curves(tok: dict, r0: float, x, rows: int, probes: int, rng, *,
-                route: str = "probe") -> pd.DataFrame:  # fmt: skip
+def draw_curves(
+    tok: dict, r0: float, x, rows: int, probes: int, rng, *, route: str = "probe"
+) -> pd.DataFrame:
     """The three observables of one token draw on the grid ``x`` (one row sample), with their
     within-draw standard errors, and the draw's finite-d self-weight and critical point
     (docs/long-context.md#transition-sharpness-against-context-length).
@@ -92,28 +92,45 @@ def draw_curves(tok: dict, r0: float, x, rows: int, probes: int, rng, *,
     x = np.asarray(x, dtype=float)
     gammas = x * theory.gamma_c(rho_hat)
     betas = gammas * np.log(n)
-    obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, route=route,
-                              probes=probes)  # fmt: skip
+    obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, route=route, probes=probes)
     eta_n, eta_n_se, eta_lim = eta_normalised(obs.eta, X, route)
     to_x = (1.0 - rho_hat) / np.log(n)
-    return pd.DataFrame({
-        "d": d, "n": n, "rho": rho, "trial": tok["trial"], "rho_hat": rho_hat,
-        "q_hat": tok["q_hat"], "r0": r0, "x": x, "gamma": gammas, "beta": betas,
-        "m": obs.lam.m, "probes": probes if route == "probe" else 0,
-        "self_weight": obs.self_weight, "self_weight_se_within": obs.self_weight_se,
-        "self_weight_theory": finite_d.self_weight_given(n, d, rho, betas, r0),
-        "lambda": obs.lam.estimate, "lambda_se_within": obs.lam.se,
-        "eta_raw": obs.eta.estimate, "eta_raw_se_within": obs.eta.se, "eta_limit": eta_lim,
-        "eta": eta_n, "eta_se_within": eta_n_se,
-        "lambda_critical": theory.critical_level("lambda", rho_hat),
-        "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
-        "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
-        "n_near_pairs": obs.lam.n_near_pairs, "n_excluded_pairs": obs.lam.n_excluded_pairs,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "d": d,
+            "n": n,
+            "rho": rho,
+            "trial": tok["trial"],
+            "rho_hat": rho_hat,
+            "q_hat": tok["q_hat"],
+            "r0": r0,
+            "x": x,
+            "gamma": gammas,
+            "beta": betas,
+            "m": obs.lam.m,
+            "probes": probes if route == "probe" else 0,
+            "self_weight": obs.self_weight,
+            "self_weight_se_within": obs.self_weight_se,
+            "self_weight_theory": finite_d.self_weight_given(n, d, rho, betas, r0),
+            "lambda": obs.lam.estimate,
+            "lambda_se_within": obs.lam.se,
+            "eta_raw": obs.eta.estimate,
+            "eta_raw_se_within": obs.eta.se,
+            "eta_limit": eta_lim,
+            "eta": eta_n,
+            "eta_se_within": eta_n_se,
+            "lambda_critical": theory.critical_level("lambda", rho_hat),
+            "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
+            "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
+            "n_near_pairs": obs.lam.n_near_pairs,
+            "n_excluded_pairs": obs.lam.n_excluded_pairs,
+        }
+    )
 
 
-def sharpness_curves(*, n: int, d: int, rhos, x, rows: int, probes: int, trials: int,
-                     root_seed: int) -> pd.DataFrame:  # fmt: skip
+def sharpness_curves(
+    *, n: int, d: int, rhos, x, rows: int, probes: int, trials: int, root_seed: int
+) -> pd.DataFrame:
     """Entry of rule ``sharpness_curves``: :func:`draw_curves` for every ``rho`` and trial of one
     ``(n, d)`` (docs/long-context.md#transition-sharpness-against-context-length).
 
@@ -153,8 +170,15 @@ def sharpness_curves(*, n: int, d: int, rhos, x, rows: int, probes: int, trials:
     x = check_vector("x", x, low=0.0, low_open=True)
     if np.any(np.diff(x) <= 0):
         raise ValueError(f"x must be increasing, got {x.tolist()}")
-    params = {"n": n, "d": d, "rhos": rhos.tolist(), "x": x.tolist(), "rows": rows,
-              "probes": probes, "trials": trials}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rhos": rhos.tolist(),
+        "x": x.tolist(),
+        "rows": rows,
+        "probes": probes,
+        "trials": trials,
+    }
     tables = []
     progress = Progress("sharpness (rho, draw)", rhos.size * trials)
     for rho in rhos:

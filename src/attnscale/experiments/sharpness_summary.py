@@ -32,9 +32,20 @@ from attnscale.layer import theory
 
 from .sharpness import OBSERVABLES
 
-__all__ = ["LEVELS", "KEYS", "curve_summary", "simplex_curve",
-           "SIMPLEX_X", "simplex_crossing", "first_order_width", "finite_d_crossings", "transition_rows", "power_fit", "width_trends",
-           "sharpness_summary"]  # fmt: skip
+__all__ = [
+    "LEVELS",
+    "KEYS",
+    "curve_summary",
+    "simplex_curve",
+    "SIMPLEX_X",
+    "simplex_crossing",
+    "first_order_width",
+    "finite_d_crossings",
+    "transition_rows",
+    "power_fit",
+    "width_trends",
+    "sharpness_summary",
+]
 
 #: The width's levels of a normalised observable [choice: 10 % and 90 % of the step].
 LEVELS = (0.1, 0.9)
@@ -61,9 +72,16 @@ def curve_summary(rows: pd.DataFrame) -> pd.DataFrame:
             v, s = g[obs].to_numpy(), g[f"{obs}_se_within"].to_numpy()
             spread = np.var(v, ddof=1) if T > 1 else np.nan
             se = np.sqrt(max(spread, np.mean(s**2)) / T) if T > 1 else np.nan
-            out.append(dict(zip(KEYS + ["x"], key, strict=True), observable=obs,
-                            mean=float(v.mean()), se=float(se),
-                            se_within=float(np.sqrt(np.mean(s**2) / T)), trials=T))  # fmt: skip
+            out.append(
+                dict(
+                    zip(KEYS + ["x"], key, strict=True),
+                    observable=obs,
+                    mean=float(v.mean()),
+                    se=float(se),
+                    se_within=float(np.sqrt(np.mean(s**2) / T)),
+                    trials=T,
+                )
+            )
     return pd.DataFrame(out)
 
 
@@ -101,8 +119,12 @@ def simplex_crossing(observable: str, n: int, d: int, rho: float, level: float) 
     if hit is None:
         return float("nan")
     _, k, _ = hit
-    return brentq(lambda v: simplex_curve(observable, n, d, rho, v)[0] - level,
-                  float(xs[k]), float(xs[k + 1]), xtol=1e-12)  # fmt: skip
+    return brentq(
+        lambda v: simplex_curve(observable, n, d, rho, v)[0] - level,
+        float(xs[k]),
+        float(xs[k + 1]),
+        xtol=1e-12,
+    )
 
 
 def first_order_width(n: int, d: int, rho: float) -> float:
@@ -146,22 +168,33 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
         T, K = trials.size, x.size
         draws = g.groupby("trial", sort=True).first()
         xs = draws["x_star_given"].to_numpy()
-        base = dict(d=d, rho=rho, n=n, trials=T, m=int(g["m"].iloc[0]),
-                    rho_hat_mean=float(draws["rho_hat"].mean()),
-                    x_star=float(xs.mean()),
-                    x_star_se=float(xs.std(ddof=1) / np.sqrt(T)) if T > 1 else np.nan,
-                    x_star_nominal=float(draws["x_star_nominal"].iloc[0]))  # fmt: skip
+        base = dict(
+            d=d,
+            rho=rho,
+            n=n,
+            trials=T,
+            m=int(g["m"].iloc[0]),
+            rho_hat_mean=float(draws["rho_hat"].mean()),
+            x_star=float(xs.mean()),
+            x_star_se=float(xs.std(ddof=1) / np.sqrt(T)) if T > 1 else np.nan,
+            x_star_nominal=float(draws["x_star_nominal"].iloc[0]),
+        )
         for obs in OBSERVABLES:
             f = g[obs].to_numpy().reshape(T, K)
             s = g[f"{obs}_se_within"].to_numpy().reshape(T, K)
             F = f.mean(axis=0)
-            lv = (draws["lambda_critical"].to_numpy() if obs == "lambda"
-                  else np.full(T, theory.critical_level(obs, rho)))  # fmt: skip
+            lv = (
+                draws["lambda_critical"].to_numpy()
+                if obs == "lambda"
+                else np.full(T, theory.critical_level(obs, rho))
+            )
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
-            for name, level, lvls in (("x10", LEVELS[0], np.full(T, LEVELS[0])),
-                                      ("x90", LEVELS[1], np.full(T, LEVELS[1])),
-                                      ("centre", float(lv.mean()), lv)):  # fmt: skip
+            for name, level, lvls in (
+                ("x10", LEVELS[0], np.full(T, LEVELS[0])),
+                ("x90", LEVELS[1], np.full(T, LEVELS[1])),
+                ("centre", float(lv.mean()), lv),
+            ):
                 hit = first_crossing(x, F, level)
                 if hit is None:
                     row[name], row[f"{name}_se"] = np.nan, np.nan
@@ -178,8 +211,9 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
                 row["width_se"] = np.nan
             fd = finite_d_crossings(x, g, T, K) if obs == "self_weight" else {}
             row["width_finite_d"] = fd.get("width", np.nan)
-            row["width_first_order"] = (first_order_width(n, d, rho) if obs == "self_weight"
-                                        else np.nan)  # fmt: skip
+            row["width_first_order"] = (
+                first_order_width(n, d, rho) if obs == "self_weight" else np.nan
+            )
             row["centre_finite_d"] = fd.get("centre", np.nan)
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo
@@ -206,8 +240,12 @@ def power_fit(ln_n, width, se) -> dict:
     dof = t.size - 2
     chi2 = float(np.sum(((y - coef[0] - coef[1] * t) / sig) ** 2))
     scale = max(1.0, np.sqrt(chi2 / dof)) if dof > 0 else 1.0
-    return {"p": float(coef[1]), "p_se": float(np.sqrt(cov[1, 1]) * scale), "chi2": chi2,
-            "dof": dof}  # fmt: skip
+    return {
+        "p": float(coef[1]),
+        "p_se": float(np.sqrt(cov[1, 1]) * scale),
+        "chi2": chi2,
+        "dof": dof,
+    }
 
 
 def width_trends(transitions: pd.DataFrame) -> pd.DataFrame:
@@ -222,12 +260,23 @@ def width_trends(transitions: pd.DataFrame) -> pd.DataFrame:
         ln_n = np.log(g["n"].to_numpy(dtype=float))
         fit = power_fit(ln_n, g["width"], g["width_se"])
         simp = power_fit(ln_n, g["width_simplex"], 1e-3 * g["width_simplex"])
-        out.append({"d": int(d), "rho": float(rho), "observable": obs, "points": len(g),
-                    "n_min": int(g["n"].iloc[0]), "n_max": int(g["n"].iloc[-1]),
-                    "width_n_min": float(g["width"].iloc[0]),
-                    "width_n_max": float(g["width"].iloc[-1]),
-                    "exponent": fit["p"], "exponent_se": fit["p_se"], "chi2": fit["chi2"],
-                    "dof": fit["dof"], "exponent_simplex": simp["p"]})  # fmt: skip
+        out.append(
+            {
+                "d": int(d),
+                "rho": float(rho),
+                "observable": obs,
+                "points": len(g),
+                "n_min": int(g["n"].iloc[0]),
+                "n_max": int(g["n"].iloc[-1]),
+                "width_n_min": float(g["width"].iloc[0]),
+                "width_n_max": float(g["width"].iloc[-1]),
+                "exponent": fit["p"],
+                "exponent_se": fit["p_se"],
+                "chi2": fit["chi2"],
+                "dof": fit["dof"],
+                "exponent_simplex": simp["p"],
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -243,11 +292,26 @@ def sharpness_summary(*, data) -> dict:
         ``trends`` (:func:`width_trends`).
     """
     rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
-    need = set(KEYS + ["x", "trial", "m", "x_star_given", "x_star_nominal", "lambda_critical",
-                       "rho_hat", "self_weight_theory"] + [c for o in OBSERVABLES for c in (o, f"{o}_se_within")])  # fmt: skip
+    need = set(
+        KEYS
+        + [
+            "x",
+            "trial",
+            "m",
+            "x_star_given",
+            "x_star_nominal",
+            "lambda_critical",
+            "rho_hat",
+            "self_weight_theory",
+        ]
+        + [c for o in OBSERVABLES for c in (o, f"{o}_se_within")]
+    )
     missing = sorted(need - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
     transitions = transition_rows(rows)
-    return {"curves": curve_summary(rows), "transitions": transitions,
-            "trends": width_trends(transitions)}  # fmt: skip
+    return {
+        "curves": curve_summary(rows),
+        "transitions": transitions,
+        "trends": width_trends(transitions),
+    }

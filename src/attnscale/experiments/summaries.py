@@ -53,8 +53,9 @@ def se_components(group, col: str, within: str) -> pd.DataFrame:
     T = group["trial"].nunique()
     total = stats.mean_se(group[[col]])[1][col]
     w = np.sqrt(group[within].agg(lambda s: float(np.sum(np.square(s))))) / T
-    out = pd.DataFrame({f"{col}_se_within": w,
-                        f"{col}_se_between": np.sqrt(np.maximum(total**2 - w**2, 0.0))})  # fmt: skip
+    out = pd.DataFrame(
+        {f"{col}_se_within": w, f"{col}_se_between": np.sqrt(np.maximum(total**2 - w**2, 0.0))}
+    )
     return out.reset_index()
 
 

@@ -146,8 +146,9 @@ def mean_cosine(X: np.ndarray) -> float:
     else:  # the same sum, row after row, COSINE_CHUNK rows of Y at a time
         s = None
         for a in range(0, n, COSINE_CHUNK):
-            Y = X[a : a + COSINE_CHUNK] / np.linalg.norm(X[a : a + COSINE_CHUNK], axis=1,
-                                                         keepdims=True)  # fmt: skip
+            Y = X[a : a + COSINE_CHUNK] / np.linalg.norm(
+                X[a : a + COSINE_CHUNK], axis=1, keepdims=True
+            )
             s = Y.sum(axis=0) if s is None else np.concatenate([s[None], Y]).sum(axis=0)
     return float((s @ s - n) / (n * (n - 1)))
 

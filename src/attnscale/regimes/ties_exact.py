@@ -79,8 +79,7 @@ def group_transform(k: float, beta: float, gaps: np.ndarray, weights: np.ndarray
     return noisy
 
 
-def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0,
-                      quadrature: str = "standard"):  # fmt: skip
+def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0, quadrature: str = "standard"):
     """Mean weight of the top group (the query and ``k - 1`` copies) among Gaussian near-simplex
     tokens, exact up to quadrature (docs/regimes.md#exact-finite-d-theory-for-k-copies).
 

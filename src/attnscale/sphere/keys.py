@@ -341,8 +341,9 @@ def ordered_weights_from_d2q(T, beta: float, k: int | None = None, *, backend=No
     return -np.sort(-top, axis=-1)
 
 
-def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
-                        backend=None) -> np.ndarray:  # fmt: skip
+def top_weight_from_d2q(
+    T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *, backend=None
+) -> np.ndarray:
     """``A_(1) = 1 / sum_j exp(-beta (T_j - min T))`` for each row of ``T`` and each beta.
 
     Parameters
@@ -379,8 +380,9 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
 
 
 # --------------------------------------------------------------------------- attention output
-def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES, *,
-                     backend=None) -> np.ndarray:  # fmt: skip
+def attention_output(
+    Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES, *, backend=None
+) -> np.ndarray:
     """``ATT_n(q) = sum_i A_i(q) x_i`` (``V = I``) for every row ``q`` of ``Q`` (docs/paper-b.md).
 
     Queries are processed in blocks so that at most ``block_entries`` entries of the

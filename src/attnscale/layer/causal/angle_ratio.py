@@ -35,8 +35,17 @@ def pair_ratio_mean(Y: np.ndarray, Yp: np.ndarray) -> float:
     return pair_ratio_mean_exact(Y, Yp, iu, ju, din, dout)
 
 
-def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, block_rows=None,
-                          output_entries=None, return_diagnostics: bool = False, backend=None):  # fmt: skip
+def angle_ratio_grid_rows(
+    X,
+    betas,
+    alpha: float = 0.0,
+    *,
+    causal: bool = True,
+    block_rows=None,
+    output_entries=None,
+    return_diagnostics: bool = False,
+    backend=None,
+):
     """lambda (``docs/paper-a.md``; definition unchanged: mean over all pairs ``i < j``) for a grid
     of global or per-row scalings, with an optional causal mask
     (``docs/realistic-attention.md#causal-mask``).
@@ -78,9 +87,16 @@ def angle_ratio_grid_rows(X, betas, alpha: float = 0.0, *, causal: bool = True, 
     if uses_jax(backend):
         from attnscale.layer.dense import attention_jax
 
-        return attention_jax.angle_ratio_grid(X, r, B, alpha, causal=bool(causal),
-                                              block_rows=block_rows, output_entries=output_entries,
-                                              return_diagnostics=return_diagnostics)  # fmt: skip
+        return attention_jax.angle_ratio_grid(
+            X,
+            r,
+            B,
+            alpha,
+            causal=bool(causal),
+            block_rows=block_rows,
+            output_entries=output_entries,
+            return_diagnostics=return_diagnostics,
+        )
     Y = X / r[:, None]
     m = B.shape[0]
     br = causal_block_rows(n, block_rows)

@@ -50,8 +50,16 @@ def causal_softmax(S: np.ndarray, beta=1.0) -> np.ndarray:
     return E / E.sum(axis=1, keepdims=True)
 
 
-def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows=None,
-                 return_self_weight: bool = False, backend=None):  # fmt: skip
+def forward_rows(
+    X,
+    beta,
+    alpha: float = 0.0,
+    *,
+    causal: bool = True,
+    block_rows=None,
+    return_self_weight: bool = False,
+    backend=None,
+):
     """One attention layer with per-row ``beta_i`` and an optional causal mask
     (``docs/realistic-attention.md#causal-mask``), in row blocks (memory ``O(block x n)``).
 
@@ -85,8 +93,15 @@ def forward_rows(X, beta, alpha: float = 0.0, *, causal: bool = True, block_rows
     if uses_jax(backend):
         from attnscale.layer.dense import attention_jax
 
-        return attention_jax.forward(X, r, b, alpha, causal=causal, block_rows=block_rows,
-                                     return_self_weight=return_self_weight)  # fmt: skip
+        return attention_jax.forward(
+            X,
+            r,
+            b,
+            alpha,
+            causal=causal,
+            block_rows=block_rows,
+            return_self_weight=return_self_weight,
+        )
     Y = X / r[:, None]
     br = causal_block_rows(n, block_rows)
     out = np.empty_like(X)

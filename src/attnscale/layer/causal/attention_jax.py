@@ -47,8 +47,18 @@ def self_weights(X, r, betas, *, causal: bool = True, block_rows=None) -> np.nda
     out = np.empty(betas.shape)
     for g0 in range(0, betas.shape[0], group):
         Bg = jnp.asarray(np.pad(betas[g0 : g0 + group], ((0, 0), (0, N - n))))
-        _, sw = pass1_all(Yd, Yd, Bg, jnp.asarray(0.0), t=t, n=n, causal=bool(causal),
-                          outputs=False, selfw=True, normalise=False)  # fmt: skip
+        _, sw = pass1_all(
+            Yd,
+            Yd,
+            Bg,
+            jnp.asarray(0.0),
+            t=t,
+            n=n,
+            causal=bool(causal),
+            outputs=False,
+            selfw=True,
+            normalise=False,
+        )
         out[g0 : g0 + Bg.shape[0]] = np.asarray(sw[:, :n])
     return out
 
@@ -75,12 +85,22 @@ def query_block(X, r, betas, start: int, stop: int, *, causal: bool = True) -> d
     n, d = X.shape
     R = stop - start
     t, _ = tile_for(n, None, betas.shape[0], d)
-    check_memory(8 * betas.shape[0] * R * (3 * t + 2 * d) + 8 * 2 * n * d,
-                 f"query_block of {R} rows")  # fmt: skip
+    check_memory(
+        8 * betas.shape[0] * R * (3 * t + 2 * d) + 8 * 2 * n * d, f"query_block of {R} rows"
+    )
     N = padded(n, t)
     Yd = jnp.asarray(pad_rows(X / r[:, None], N, unit=True))
     rows = jnp.arange(start, stop)
     nkt = -(-stop // t) if causal else N // t
-    outs, sw = pass1_rows(Yd, jnp.asarray(betas[:, start:stop]), rows, nkt, t=t, n=n,
-                          causal=bool(causal), outputs=True, selfw=True)  # fmt: skip
+    outs, sw = pass1_rows(
+        Yd,
+        jnp.asarray(betas[:, start:stop]),
+        rows,
+        nkt,
+        t=t,
+        n=n,
+        causal=bool(causal),
+        outputs=True,
+        selfw=True,
+    )
     return {"self_weight": np.asarray(sw), "outputs": np.asarray(outs)}

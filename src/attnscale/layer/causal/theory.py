@@ -68,8 +68,9 @@ def causal_simplex_self_weight(rho: float, beta) -> np.ndarray:
     return causal_simplex_weights(rho, beta)[0]
 
 
-def causal_simplex_pair_gap(rho: float, beta, alpha: float = 0.0, q: float = 1.0, *,
-                            positions=None) -> np.ndarray:  # fmt: skip
+def causal_simplex_pair_gap(
+    rho: float, beta, alpha: float = 0.0, q: float = 1.0, *, positions=None
+) -> np.ndarray:
     """``1 - <y_i', y_j'>`` for every pair ``i < j`` of ``positions`` (1-indexed, increasing;
     default all ``1..n``), as an upper-triangular matrix (zeros on and below the diagonal)."""
     rho = _rho(rho)
@@ -90,14 +91,19 @@ def causal_simplex_pair_gap(rho: float, beta, alpha: float = 0.0, q: float = 1.0
     # key i carries eh_i vs bh_j, the j - i - 1 keys strictly between carry 0 vs bh_j, key j
     # carries 0 vs eh_j.
     ii, jj = np.meshgrid(np.arange(pos.size), np.arange(pos.size), indexing="ij")
-    diff2 = (cnt[ii] * (bh[ii] - bh[jj]) ** 2 + (eh[ii] - bh[jj]) ** 2
-             + (pos[jj] - pos[ii] - 1.0) * bh[jj] ** 2 + eh[jj] ** 2)  # fmt: skip
+    diff2 = (
+        cnt[ii] * (bh[ii] - bh[jj]) ** 2
+        + (eh[ii] - bh[jj]) ** 2
+        + (pos[jj] - pos[ii] - 1.0) * bh[jj] ** 2
+        + eh[jj] ** 2
+    )
     gap = 0.5 * ((1.0 - rho) * diff2 + rho * S**2 * (rs[ii] - rs[jj]) ** 2)
     return np.where(jj > ii, gap, 0.0)
 
 
-def causal_simplex_lambda(rho: float, beta, alpha: float = 0.0, q: float = 1.0, *,
-                          positions=None) -> float:  # fmt: skip
+def causal_simplex_lambda(
+    rho: float, beta, alpha: float = 0.0, q: float = 1.0, *, positions=None
+) -> float:
     """Exact simplex lambda under a causal mask: mean over pairs ``i < j`` of ``positions``
     (default all ``1..n``) of ``(1 - <y_i', y_j'>) / (1 - rho)``
     (``docs/realistic-attention.md#simplex-tokens-under-a-causal-mask``).

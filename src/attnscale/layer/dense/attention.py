@@ -73,8 +73,9 @@ def attention_weights(X: np.ndarray, beta: float) -> np.ndarray:
     return softmax_rows(beta * (Y @ Y.T))
 
 
-def forward(X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False,
-            backend=None) -> np.ndarray:  # fmt: skip
+def forward(
+    X: np.ndarray, beta, alpha: float = 0.0, *, causal: bool = False, backend=None
+) -> np.ndarray:
     """One attention layer (``docs/paper-a.md#the-model``): ``x_i' = sum_j A_ij y_j + alpha x_i``.
 
     Parameters
@@ -206,10 +207,16 @@ def angle_ratio_grid(
     if causal or np.ndim(betas) == 2:
         from attnscale.layer.causal.angle_ratio import angle_ratio_grid_rows
 
-        return angle_ratio_grid_rows(X, betas, alpha, causal=bool(causal), block_rows=block_rows,
-                                     output_entries=output_entries,
-                                     return_diagnostics=return_diagnostics,
-                                     backend=backend)  # fmt: skip
+        return angle_ratio_grid_rows(
+            X,
+            betas,
+            alpha,
+            causal=bool(causal),
+            block_rows=block_rows,
+            output_entries=output_entries,
+            return_diagnostics=return_diagnostics,
+            backend=backend,
+        )
     X, r, _, alpha = check_layer_inputs(X, None, alpha)
     betas = check_vector("betas", betas, low=0.0)
     block_rows = check_block("block_rows", block_rows)
@@ -217,9 +224,15 @@ def angle_ratio_grid(
     if uses_jax(backend):
         from attnscale.layer.dense import attention_jax
 
-        return attention_jax.angle_ratio_grid(X, r, betas, alpha, block_rows=block_rows,
-                                              output_entries=output_entries,
-                                              return_diagnostics=return_diagnostics)  # fmt: skip
+        return attention_jax.angle_ratio_grid(
+            X,
+            r,
+            betas,
+            alpha,
+            block_rows=block_rows,
+            output_entries=output_entries,
+            return_diagnostics=return_diagnostics,
+        )
     n, d = X.shape
     m = betas.size
     Y = X / r[:, None]

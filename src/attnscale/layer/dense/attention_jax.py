@@ -117,9 +117,19 @@ def _centre(Yp, *, n, centred):
     return jnp.transpose(Z, (1, 0, 2)), cz.T
 
 
-def angle_ratio_grid(X, r, betas, alpha: float, *, causal: bool = False, block_rows=None,
-                     output_entries=None, return_diagnostics: bool = False,
-                     dtype: str = "float64", centred: bool = True):  # fmt: skip
+def angle_ratio_grid(
+    X,
+    r,
+    betas,
+    alpha: float,
+    *,
+    causal: bool = False,
+    block_rows=None,
+    output_entries=None,
+    return_diagnostics: bool = False,
+    dtype: str = "float64",
+    centred: bool = True,
+):
     """lambda for many beta on JAX (``docs/paper-a.md#the-angle-ratio-lambda``,
     ``docs/gpu.md#the-lambda-kernel``); the twin of
     :func:`attnscale.layer.dense.attention.angle_ratio_grid` and
@@ -174,8 +184,18 @@ def angle_ratio_grid(X, r, betas, alpha: float, *, causal: bool = False, block_r
     for g0 in range(0, m, group):
         Bg = Bm[g0 : g0 + group]
         Bgd = jnp.asarray(np.pad(Bg, ((0, 0), (0, N - n))), dt)
-        Yp, _ = pass1_all(Yd, Xd, Bgd, jnp.asarray(alpha, dt), t=t, n=n, causal=bool(causal),
-                          outputs=True, selfw=False, normalise=True)  # fmt: skip
+        Yp, _ = pass1_all(
+            Yd,
+            Xd,
+            Bgd,
+            jnp.asarray(alpha, dt),
+            t=t,
+            n=n,
+            causal=bool(causal),
+            outputs=True,
+            selfw=False,
+            normalise=True,
+        )
         Z, cz = _centre(Yp, n=n, centred=bool(centred))
         acc, counts = _pairs_all(Yd, Z, cz, NEAR_PAIR_TOL, t=t, n=n)
         num = np.asarray(acc, dtype=np.float64)
@@ -198,8 +218,16 @@ def angle_ratio_grid(X, r, betas, alpha: float, *, causal: bool = False, block_r
     return lam
 
 
-def forward(X, r, b, alpha: float, *, causal: bool = False, block_rows=None,
-            return_self_weight: bool = False):  # fmt: skip
+def forward(
+    X,
+    r,
+    b,
+    alpha: float,
+    *,
+    causal: bool = False,
+    block_rows=None,
+    return_self_weight: bool = False,
+):
     """One attention layer on JAX (``docs/paper-a.md#the-model``); the twin of
     :func:`attnscale.layer.dense.attention.forward` and :func:`attnscale.layer.causal.attention.forward_rows`,
     which validate the arguments.
@@ -230,7 +258,17 @@ def forward(X, r, b, alpha: float, *, causal: bool = False, block_rows=None,
     Yd = jnp.asarray(pad_rows(X / r[:, None], N, unit=True))
     Xd = jnp.asarray(pad_rows(X, N))
     Bd = jnp.asarray(np.pad(b, (0, N - n))[None])
-    out, sw = pass1_all(Yd, Xd, Bd, jnp.asarray(alpha), t=t, n=n, causal=bool(causal),
-                        outputs=True, selfw=bool(return_self_weight), normalise=False)  # fmt: skip
+    out, sw = pass1_all(
+        Yd,
+        Xd,
+        Bd,
+        jnp.asarray(alpha),
+        t=t,
+        n=n,
+        causal=bool(causal),
+        outputs=True,
+        selfw=bool(return_self_weight),
+        normalise=False,
+    )
     out = np.asarray(out[0, :n])
     return (out, np.asarray(sw[0, :n])) if return_self_weight else out

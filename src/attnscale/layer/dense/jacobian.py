@@ -207,8 +207,9 @@ def eta_hutchinson(
         The estimate and its standard error (``nan`` for one probe).
     """
     check_layer_inputs(X, beta, alpha)
-    est, se = eta_hutchinson_grid(X, [beta], alpha, probes=probes, rng=rng, kind=kind,
-                                  backend=backend)  # fmt: skip
+    est, se = eta_hutchinson_grid(
+        X, [beta], alpha, probes=probes, rng=rng, kind=kind, backend=backend
+    )
     return float(est[0]), float(se[0])
 
 

@@ -135,8 +135,7 @@ def pass1_all(Y, X, Bg, alpha, *, t, n, causal, outputs, selfw, normalise):
         rows = it * t + jnp.arange(t)
         bq = lax.dynamic_slice_in_dim(Bg, it * t, t, 1)
         nkt = it + 1 if causal else nI
-        o, s = _pass1_core(Y, bq, rows, nkt, t=t, n=n, causal=causal, outputs=outputs,
-                           selfw=selfw)  # fmt: skip
+        o, s = _pass1_core(Y, bq, rows, nkt, t=t, n=n, causal=causal, outputs=outputs, selfw=selfw)
         if outputs:
             out = lax.dynamic_update_slice_in_dim(out, o, it * t, 1)
         if selfw:

@@ -134,8 +134,9 @@ def check_rows(n: int, rows) -> np.ndarray:
     if idx.dtype.kind not in "iu" or idx.ndim != 1 or idx.size == 0:
         raise ValueError(f"rows must be a non-empty 1-D integer array of row indices, got {rows!r}")
     if idx.min() < 0 or idx.max() >= n:
-        raise ValueError(f"rows must be row indices in [0, {n - 1}], got range "
-                         f"[{idx.min()}, {idx.max()}]")  # fmt: skip
+        raise ValueError(
+            f"rows must be row indices in [0, {n - 1}], got range [{idx.min()}, {idx.max()}]"
+        )
     return idx.astype(np.int64)
 
 

@@ -44,8 +44,9 @@ def half_squared_distance(U: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> np.n
     return 0.5 * np.sum((U[ii] - U[jj]) ** 2, axis=-1)
 
 
-def near_pair_sums(Y: np.ndarray, Yout: np.ndarray, ii: np.ndarray,
-                   jj: np.ndarray) -> tuple[np.ndarray, int, int]:  # fmt: skip
+def near_pair_sums(
+    Y: np.ndarray, Yout: np.ndarray, ii: np.ndarray, jj: np.ndarray
+) -> tuple[np.ndarray, int, int]:
     """The exact terms of the near pairs ``(ii[k], jj[k])`` of a lambda grid.
 
     Parameters
@@ -70,8 +71,14 @@ def near_pair_sums(Y: np.ndarray, Yout: np.ndarray, ii: np.ndarray,
     return (dout / din[:, None]).sum(axis=0), int(ii.size), int((~keep).sum())
 
 
-def pair_ratio_mean_exact(Y: np.ndarray, Yout: np.ndarray, iu: np.ndarray, ju: np.ndarray,
-                          din: np.ndarray, dout: np.ndarray) -> float:  # fmt: skip
+def pair_ratio_mean_exact(
+    Y: np.ndarray,
+    Yout: np.ndarray,
+    iu: np.ndarray,
+    ju: np.ndarray,
+    din: np.ndarray,
+    dout: np.ndarray,
+) -> float:
     """Mean of ``dout / din`` over the pairs ``(iu[k], ju[k])``, with the near pairs exact.
 
     ``din`` and ``dout`` hold ``1 - <y_i, y_j>`` and ``1 - <y'_i, y'_j>`` as read from Gram

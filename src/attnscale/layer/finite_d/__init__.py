@@ -134,8 +134,9 @@ def critical_beta(n, d, rho, *, quadrature: str = "standard", xtol: float = 1e-6
     return _critical(laws.table(d, rho, _quadrature(quadrature)), n, d, rho, quadrature, xtol)
 
 
-def critical_beta_given(n, d, rho, r0, *, quadrature: str = "standard",
-                        xtol: float = 1e-6) -> float:  # fmt: skip
+def critical_beta_given(
+    n, d, rho, r0, *, quadrature: str = "standard", xtol: float = 1e-6
+) -> float:
     """``beta*`` of one draw: the ``beta`` with :func:`self_weight_given` ``= 1/2``, the critical
     point conditioned on the common vector's norm ``||z_0|| = r0``
     (docs/finite-d.md#finite-d-critical-point; the root as in :func:`critical_beta`). A draw's

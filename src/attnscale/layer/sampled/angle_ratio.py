@@ -179,9 +179,17 @@ def _outputs(X, r, idx, brow, alpha, causal, block_rows, key_block):
     return out
 
 
-def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
-                    block_rows: int | None = None, key_block: int | None = None,
-                    backend=None) -> np.ndarray:  # fmt: skip
+def sampled_outputs(
+    X,
+    betas,
+    alpha: float = 0.0,
+    *,
+    rows,
+    causal: bool = False,
+    block_rows: int | None = None,
+    key_block: int | None = None,
+    backend=None,
+) -> np.ndarray:
     """Exact outputs ``x_a' = sum_j A_aj y_j + alpha x_a`` of some query rows against all their
     keys (docs/long-context.md#the-sampled-lambda), key-tiled (memory ``O(b t)``).
 
@@ -218,8 +226,9 @@ def sampled_outputs(X, betas, alpha: float = 0.0, *, rows, causal: bool = False,
     if uses_jax(backend):
         from attnscale.layer.sampled import angle_ratio_jax as sampled_lambda_jax
 
-        return sampled_lambda_jax.sampled_outputs(X, r, sample.rows, B[:, sample.rows], alpha,
-                                                  bool(causal))  # fmt: skip
+        return sampled_lambda_jax.sampled_outputs(
+            X, r, sample.rows, B[:, sample.rows], alpha, bool(causal)
+        )
     return _outputs(X, r, sample.rows, B[:, sample.rows], alpha, causal, br, key_block)
 
 
@@ -263,10 +272,21 @@ def pair_ratio_block(Ya, Yb, Ypa, Ypb, self_cols=None):
     return H, keep, near
 
 
-def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
-                        strata: int | None = None, head: int | None = None, causal: bool = False, block_rows: int | None = None,
-                        key_block: int | None = None, output_entries: int | None = None,
-                        backend=None) -> SampledLambda:  # fmt: skip
+def angle_ratio_sampled(
+    X,
+    betas,
+    alpha: float = 0.0,
+    *,
+    rows,
+    rng=None,
+    strata: int | None = None,
+    head: int | None = None,
+    causal: bool = False,
+    block_rows: int | None = None,
+    key_block: int | None = None,
+    output_entries: int | None = None,
+    backend=None,
+) -> SampledLambda:
     """lambda (docs/paper-a.md#the-angle-ratio-lambda) for a grid of betas from ``m`` sampled query
     rows, with its within-draw standard error (docs/long-context.md#the-sampled-lambda).
 
@@ -324,8 +344,11 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
     br = _check_blocks(block_rows, n)
     if key_block is not None:
         check_int("key_block", key_block, minimum=1)
-    budget = DEFAULT_OUTPUT_ENTRIES if output_entries is None else check_int(
-        "output_entries", output_entries, minimum=1)  # fmt: skip
+    budget = (
+        DEFAULT_OUTPUT_ENTRIES
+        if output_entries is None
+        else check_int("output_entries", output_entries, minimum=1)
+    )
     on_jax = uses_jax(backend)
     sample = resolve_rows(n, rows, rng, strata, head, causal)
     idx, m = sample.rows, sample.m
@@ -349,8 +372,9 @@ def angle_ratio_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
         est, se, n_near, n_excl = pair_statistics(Ys, Yp, sample, br)
         ests.append(est)
         ses.append(se)
-    return SampledLambda(np.concatenate(ests), np.concatenate(ses), m, m * (m - 1) // 2,
-                         n_near, n_excl, sample)  # fmt: skip
+    return SampledLambda(
+        np.concatenate(ests), np.concatenate(ses), m, m * (m - 1) // 2, n_near, n_excl, sample
+    )
 
 
 def pair_statistics(Ys, Yp, sample: RowSample, block_rows: int):

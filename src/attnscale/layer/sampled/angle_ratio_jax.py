@@ -52,8 +52,17 @@ def sampled_outputs(X, r, idx, brow, alpha: float, causal: bool, selfw: bool = F
     out = np.empty((B, m, d))
     sw = np.empty((B, m))
     for g0 in range(0, B, group):
-        o, s = pass1_rows(Y, jnp.asarray(brow[g0 : g0 + group]), rows, nkt, t=t, n=n,
-                          causal=bool(causal), outputs=True, selfw=bool(selfw))  # fmt: skip
+        o, s = pass1_rows(
+            Y,
+            jnp.asarray(brow[g0 : g0 + group]),
+            rows,
+            nkt,
+            t=t,
+            n=n,
+            causal=bool(causal),
+            outputs=True,
+            selfw=bool(selfw),
+        )
         out[g0 : g0 + group] = np.asarray(o)
         if selfw:
             sw[g0 : g0 + group] = np.asarray(s)

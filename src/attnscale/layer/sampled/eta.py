@@ -125,9 +125,17 @@ def row_sums(X, r, idx, brow, W, causal, block_rows, key_block) -> dict:
             G = prod[0]
             ol = np.arange(own.start, own.stop) - r0  # their rows in the tile
             oc = rows[own.start : own.stop] - j0  # and the columns of their own positions
-            tile = {"G": G, "G1": G - 1.0, "G2": G * G, "om": 1.0 - G * G,
-                    "rinv2": rinv2[j0:j1], "prod": prod[1:], "ol": ol, "oc": oc,
-                    "causal": causal}  # fmt: skip
+            tile = {
+                "G": G,
+                "G1": G - 1.0,
+                "G2": G * G,
+                "om": 1.0 - G * G,
+                "rinv2": rinv2[j0:j1],
+                "prod": prod[1:],
+                "ol": ol,
+                "oc": oc,
+                "causal": causal,
+            }
             stack = np.empty((2 + P, b, j1 - j0))
             tmp = np.empty((b, j1 - j0))
             sl = slice(a0 + r0, a1)
@@ -231,8 +239,9 @@ def _checked(X, betas, alpha, route, probes, rng, block_rows, key_block):
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     probes = check_int("probes", probes, minimum=1)
     if route == "probe" and not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator for the probe route, got "
-                        f"{type(rng).__name__}")  # fmt: skip
+        raise TypeError(
+            f"rng must be a numpy.random.Generator for the probe route, got {type(rng).__name__}"
+        )
     br = (
         DEFAULT_BLOCK_ROWS if block_rows is None else check_int("block_rows", block_rows, minimum=1)
     )
@@ -263,10 +272,20 @@ def _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, block_rows, key_
     return jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d, q)
 
 
-def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "probe",
-                       probes: int = 1, rng=None, causal: bool = False,
-                       block_rows: int | None = None, key_block: int | None = None,
-                       backend=None):  # fmt: skip
+def row_jacobian_norms(
+    X,
+    betas,
+    alpha: float = 0.0,
+    *,
+    rows,
+    route: str = "probe",
+    probes: int = 1,
+    rng=None,
+    causal: bool = False,
+    block_rows: int | None = None,
+    key_block: int | None = None,
+    backend=None,
+):
     """Per-row Jacobian norms ``R_i = ||d x_i' / d X||_F^2`` of some query rows
     (docs/long-context.md#the-jacobian-norm-of-one-output-row).
 
@@ -301,17 +320,30 @@ def row_jacobian_norms(X, betas, alpha: float = 0.0, *, rows, route: str = "prob
         ``R`` of shape ``(B, m)`` (rows sorted) and, for the probe route with ``probes >= 2``,
         an unbiased estimate of each value's probe-noise variance.
     """
-    X, r, Bm, alpha, probes, br = _checked(X, betas, alpha, route, probes, rng, block_rows,
-                                           key_block)  # fmt: skip
+    X, r, Bm, alpha, probes, br = _checked(
+        X, betas, alpha, route, probes, rng, block_rows, key_block
+    )
     on_jax = uses_jax(backend)
     sample = resolve_rows(X.shape[0], rows, rng, causal=causal)
     return _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block, on_jax)
 
 
-def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | None = None,
-                head: int | None = None, causal: bool = False, route: str = "probe", probes: int = 1,
-                block_rows: int | None = None, key_block: int | None = None,
-                backend=None) -> SampledEta:  # fmt: skip
+def eta_sampled(
+    X,
+    betas,
+    alpha: float = 0.0,
+    *,
+    rows,
+    rng=None,
+    strata: int | None = None,
+    head: int | None = None,
+    causal: bool = False,
+    route: str = "probe",
+    probes: int = 1,
+    block_rows: int | None = None,
+    key_block: int | None = None,
+    backend=None,
+) -> SampledEta:
     """eta (docs/paper-a.md#the-jacobian-norm-eta) for a grid of betas from ``m`` sampled query
     rows, with its within-draw standard error (docs/long-context.md#the-sampled-eta).
 
@@ -364,8 +396,9 @@ def eta_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None, strata: int | N
         ``estimate``, ``se`` (``(B,)``), ``m``, per-row ``values`` ``R_i / d``, the row sample and
         the route.
     """
-    X, r, Bm, alpha, probes, br = _checked(X, betas, alpha, route, probes, rng, block_rows,
-                                           key_block)  # fmt: skip
+    X, r, Bm, alpha, probes, br = _checked(
+        X, betas, alpha, route, probes, rng, block_rows, key_block
+    )
     on_jax = uses_jax(backend)
     sample = resolve_rows(X.shape[0], rows, rng, strata, head, causal)
     R, noise = _norms(X, r, Bm, alpha, sample, route, probes, rng, causal, br, key_block, on_jax)

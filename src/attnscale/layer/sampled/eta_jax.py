@@ -58,15 +58,26 @@ def _sums(Y, rinv2, Q, rows, Bq, nkt, *, t, n, causal):
         E = jnp.where(valid[None], jnp.exp(Bq[:, :, None] * (G - 1.0)[None]), 0.0)  # (B, R, t)
         F = jnp.where(own[None], 0.0, E * E * ri[None, None, :])  # k != i
         T = G[None] - Bq[:, :, None] * om[None]
-        new = jnp.stack([E.sum(-1), jnp.where(own[None], E, 0.0).sum(-1),
-                         (E * G2[None]).sum(-1), F.sum(-1), (F * om[None]).sum(-1)])  # fmt: skip
+        new = jnp.stack(
+            [
+                E.sum(-1),
+                jnp.where(own[None], E, 0.0).sum(-1),
+                (E * G2[None]).sum(-1),
+                F.sum(-1),
+                (F * om[None]).sum(-1),
+            ]
+        )
         mv = mv + jnp.einsum("brt,td->brd", E, Yk)
         cv = cv + jnp.einsum("brt,td->brd", F * T, Yk)
         pv = pv + jnp.einsum("brt,prt,td->bprd", E, prod[1:], Yk)
         return sc + new, mv, cv, pv
 
-    init = (jnp.zeros((len(SCALARS), B, R)), jnp.zeros((B, R, d)), jnp.zeros((B, R, d)),
-            jnp.zeros((B, P, R, d)))  # fmt: skip
+    init = (
+        jnp.zeros((len(SCALARS), B, R)),
+        jnp.zeros((B, R, d)),
+        jnp.zeros((B, R, d)),
+        jnp.zeros((B, P, R, d)),
+    )
     return lax.fori_loop(0, nkt, body, init)
 
 
@@ -91,11 +102,21 @@ def row_sums(X, r, idx, brow, W, causal: bool) -> dict:
     nkt = (int(idx[-1]) // t + 1) if causal else N // t
     parts = []
     for g0 in range(0, B, group):
-        res = _sums(Y, rinv2, Q, rows, jnp.asarray(brow[g0 : g0 + group]), nkt, t=t, n=n,
-                    causal=bool(causal))  # fmt: skip
+        res = _sums(
+            Y,
+            rinv2,
+            Q,
+            rows,
+            jnp.asarray(brow[g0 : g0 + group]),
+            nkt,
+            t=t,
+            n=n,
+            causal=bool(causal),
+        )
         parts.append([np.asarray(a) for a in res])
-    sc, mv, cv, pv = (np.concatenate([p[k] for p in parts], axis=1 if k == 0 else 0)
-                      for k in range(4))  # fmt: skip
+    sc, mv, cv, pv = (
+        np.concatenate([p[k] for p in parts], axis=1 if k == 0 else 0) for k in range(4)
+    )
     out = {key: sc[k] for k, key in enumerate(SCALARS)}
     out.update(mv=mv, cv=cv, pv=pv)
     return out

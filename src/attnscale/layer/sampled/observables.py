@@ -69,10 +69,21 @@ def lambda_from_outputs(Ys, Yp, sample: RowSample, block_rows: int) -> SampledLa
     return SampledLambda(est, se, m, m * (m - 1) // 2, n_near, n_excl, sample)
 
 
-def observables_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
-                        strata: int | None = None, head: int | None = None, causal: bool = False,
-                        route: str = "probe", probes: int = 1, block_rows: int | None = None,
-                        key_block: int | None = None) -> SampledObservables:  # fmt: skip
+def observables_sampled(
+    X,
+    betas,
+    alpha: float = 0.0,
+    *,
+    rows,
+    rng=None,
+    strata: int | None = None,
+    head: int | None = None,
+    causal: bool = False,
+    route: str = "probe",
+    probes: int = 1,
+    block_rows: int | None = None,
+    key_block: int | None = None,
+) -> SampledObservables:
     """Mean self-weight, lambda and eta for a grid of betas from one sample of ``m`` query rows,
     each with its within-draw standard error, in one key-tiled pass
     (docs/long-context.md#one-pass-for-three-observables).
@@ -120,10 +131,12 @@ def observables_sampled(X, betas, alpha: float = 0.0, *, rows, rng=None,
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     probes = check_int("probes", probes, minimum=1)
     if route == "probe" and not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator for the probe route, got "
-                        f"{type(rng).__name__}")  # fmt: skip
-    br = DEFAULT_BLOCK_ROWS if block_rows is None else check_int("block_rows", block_rows,
-                                                                 minimum=1)  # fmt: skip
+        raise TypeError(
+            f"rng must be a numpy.random.Generator for the probe route, got {type(rng).__name__}"
+        )
+    br = (
+        DEFAULT_BLOCK_ROWS if block_rows is None else check_int("block_rows", block_rows, minimum=1)
+    )
     if key_block is not None:
         check_int("key_block", key_block, minimum=1)
     sample = resolve_rows(n, rows, rng, strata, head, causal)

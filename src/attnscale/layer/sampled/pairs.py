@@ -44,8 +44,9 @@ def _tables(sample: RowSample):
     L = sample.edges.size - 1
     F = np.ones((L, 5))
     for k in range(1, 5):  # [m_l]_k / [N_l]_k: k given rows of stratum l all sampled
-        F[:, k] = F[:, k - 1] * np.maximum(sample.counts - k + 1, 0) / np.maximum(
-            sample.sizes - k + 1, 1)  # fmt: skip
+        F[:, k] = (
+            F[:, k - 1] * np.maximum(sample.counts - k + 1, 0) / np.maximum(sample.sizes - k + 1, 1)
+        )
     e = np.eye(L, dtype=np.int64)
     two = e[:, None] + e[None, :]  # (L, L, L): counts of the pair (s, a)
     pi2 = _pi(F, two)
@@ -89,8 +90,12 @@ def pair_block_sums(H, keep, units, sample: RowSample) -> dict:
     onehot = np.zeros((sample.m, L))
     onehot[np.arange(sample.m), sample.stratum] = 1.0
     Hk = np.where(keep if keep.ndim == 3 else keep[None], H, 0.0)
-    return {"h": Hk @ onehot, "h2": (Hk * Hk) @ onehot, "n": keep.astype(float) @ onehot,
-            "units": np.asarray(units)}  # fmt: skip
+    return {
+        "h": Hk @ onehot,
+        "h2": (Hk * Hk) @ onehot,
+        "n": keep.astype(float) @ onehot,
+        "units": np.asarray(units),
+    }
 
 
 def pair_variance_from_sums(sums: dict, sample: RowSample) -> tuple[np.ndarray, np.ndarray]:

@@ -61,8 +61,9 @@ def _equal_edges(n: int, strata: int) -> np.ndarray:
     return np.round(np.linspace(0, n, strata + 1)).astype(np.int64)
 
 
-def sample_rows(n: int, m: int, rng: np.random.Generator | None = None, *,
-                strata: int = 1, head: int = 0) -> RowSample:  # fmt: skip
+def sample_rows(
+    n: int, m: int, rng: np.random.Generator | None = None, *, strata: int = 1, head: int = 0
+) -> RowSample:
     """Draw ``m`` query rows without replacement, an equal share from each of ``strata``
     equal-width position ranges, after the first ``head`` positions, which are all taken
     (docs/long-context.md#sampling-rows).
@@ -108,16 +109,19 @@ def sample_rows(n: int, m: int, rng: np.random.Generator | None = None, *,
     sizes = np.diff(edges)
     if np.any(counts > sizes):
         s = int(np.argmax(counts > sizes))
-        raise ValueError(f"m = {m} rows do not fit: stratum {s} has {sizes[s]} positions and "
-                         f"would get {counts[s]} rows; choose a smaller m or fewer strata")  # fmt: skip
+        raise ValueError(
+            f"m = {m} rows do not fit: stratum {s} has {sizes[s]} positions and "
+            f"would get {counts[s]} rows; choose a smaller m or fewer strata"
+        )
     if np.all(counts == sizes):
         return RowSample(
             np.arange(n, dtype=np.int64), np.repeat(np.arange(strata), sizes), edges, n
         )
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    rows = np.concatenate([edges[s] + np.sort(rng.choice(sizes[s], counts[s], replace=False))
-                           for s in range(strata)])  # fmt: skip
+    rows = np.concatenate(
+        [edges[s] + np.sort(rng.choice(sizes[s], counts[s], replace=False)) for s in range(strata)]
+    )
     return RowSample(rows.astype(np.int64), np.repeat(np.arange(strata), counts), edges, n)
 
 
@@ -150,15 +154,23 @@ def row_sample(n: int, rows, edges=None) -> RowSample:
     if np.any(np.diff(idx) == 0):
         raise ValueError("rows must be distinct (rows are sampled without replacement)")
     e = np.array([0, n]) if edges is None else np.asarray(edges)
-    if (e.dtype.kind not in "iu" or e.ndim != 1 or e.size < 2 or e[0] != 0 or e[-1] != n
-            or np.any(np.diff(e) <= 0)):  # fmt: skip
+    if (
+        e.dtype.kind not in "iu"
+        or e.ndim != 1
+        or e.size < 2
+        or e[0] != 0
+        or e[-1] != n
+        or np.any(np.diff(e) <= 0)
+    ):
         raise ValueError(f"edges must be increasing integers from 0 to n = {n}, got {edges!r}")
     e = e.astype(np.int64)
     stratum = np.searchsorted(e, idx, side="right") - 1
     counts = np.bincount(stratum, minlength=e.size - 1)
     if np.any(counts < np.minimum(2, np.diff(e))):
-        raise ValueError("every stratum needs at least 2 sampled rows (or all of its rows), got "
-                         f"counts {counts.tolist()}")  # fmt: skip
+        raise ValueError(
+            "every stratum needs at least 2 sampled rows (or all of its rows), got "
+            f"counts {counts.tolist()}"
+        )
     return RowSample(idx, stratum, e, n)
 
 
@@ -173,8 +185,9 @@ def default_design(m: int, causal: bool) -> tuple[int, int]:
     return (s, s) if s >= 2 else (1, 0)
 
 
-def resolve_rows(n: int, rows, rng=None, strata: int | None = None, head: int | None = None,
-                 causal: bool = False) -> RowSample:  # fmt: skip
+def resolve_rows(
+    n: int, rows, rng=None, strata: int | None = None, head: int | None = None, causal: bool = False
+) -> RowSample:
     """The row sample of a kernel call: ``rows`` is a number of rows (drawn with
     :func:`sample_rows` from ``rng``, with ``strata`` and ``head`` defaulting to
     :func:`default_design`), explicit row indices (:func:`row_sample`, one stratum) or a
@@ -190,8 +203,10 @@ def resolve_rows(n: int, rows, rng=None, strata: int | None = None, head: int | 
         head = h0 if head is None else head
         return sample_rows(n, m, rng, strata=strata, head=head)
     if isinstance(rows, bool) or np.ndim(rows) != 1:
-        raise TypeError("rows must be a number of rows (int), an array of row indices or a "
-                        f"RowSample, got {type(rows).__name__}")  # fmt: skip
+        raise TypeError(
+            "rows must be a number of rows (int), an array of row indices or a "
+            f"RowSample, got {type(rows).__name__}"
+        )
     return row_sample(n, rows)
 
 

@@ -37,8 +37,7 @@ __all__ = ["QUANTITIES", "layer_statistics_sampled"]
 QUANTITIES = ("self_weight", "cosine", "lambda", "eta")
 
 
-def layer_statistics_sampled(X, betas, alphas, *, rows, rng, probes: int = 1,
-                             backend=None) -> dict:  # fmt: skip
+def layer_statistics_sampled(X, betas, alphas, *, rows, rng, probes: int = 1, backend=None) -> dict:
     """Self-weight, output cosine, lambda and eta of one token draw for each beta and residual
     weight, from ``m`` sampled query rows, with within-draw standard errors
     (docs/long-context.md#the-theorem-table-from-sampled-rows).

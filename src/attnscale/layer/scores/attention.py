@@ -57,8 +57,9 @@ def _block_rows(n: int, block_rows: int | None) -> int:
     return block_rows
 
 
-def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int | None = None,
-                     backend=None):  # fmt: skip
+def self_weight_grid(
+    Qm, Km, betas, *, col: int | None = None, block_rows: int | None = None, backend=None
+):
     """Self-weights ``A_ii`` (and the mass ``A_{i,col}`` on one column) for many ``beta``.
 
     ``A = row-softmax(beta Qm Km^T)``, computed per row block (memory ``O(block x n)``); the
@@ -105,8 +106,9 @@ def self_weight_grid(Qm, Km, betas, *, col: int | None = None, block_rows: int |
     return selfw, colm
 
 
-def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | None = None,
-                  backend=None):  # fmt: skip
+def layer_outputs(
+    X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | None = None, backend=None
+):
     """Outputs ``x_i' = sum_j A_ij y_j + alpha x_i`` of the layer with scores
     ``beta <q_i, k_j>`` for every ``beta``: array ``(m, n, d)``
     (``docs/paper-a.md#the-model`` for the layer,
@@ -125,8 +127,9 @@ def layer_outputs(X, Qm, Km, betas, alpha: float = 0.0, *, block_rows: int | Non
     if uses_jax(backend):
         from attnscale.layer.scores import attention_jax as score_attention_jax
 
-        return score_attention_jax.score_pass(Qm, Km, betas, Y=Y, X=X, alpha=alpha,
-                                              block_rows=block_rows)[0]  # fmt: skip
+        return score_attention_jax.score_pass(
+            Qm, Km, betas, Y=Y, X=X, alpha=alpha, block_rows=block_rows
+        )[0]
     out = np.empty((betas.size, n, X.shape[1]))
     _pass1(Y, X, Qm, Km, betas, alpha, _block_rows(n, block_rows), out)
     return out
@@ -299,16 +302,16 @@ def layer_grid(
         sl = slice(g, g + group)
         bs = betas[sl]
         if on_jax:
-            out, selfw[sl], cm = score_attention_jax.score_pass(Qm, Km, bs, Y=Y, X=X, alpha=alpha,
-                                                                col=col, block_rows=br)  # fmt: skip
+            out, selfw[sl], cm = score_attention_jax.score_pass(
+                Qm, Km, bs, Y=Y, X=X, alpha=alpha, col=col, block_rows=br
+            )
             if colm is not None:
                 colm[sl] = cm
         else:
             out = np.empty((bs.size, n, d))
             cm = colm[sl] if colm is not None else None
             _pass1(Y, X, Qm, Km, bs, alpha, br, out, selfw[sl], cm, col)
-        lam[sl], n_pairs, n_excl = angle_ratio_outputs(Y, out, keep, block_rows=br,
-                                                       backend=backend)  # fmt: skip
+        lam[sl], n_pairs, n_excl = angle_ratio_outputs(Y, out, keep, block_rows=br, backend=backend)
     return {
         "lambda": lam,
         "self_weight": selfw,
@@ -367,8 +370,13 @@ def self_weight_critical_beta(
     if hit is None:
         return float("nan")
     j = hit.k + 1
-    lb = brentq(lambda x: mean_self(np.exp(x)) - target, np.log(bs[j - 1]), np.log(bs[j]),
-                xtol=xtol, rtol=4 * np.finfo(float).eps)  # fmt: skip
+    lb = brentq(
+        lambda x: mean_self(np.exp(x)) - target,
+        np.log(bs[j - 1]),
+        np.log(bs[j]),
+        xtol=xtol,
+        rtol=4 * np.finfo(float).eps,
+    )
     return float(np.exp(lb))
 
 

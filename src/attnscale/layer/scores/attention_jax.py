@@ -85,8 +85,9 @@ def score_pass(Qm, Km, betas, *, Y=None, X=None, alpha: float = 0.0, col=None, b
     bs = jnp.asarray(betas)
     outs, sws, cms = [], [], []
     for it in range(N // t):
-        o, s, c = _score_block(*args, bs, alpha, it, 0 if col is None else int(col), t=t, n=n,
-                               outputs=outputs)  # fmt: skip
+        o, s, c = _score_block(
+            *args, bs, alpha, it, 0 if col is None else int(col), t=t, n=n, outputs=outputs
+        )
         outs.append(np.asarray(o))
         sws.append(np.asarray(s))
         cms.append(np.asarray(c))

@@ -189,7 +189,16 @@ def rules_table(ns, rhos_overlay=(0.5,)):
         ratio = gamma_ratio(rule, ns)
         for rho in rhos_overlay:
             for n, m, r in zip(ns, np.asarray(rule.m(ns)), ratio, strict=True):
-                rows.append({"rule": rule.name, "order": rule.order, "L": rule.L, "n": n,
-                             "m": float(m), "gamma_ratio": float(r), "rho": float(rho),
-                             "gamma_eff": float(r) / (1.0 - rho)})  # fmt: skip
+                rows.append(
+                    {
+                        "rule": rule.name,
+                        "order": rule.order,
+                        "L": rule.L,
+                        "n": n,
+                        "m": float(m),
+                        "gamma_ratio": float(r),
+                        "rho": float(rho),
+                        "gamma_eff": float(r) / (1.0 - rho),
+                    }
+                )
     return pd.DataFrame(rows)

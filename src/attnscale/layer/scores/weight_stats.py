@@ -136,8 +136,9 @@ def row_weight_stats(
     return {"self_weight": self_w, "n_eff": n_eff, "n_eff_others": n_eff_oth, "k_mass": k_mass}
 
 
-def self_weight_scores(X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRIES,
-                       backend=None) -> np.ndarray:  # fmt: skip
+def self_weight_scores(
+    X, *, rows=None, block_entries: int = DEFAULT_BLOCK_ENTRIES, backend=None
+) -> np.ndarray:
     """Off-diagonal score gaps ``c_ij - 1 = <y_i, y_j> - 1`` of the query rows, shape (m, n - 1).
 
     ``A_ii = 1 / (1 + sum_{j != i} exp(beta (c_ij - 1)))`` since ``c_ii = 1``: these gaps are all a
