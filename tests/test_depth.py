@@ -139,3 +139,23 @@ def test_depth_summary_is_draw_means_and_the_plot_runs_on_it():
 
     fig = plot_depth(data=out, caption="t")
     assert len(fig.axes) == 4
+    # what is drawn is the table: per alpha (column) and factor, the simulated means as markers
+    # and the iterated simplex map as a line, 1 - rho_l on top and lambda_l below (layers >= 1)
+    from drawn import all_lines
+
+    alphas = sorted(out["alpha"].unique())
+    for j, a in enumerate(alphas):
+        top, bottom = all_lines(fig.axes[j]), all_lines(fig.axes[len(alphas) + j])
+        top, bottom = [ln for ln in top if ln[1].size], [ln for ln in bottom if ln[1].size]
+        for k, f in enumerate(sorted(out["gamma_factor"].unique())):
+            s = out[(out["alpha"] == a) & (out["gamma_factor"] == f)].sort_values("layer")
+            ok = s["layer"] >= 1
+            np.testing.assert_array_equal(top[2 * k][2], s["delta_mean"].to_numpy())
+            np.testing.assert_array_equal(
+                top[2 * k + 1][2], np.maximum(s["delta_simplex_mean"].to_numpy(), 1e-30)
+            )
+            np.testing.assert_array_equal(bottom[2 * k][1], s["layer"][ok].to_numpy())
+            np.testing.assert_array_equal(bottom[2 * k][2], s["lambda_mean"][ok].to_numpy())
+            np.testing.assert_array_equal(
+                bottom[2 * k + 1][2], s["lambda_simplex_mean"][ok].to_numpy()
+            )

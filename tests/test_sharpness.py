@@ -321,3 +321,35 @@ def test_critical_beta_given_is_the_root_of_the_conditional_self_weight():
     with pytest.raises(ValueError, match="r0"):
         finite_d.critical_beta_given(4096, 64, 0.5, 0.0)
     assert theory.gamma_c(0.5) == 2.0
+
+
+def test_the_figure_draws_the_table_and_the_critical_level():
+    """The plotted mean curves are the summary's curves, the widths and centres its transitions,
+    and the open circle of Paper A's step sits at :func:`attnscale.layer.theory.critical_level`."""
+    import matplotlib.pyplot as plt
+
+    from attnscale.figures.sharpness import plot_sharpness
+    from drawn import all_lines, errorbars, lines
+
+    out = sharpness_summary(data=[_table()])
+    cur, tra = out["curves"], out["transitions"]
+    fig = plot_sharpness(curves=cur, transitions=tra, caption="t")
+    axes = np.asarray(fig.axes[:8]).reshape(4, 2)  # rows: lambda, eta, width, centre; cols: d
+    for j, d in enumerate((32, 128)):
+        for i, obs in enumerate(("lambda", "eta")):
+            drawn = lines(axes[i, j])
+            for n in (1024, 4096, 16384):
+                want = cur[(cur["observable"] == obs) & (cur["d"] == d) & (cur["n"] == n)]
+                x, y = drawn[f"n = 2^{int(np.log2(n))}"]
+                np.testing.assert_array_equal(x, want.sort_values("x")["x"].to_numpy())
+                np.testing.assert_array_equal(y, want.sort_values("x")["mean"].to_numpy())
+            circle = [ln for ln in all_lines(axes[i, j]) if ln[1].tolist() == [1.0]]
+            assert [c[2][0] for c in circle] == [theory.critical_level(obs, 0.5)]
+        for i, what in ((2, "width"), (3, "centre")):
+            drawn = errorbars(axes[i, j])
+            for obs, lab in (("lambda", "lambda"), ("eta", "eta"), ("self_weight", "A_ii")):
+                want = tra[(tra["observable"] == obs) & (tra["d"] == d)].sort_values("n")
+                x, y = drawn[f"{lab}, rho = 0.5"]
+                np.testing.assert_array_equal(x, want["n"].to_numpy())
+                np.testing.assert_array_equal(y, want[what].to_numpy())
+    plt.close(fig)

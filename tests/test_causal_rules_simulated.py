@@ -93,6 +93,26 @@ def test_figures_render():
         data=summary["lambda_summary"], self_weight=summary["self_weight_summary"], caption="t"
     )
     assert len(fig.axes) >= 6
+    # what is drawn is the table: (a, b) the colour maps hold lambda_mean on the (gamma, rho)
+    # grid; (c) the simulated means and the causal simplex line at the slice's rho
+    from drawn import errorbars, lines
+
+    lam = summary["lambda_summary"]
+    grid = lam[lam["kind"] == "grid"]
+    for ax, s in zip(fig.axes[:2], ("global", "position"), strict=True):
+        sub = grid[grid["scaling"] == s]
+        want = sub.pivot(index="gamma", columns="rho", values="lambda_mean").sort_index()
+        mesh = ax.collections[0].get_array().reshape(want.shape)
+        np.testing.assert_array_equal(mesh, want[sorted(want.columns)].to_numpy())
+    rho_s = grid["rho"].unique()[np.argmin(np.abs(grid["rho"].unique() - 0.5))]
+    panel = next(a for a in fig.axes if errorbars(a))
+    for s in ("global", "position"):
+        sub = grid[(grid["scaling"] == s) & (grid["rho"] == rho_s)].sort_values("gamma")
+        x, y = errorbars(panel)[f"simulated, {s}"]
+        np.testing.assert_array_equal(x, sub["gamma"].to_numpy())
+        np.testing.assert_array_equal(y, sub["lambda_mean"].to_numpy())
+        _, y = lines(panel)[f"causal simplex at $\\hat\\rho$, {s}"]
+        np.testing.assert_array_equal(y, sub["lambda_simplex_causal_mean"].to_numpy())
 
 
 def test_rules_simulated_summary_equals_plain_means_and_standard_errors():
