@@ -123,7 +123,7 @@ def m_eff(n: int, beta: float, c: float, d: int) -> float:
 
 def critical_scale(n: float, d: int, gamma: float = 1.0) -> float:
     """Paper B's critical scale ``beta = gamma n^alpha``, ``alpha = 2/(d-1)`` (docs/paper-b.md)
-    [paper]. (Named ``critical_beta`` before; that name still works, with a warning.)"""
+    [paper]. (Named ``critical_beta`` until 0.2.0.)"""
     n = check_real("n", n, low=0.0, low_open=True)
     gamma = check_real("gamma", gamma, low=0.0, low_open=True)
     return float(gamma * n ** alpha_exponent(d))

@@ -5,11 +5,8 @@ The public kernels validate their arguments with these checks (and those of
 :mod:`attnscale.core.validation`) once, before they dispatch; the JAX twins receive the
 validated arrays and check nothing again.
 
-Each name is also importable from the module that used to hold it (``attnscale.layer.causal.attention.
-beta_matrix``, ``attnscale.layer.dense.jacobian.draw_probes``, ...). :func:`beta_matrix` was named
-``beta_grid``, the name of the regimes' grid around a guess
-(:func:`attnscale.experiments.regimes_simulation.beta_grid`); the old name still works, with a
-warning.
+:func:`beta_matrix` was named ``beta_grid`` until 0.2.0; that name is the regimes' grid around a
+guess (:func:`attnscale.experiments.regimes_simulation.beta_grid`).
 """
 
 from __future__ import annotations
