@@ -741,7 +741,7 @@ def test_figure_draws_from_the_table():
     "call, needle",
     [
         (lambda: gap.gap_critical_beta(1, 0.5), "n must be"),
-        (lambda: gap.gap_critical_beta(10, 1.0), "rho must lie in"),
+        (lambda: gap.gap_critical_beta(10, 1.0), "rho must be a real number in"),
         (lambda: gap.gap_top_weight(10, 0.5, -1.0), "beta must lie in"),
         (lambda: ties.ties_critical_beta(10, 10, 0.5), "k must be smaller than n"),
         (lambda: ties.ties_critical_beta(10, 0.5, 0.5), "k must be finite and >= 1"),

@@ -19,6 +19,7 @@ __all__ = [
     "check_rho",
     "check_beta_array",
     "check_positive",
+    "check_rng",
 ]
 
 
@@ -175,3 +176,12 @@ def check_positive(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not (0 < float(value) < np.inf):
         raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
     return float(value)
+
+
+def check_rng(rng, purpose: str = "") -> np.random.Generator:
+    """``rng`` if it is a :class:`numpy.random.Generator` (every random draw comes from one,
+    docs/pipeline.md#reproducibility), else ``TypeError`` naming it (``purpose``: what it is for,
+    e.g. ``" for the probe route"``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator{purpose}, got {type(rng).__name__}")
+    return rng

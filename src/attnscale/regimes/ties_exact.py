@@ -19,12 +19,12 @@ import math
 import numpy as np
 
 from attnscale.core import laplace
-from attnscale.core.roots import increasing_root
+from attnscale.core.roots import LEVEL, increasing_root
 from attnscale.core.validation import check_real
 from attnscale.layer import finite_d
 from attnscale.layer.finite_d import laplace as fd_laplace
 from attnscale.layer.finite_d import laws
-from attnscale.regimes.common import LEVEL, check_level
+from attnscale.regimes.common import check_level
 from attnscale.regimes.ties import copy_gap_rule, ties_critical_beta
 
 __all__ = ["group_transform", "ties_group_weight", "ties_exact_critical_beta"]

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from attnscale.backend import uses_jax
-from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
+from attnscale.core.validation import check_int, check_matrix, check_real, check_rng, check_vector
 from attnscale.sphere import theory as st
 from attnscale.sphere.quadrature import cap_probability_x1x2
 
@@ -52,8 +52,7 @@ LOG_MAX_X1X2 = 0.5
 
 
 def _rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     return rng
 
 

@@ -1,7 +1,7 @@
 """The angle ratio lambda under a causal mask or with per-row scalings
 (``docs/realistic-attention.md#causal-mask``; lambda as in ``docs/paper-a.md``: the mean over all
 pairs of output tokens). The layer itself, self-weights and query blocks are in
-:mod:`attnscale.layer.causal.attention`, which re-exports both functions of this module.
+:mod:`attnscale.layer.causal.attention`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.core.stats import mean_se
-from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows
+from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows, check_rng
 
 __all__ = [
     "PROBE_KINDS",
@@ -91,8 +91,7 @@ def draw_probes(rng: np.random.Generator, probes: int, n: int, d: int, kind: str
     to block diagonal) or ``"gaussian"``. All probes are drawn in one call, in a fixed order.
     """
     probes = check_int("probes", probes, minimum=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     if kind == "rademacher":
         # one random bit per sign: ~8x faster than integers(0, 2) and the same law
         size = probes * n * d

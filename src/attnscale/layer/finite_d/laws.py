@@ -24,11 +24,8 @@ from scipy.special import betaincinv, gammainccinv, gammaincinv, ndtr, roots_jac
 
 from attnscale.core.quadrature import gauss_legendre_01, gauss_legendre_panels
 
-#: ``gauss_legendre_01`` lives in :mod:`attnscale.core.quadrature` (the library's one Gauss-Legendre
-#: source) and is re-exported here, where it was documented.
 __all__ = [
     "QUADRATURE_PRESETS",
-    "gauss_legendre_01",
     "log_j",
     "normal_score_rule",
     "r0_nodes",

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attnscale.backend import uses_jax
-from attnscale.core.validation import check_int
+from attnscale.core.validation import check_int, check_rng
 from attnscale.layer._threads import blas_threads, split_rows
 from attnscale.layer.dense.kernel_args import beta_matrix
 from attnscale.layer.sampled.angle_ratio import (
@@ -238,10 +238,8 @@ def _checked(X, betas, alpha, route, probes, rng, block_rows, key_block):
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     probes = check_int("probes", probes, minimum=1)
-    if route == "probe" and not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator for the probe route, got {type(rng).__name__}"
-        )
+    if route == "probe":
+        check_rng(rng, " for the probe route")
     br = (
         DEFAULT_BLOCK_ROWS if block_rows is None else check_int("block_rows", block_rows, minimum=1)
     )

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnscale.core.validation import check_int
+from attnscale.core.validation import check_int, check_rng
 
 __all__ = [
     "RowSample",
@@ -117,8 +117,7 @@ def sample_rows(
         return RowSample(
             np.arange(n, dtype=np.int64), np.repeat(np.arange(strata), sizes), edges, n
         )
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     rows = np.concatenate(
         [edges[s] + np.sort(rng.choice(sizes[s], counts[s], replace=False)) for s in range(strata)]
     )

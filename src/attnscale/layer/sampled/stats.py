@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.backend import uses_jax
-from attnscale.core.validation import check_int, check_vector
+from attnscale.core.validation import check_int, check_rng, check_vector
 from attnscale.layer.dense.kernel_args import beta_matrix
 from attnscale.layer.sampled.angle_ratio import DEFAULT_BLOCK_ROWS as PAIR_BLOCK_ROWS
 from attnscale.layer.sampled.angle_ratio import check_tokens, pair_statistics, unit_rows
@@ -75,8 +75,7 @@ def layer_statistics_sampled(X, betas, alphas, *, rows, rng, probes: int = 1, ba
     Bm = beta_matrix(betas, X.shape[0])
     alphas = check_vector("alphas", alphas, low=0.0)
     probes = check_int("probes", probes, minimum=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     on_jax = uses_jax(backend)
     n, d = X.shape
     sample = resolve_rows(n, rows, rng)
