@@ -33,7 +33,6 @@ include: "workflow/rules/regimes.smk"
 include: "workflow/rules/sharpness.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/findings.smk"
-include: "workflow/rules/aliases.smk"
 
 
 rule all:

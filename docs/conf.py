@@ -78,9 +78,14 @@ html_theme_options = {
 # On a generated API page (one per package) the sidebar also lists the page's modules, under
 # their full names (basic theme's localtoc.html); elsewhere alabaster's defaults.
 html_sidebars = {
-    "api/*": ["about.html", "searchfield.html", "localtoc.html", "navigation.html",
-              "relations.html"],
-}  # fmt: skip
+    "api/*": [
+        "about.html",
+        "searchfield.html",
+        "localtoc.html",
+        "navigation.html",
+        "relations.html",
+    ],
+}
 html_static_path = ["_static"]
 html_css_files = ["attnscale.css"]
 html_show_sourcelink = False

@@ -26,8 +26,10 @@ from pathlib import Path
 ENV = "ATTNSCALE_TEST_SHARED"
 
 # the shell wrapper: run the command, then write its exit status atomically (rename)
-_WRAPPER = ('d=$1; shift; "$@" >"$d/stdout" 2>"$d/stderr"; echo $? >"$d/returncode.tmp"; '
-            'mv "$d/returncode.tmp" "$d/returncode"')  # fmt: skip
+_WRAPPER = (
+    'd=$1; shift; "$@" >"$d/stdout" 2>"$d/stderr"; echo $? >"$d/returncode.tmp"; '
+    'mv "$d/returncode.tmp" "$d/returncode"'
+)
 
 #: processes this process started, kept referenced while they run
 _STARTED: list[subprocess.Popen] = []
@@ -62,8 +64,14 @@ class Job:
     def finished(self) -> bool:
         return (self.dir / "returncode").is_file()
 
-    def start(self, cmd: list, *, cwd: Path | Callable[[Path], Path], env: dict | None = None,
-              nice: int = 0) -> bool:  # fmt: skip
+    def start(
+        self,
+        cmd: list,
+        *,
+        cwd: Path | Callable[[Path], Path],
+        env: dict | None = None,
+        nice: int = 0,
+    ) -> bool:
         """Start ``cmd`` in a process group of its own, unless a process of this session has:
         ``True`` if this call started it. ``cwd`` may be a function of the job's directory that
         prepares the working directory (e.g. copies the repository) and returns it; it runs
@@ -75,9 +83,13 @@ class Job:
             workdir = cwd(self.dir) if callable(cwd) else cwd
             args = [str(a) for a in cmd]
             (self.dir / "args.json").write_text(json.dumps(args))
-            proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, "sh", str(self.dir), *args],
-                                    cwd=workdir, env=env, start_new_session=True,
-                                    preexec_fn=(lambda: os.nice(nice)) if nice else None)  # fmt: skip
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", _WRAPPER, "sh", str(self.dir), *args],
+                cwd=workdir,
+                env=env,
+                start_new_session=True,
+                preexec_fn=(lambda: os.nice(nice)) if nice else None,
+            )
             _STARTED.append(proc)
             (self.dir / "pid.tmp").write_text(str(proc.pid))
             (self.dir / "pid.tmp").rename(self.dir / "pid")

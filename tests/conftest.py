@@ -20,8 +20,20 @@ from attnscale.pipeline.deps import jobs_to_run  # noqa: F401  (re-exported to t
 
 REPO = Path(__file__).resolve().parents[1]
 # top-level entries that are outputs or local state, never copied
-EXCLUDE = {".venv", "results", "figures", ".snakemake", "logs", "benchmarks", ".git", "build", "mutants",
-           ".pytest_cache", ".ruff_cache", "report.html"}  # fmt: skip
+EXCLUDE = {
+    ".venv",
+    "results",
+    "figures",
+    ".snakemake",
+    "logs",
+    "benchmarks",
+    ".git",
+    "build",
+    "mutants",
+    ".pytest_cache",
+    ".ruff_cache",
+    "report.html",
+}
 CACHES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
 
@@ -98,17 +110,18 @@ def _needs_smoke(item) -> bool:
 #: System programs that some tests need and the README's set-up does not install: the program's
 #: names on PATH, in order of preference, and the one command that installs it (Debian).
 SYSTEM_PROGRAMS = {
-    "Chromium": (("chromium", "chromium-browser", "google-chrome"),
-                 "apt-get install -y chromium"),
-}  # fmt: skip
+    "Chromium": (("chromium", "chromium-browser", "google-chrome"), "apt-get install -y chromium"),
+}
 
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--require-programs", action="store_true", default=False,
+        "--require-programs",
+        action="store_true",
+        default=False,
         help="fail, instead of skipping, tests whose system program (Chromium) is missing; "
         "the default in CI (CI=true) and with ATTNSCALE_REQUIRE_PROGRAMS=1",
-    )  # fmt: skip
+    )
 
 
 def programs_required(config) -> bool:
@@ -131,8 +144,10 @@ def require_program(config, program: str) -> str:
         exe = shutil.which(name)
         if exe is not None:
             return exe
-    why = (f"{program} is not installed (none of {', '.join(names)} on PATH), so this test "
-           f"cannot open the docs in a real browser; install it with: {install}")  # fmt: skip
+    why = (
+        f"{program} is not installed (none of {', '.join(names)} on PATH), so this test "
+        f"cannot open the docs in a real browser; install it with: {install}"
+    )
     if programs_required(config):
         pytest.fail(why + " (required: CI=true, --require-programs or ATTNSCALE_REQUIRE_PROGRAMS)")
     pytest.skip(why)
@@ -200,8 +215,9 @@ def pytest_collection_modifyitems(session, config, items):
         shared = [f for f in SHARED_MODULE_FIXTURES if f in getattr(item, "fixturenames", ())]
         declared = item.get_closest_marker("xdist_group")  # a module's own group
         if declared is not None:
-            groups[item.nodeid] = str(declared.args[0] if declared.args else
-                                      declared.kwargs.get("name", "default"))  # fmt: skip
+            groups[item.nodeid] = str(
+                declared.args[0] if declared.args else declared.kwargs.get("name", "default")
+            )
         elif shared:
             groups[item.nodeid] = f"{item.module.__name__}.{shared[0]}"
         elif r == 0 and (item.path.name == "test_backend_jax.py" or "jax" in item.name):
@@ -283,8 +299,17 @@ def pytest_sessionfinish(session):
 
 def gpu_run_tiny_command(out: Path) -> list[str]:
     """``tools/gpu_run.py --tiny`` (docs/gpu.md#gpu-run-script) into ``out``."""
-    return [sys.executable, str(REPO / "tools/gpu_run.py"), "--tiny", "--out", str(out),
-            "--budget", "600", "--cores", "2"]  # fmt: skip
+    return [
+        sys.executable,
+        str(REPO / "tools/gpu_run.py"),
+        "--tiny",
+        "--out",
+        str(out),
+        "--budget",
+        "600",
+        "--cores",
+        "2",
+    ]
 
 
 def _smoke_tree(job_dir: Path) -> Path:
@@ -309,8 +334,11 @@ def _smoke_tree(job_dir: Path) -> Path:
 def _start_smoke() -> Job:
     job = Job("smoke")
     exe = Path(sys.executable).parent / "snakemake"
-    job.start([exe, "--cores", "2", "--verbose", *SMOKE], cwd=_smoke_tree,
-              env=hermetic_env(job.dir / "repo"))  # fmt: skip
+    job.start(
+        [exe, "--cores", "2", "--verbose", *SMOKE],
+        cwd=_smoke_tree,
+        env=hermetic_env(job.dir / "repo"),
+    )
     return job
 
 
@@ -322,9 +350,11 @@ def _background_runs(request):
     :func:`pytest_collection_modifyitems`); ``smoke_run`` and ``gpu_run_tiny`` wait for them."""
     config, items = request.config, request.session.items
     config.stash[WANTS] = {
-        name for i in items for name in ("forced_rerun", "site")
+        name
+        for i in items
+        for name in ("forced_rerun", "site")
         if name in getattr(i, "fixturenames", ())
-    }  # fmt: skip
+    }
     if any(_needs_smoke(i) for i in items):
         _start_smoke()
     if any(_needs_gpu_run(i) for i in items):
@@ -375,8 +405,13 @@ def smoke_run(request):
 # the order and interleaving of jobs) checks determinism across core counts and forced reruns in
 # about 20 jobs (tests/test_reliability.py). A whole --forceall of the smoke DAG (80 jobs,
 # ~170 CPU-s) would add nothing these do not cover.
-FORCED = ["paper_a_eta", "finite_d_transition_points", "causal_lambda", "paper_b_phase_column",
-          "paper_b_heat_drift"]  # fmt: skip
+FORCED = [
+    "paper_a_eta",
+    "finite_d_transition_points",
+    "causal_lambda",
+    "paper_b_phase_column",
+    "paper_b_heat_drift",
+]
 
 
 def _start_after_smoke(config, smoke_dir: Path) -> None:
@@ -392,9 +427,11 @@ def _start_after_smoke(config, smoke_dir: Path) -> None:
     if "forced_rerun" in wants:
         job = Job("forced")
         exe = Path(sys.executable).parent / "snakemake"
-        job.start([exe, "--cores", "1", "--forcerun", *FORCED, *SMOKE],
-                  cwd=lambda d: finished_copy({"dir": smoke_dir}, d / "repo"),
-                  env=hermetic_env(job.dir / "repo"))  # fmt: skip
+        job.start(
+            [exe, "--cores", "1", "--forcerun", *FORCED, *SMOKE],
+            cwd=lambda d: finished_copy({"dir": smoke_dir}, d / "repo"),
+            env=hermetic_env(job.dir / "repo"),
+        )
 
 
 def docs_build_command(out: Path, figures: Path | None) -> tuple[list[str], dict]:
@@ -403,8 +440,20 @@ def docs_build_command(out: Path, figures: Path | None) -> tuple[list[str], dict
     env = dict(os.environ)
     if figures is not None:
         env["ATTNSCALE_DOCS_FIGURES"] = str(figures)
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-           "-d", str(out / "doctrees"), str(REPO / "docs"), str(out / "html")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        str(out / "doctrees"),
+        str(REPO / "docs"),
+        str(out / "html"),
+    ]
     return cmd, env
 
 

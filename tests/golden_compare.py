@@ -87,10 +87,21 @@ _FD = ("diff_fd_mean", "diff_fd_se")
 _NORMS = ("sim_mean - simplex_n_norms", "(sim_mean - simplex_n_norms) / z_norms")
 
 THEOREM = {  # theorem_table.csv and finite_size_data.csv (experiments/paper_a_theorem.theorem_table)
-    "d": X, "n": X, "trials": X, "rho": P, "alpha": P, "gamma_factor": P,
-    "rho_hat_mean": P, "q_hat_mean": P, "gamma_mean": P,
-    "sim_mean": P, "sim_se": se("sim_mean", "trials"),
-    "simplex_n": P, "limit": P, "simplex_n_norms": P, "finite_d": P,
+    "d": X,
+    "n": X,
+    "trials": X,
+    "rho": P,
+    "alpha": P,
+    "gamma_factor": P,
+    "rho_hat_mean": P,
+    "q_hat_mean": P,
+    "gamma_mean": P,
+    "sim_mean": P,
+    "sim_se": se("sim_mean", "trials"),
+    "simplex_n": P,
+    "limit": P,
+    "simplex_n_norms": P,
+    "finite_d": P,
     # sim_i - simplex_n_i, its z and |z| <= 2
     "diff_mean": paired(PAIRED_MEAN, "sim_mean", "sim_se", *_D),
     "diff_se": paired(PAIRED_SE, "sim_mean", "sim_se", *_D),
@@ -105,89 +116,171 @@ THEOREM = {  # theorem_table.csv and finite_size_data.csv (experiments/paper_a_t
     "within_2se_fd": flag("z_fd", 2.0),
     "within_3se_fd": flag("z_fd", 3.0),
     "accept_fd": Col(ACCEPT, _FD, FINITE_D_ABS_TOL),
-}  # fmt: skip
+}
 
 CRITICAL_LAWS = {  # critical_laws/d*_summary.csv (experiments/paper_b_laws.critical_laws)
-    "d": X, "n": X, "samples": X, "gamma": P, "beta": P,
-    "mean": P, "se": se("mean", "samples"),
+    "d": X,
+    "n": X,
+    "samples": X,
+    "gamma": P,
+    "beta": P,
+    "mean": P,
+    "se": se("mean", "samples"),
     # SE over limit_trials >= samples draws: samples gives the larger (safe) bound
-    "limit_mean": P, "limit_se": se("limit_mean", "samples"),
+    "limit_mean": P,
+    "limit_se": se("limit_mean", "samples"),
     "ks_vs_limit": Col(KS, ("d",), where=ONE_SAMPLE),
     "ks_pvalue": Col(KS_P, ("ks_vs_limit", "samples"), where=ONE_SAMPLE),
     "ks_vs_exact": Col(KS, ("d",), where=ONE_SAMPLE),
     "ks_exact_pvalue": Col(KS_P, ("ks_vs_exact", "samples"), where=ONE_SAMPLE),
-}  # fmt: skip
+}
 
 PROFILE = {  # profile_d*.csv (experiments/paper_b_laws.weight_profile)
-    "d": X, "n": X, "trials": X, "k": X, "beta": P, "m_n": P, "x": P,
-    "ratio_mean": P, "ratio_se": se("ratio_mean", "trials"),
-    "ratio_limit": P, "ratio_finite_beta": P, "ratio_finite_beta_shifted": P,
-    "mass_mean": P, "mass_se": se("mass_mean", "trials"), "mass_limit": P, "mass_finite_beta": P,
-}  # fmt: skip
+    "d": X,
+    "n": X,
+    "trials": X,
+    "k": X,
+    "beta": P,
+    "m_n": P,
+    "x": P,
+    "ratio_mean": P,
+    "ratio_se": se("ratio_mean", "trials"),
+    "ratio_limit": P,
+    "ratio_finite_beta": P,
+    "ratio_finite_beta_shifted": P,
+    "mass_mean": P,
+    "mass_se": se("mass_mean", "trials"),
+    "mass_limit": P,
+    "mass_finite_beta": P,
+}
 
 #: golden file -> {numeric column -> Col}. Text columns (labels, hashes, seeds) must be equal.
 GOLDEN_COLUMNS: dict[str, dict[str, Col]] = {
     "results/paper_a/figure1_data.csv": {
-        "d": X, "n": X, "trials": X, "alpha": P, "rho": P, "gamma": P, "gamma_c_nominal": P,
-        "lambda_mean": P, "lambda_se": se("lambda_mean", "trials"),
-        "rho_hat_mean": P, "rho_hat_se": se("rho_hat_mean", "trials"),
-        "lambda_simplex_n_mean": P, "lambda_simplex_n_se": se("lambda_simplex_n_mean", "trials"),
+        "d": X,
+        "n": X,
+        "trials": X,
+        "alpha": P,
+        "rho": P,
+        "gamma": P,
+        "gamma_c_nominal": P,
+        "lambda_mean": P,
+        "lambda_se": se("lambda_mean", "trials"),
+        "rho_hat_mean": P,
+        "rho_hat_se": se("rho_hat_mean", "trials"),
+        "lambda_simplex_n_mean": P,
+        "lambda_simplex_n_se": se("lambda_simplex_n_mean", "trials"),
     },
     "results/paper_a/lambda_critical_data.csv": {
-        "d": X, "n": X, "trial": X, "alpha": P, "rho": P,
-        "rho_hat": P, "q_hat": P, "gamma": P, "beta": P,
-        "lambda": P, "lambda_simplex_n": P, "lambda_limit": P,
+        "d": X,
+        "n": X,
+        "trial": X,
+        "alpha": P,
+        "rho": P,
+        "rho_hat": P,
+        "q_hat": P,
+        "gamma": P,
+        "beta": P,
+        "lambda": P,
+        "lambda_simplex_n": P,
+        "lambda_limit": P,
         "diff_vs_simplex_n": Col(DIFF, ("lambda", "lambda_simplex_n")),
     },
     "results/paper_a/figure2_data.csv": {
-        "d": X, "n": X, "trials": X, "probes": X,
-        "alpha": P, "rho": P, "gamma": P, "gamma_c_nominal": P,
-        "eta_mean": P, "eta_se": se("eta_mean", "trials"),
-        "eta_rel_mean": P, "eta_rel_se": se("eta_rel_mean", "trials"),
-        "eta_plateau_mean": P, "eta_plateau_se": se("eta_plateau_mean", "trials"),
-        "rho_hat_mean": P, "rho_hat_se": se("rho_hat_mean", "trials"),
+        "d": X,
+        "n": X,
+        "trials": X,
+        "probes": X,
+        "alpha": P,
+        "rho": P,
+        "gamma": P,
+        "gamma_c_nominal": P,
+        "eta_mean": P,
+        "eta_se": se("eta_mean", "trials"),
+        "eta_rel_mean": P,
+        "eta_rel_se": se("eta_rel_mean", "trials"),
+        "eta_plateau_mean": P,
+        "eta_plateau_se": se("eta_plateau_mean", "trials"),
+        "rho_hat_mean": P,
+        "rho_hat_se": se("rho_hat_mean", "trials"),
         "eta_simplex_n_norms_mean": P,
         "eta_simplex_n_norms_se": se("eta_simplex_n_norms_mean", "trials"),
     },
     "results/paper_a/theorem_table.csv": THEOREM,
     "results/paper_a/finite_size_data.csv": THEOREM,
     "results/paper_a/scaling_rules.csv": {  # closed forms of the configuration
-        "L": X, "n": X, "is_overlay_n": X, "m": P, "gamma_ratio": P, "rho": P, "gamma_eff": P,
+        "L": X,
+        "n": X,
+        "is_overlay_n": X,
+        "m": P,
+        "gamma_ratio": P,
+        "rho": P,
+        "gamma_eff": P,
     },
     "results/paper_b/phase_diagram.csv": {
-        "d": X, "n": X, "trials": X, "beta": P, "gamma": P,
-        "top_weight_mean": P, "top_weight_se": se("top_weight_mean", "trials"),
-        "m_n": P, "subcritical_asymptote": P,
+        "d": X,
+        "n": X,
+        "trials": X,
+        "beta": P,
+        "gamma": P,
+        "top_weight_mean": P,
+        "top_weight_se": se("top_weight_mean", "trials"),
+        "m_n": P,
+        "subcritical_asymptote": P,
     },
     "results/paper_b/poisson_limit_d5.csv": {
-        "d": X, "trials": X, "gamma": P, "c": P,
-        "top_weight_mean": P, "top_weight_se": se("top_weight_mean", "trials"),
-        "inv_top_weight_mean": P, "inv_top_weight_se": se("inv_top_weight_mean", "trials"),
-        "inv_top_weight_closed_form": P, "subcritical_asymptote": P,
+        "d": X,
+        "trials": X,
+        "gamma": P,
+        "c": P,
+        "top_weight_mean": P,
+        "top_weight_se": se("top_weight_mean", "trials"),
+        "inv_top_weight_mean": P,
+        "inv_top_weight_se": se("inv_top_weight_mean", "trials"),
+        "inv_top_weight_closed_form": P,
+        "subcritical_asymptote": P,
     },
     "results/paper_b/profile_d5.csv": PROFILE,
     "results/paper_b/profile_d3.csv": PROFILE,
     "results/paper_b/vector_fields_sweep.csv": {  # rms and mean cosine over one context's grid
-        "n": X, "context": X, "is_panel": X, "beta_drift_transition": X, "beta_critical": X,
-        "beta": P, "rms_disp": P, "rms_dev_from_drift": P, "rms_dev_from_mean_field": P,
-        "mean_cos_disp_drift": P, "rms_drift_theory": P, "rms_noise_theory": P,
+        "n": X,
+        "context": X,
+        "is_panel": X,
+        "beta_drift_transition": X,
+        "beta_critical": X,
+        "beta": P,
+        "rms_disp": P,
+        "rms_dev_from_drift": P,
+        "rms_dev_from_mean_field": P,
+        "mean_cos_disp_drift": P,
+        "rms_drift_theory": P,
+        "rms_noise_theory": P,
         "rms_nearest_theory": P,
     },
     "results/paper_b/critical_laws/d3_summary.csv": CRITICAL_LAWS,
     "results/paper_b/critical_laws/d5_summary.csv": CRITICAL_LAWS,
     "results/paper_b/heat_drift_summary.csv": {
-        "n": X, "contexts": X, "beta": P,
-        "ratio_mean": P, "ratio_se": se("ratio_mean", "contexts"),
-        "perp_mean": P, "perp_se": se("perp_mean", "contexts"),
-        "normal_mean": P, "normal_se": se("normal_mean", "contexts"),
-        "ratio_quadrature": P, "normal_quadrature": P, "max_neglected_mass_bound": P,
+        "n": X,
+        "contexts": X,
+        "beta": P,
+        "ratio_mean": P,
+        "ratio_se": se("ratio_mean", "contexts"),
+        "perp_mean": P,
+        "perp_se": se("perp_mean", "contexts"),
+        "normal_mean": P,
+        "normal_se": se("normal_mean", "contexts"),
+        "ratio_quadrature": P,
+        "normal_quadrature": P,
+        "max_neglected_mass_bound": P,
     },
     "results/paper_b/heat_drift_theory.csv": {
-        "beta": P, "ratio_quadrature": P, "normal_quadrature": P,
+        "beta": P,
+        "ratio_quadrature": P,
+        "normal_quadrature": P,
         # beta (ratio - 1): the ratio tends to 1 (condition ratio / |ratio - 1|, 300 at beta 1000)
         "correction_quadrature": Col(DIFF, ("beta * ratio_quadrature", "beta")),
     },
-}  # fmt: skip
+}
 
 
 def golden_files() -> list[str]:
@@ -311,8 +404,10 @@ class ColumnResult:
         return self.ratio <= 1.0
 
     def __str__(self) -> str:
-        return (f"{self.file}: {self.column} ({self.kind}) observed/allowed {self.ratio:.3g}, "
-                f"max rel diff {self.rel:.3g}, rows over {self.rows[:10]} {self.note}")  # fmt: skip
+        return (
+            f"{self.file}: {self.column} ({self.kind}) observed/allowed {self.ratio:.3g}, "
+            f"max rel diff {self.rel:.3g}, rows over {self.rows[:10]} {self.note}"
+        )
 
 
 def compare_table(got: pd.DataFrame, ref: pd.DataFrame, rel: str) -> list[ColumnResult]:
@@ -335,8 +430,17 @@ def compare_table(got: pd.DataFrame, ref: pd.DataFrame, rel: str) -> list[Column
             free = may_differ(ref, cols, name)
             bad = [int(i) for i in flips if not free[i]]
             note = f"({int(free.sum())} rows near the threshold, {len(flips)} differ)"
-            out.append(ColumnResult(rel, name, kind, np.inf if bad else 0.0, float(len(flips) > 0),
-                                    bad, note if free.any() else ""))  # fmt: skip
+            out.append(
+                ColumnResult(
+                    rel,
+                    name,
+                    kind,
+                    np.inf if bad else 0.0,
+                    float(len(flips) > 0),
+                    bad,
+                    note if free.any() else "",
+                )
+            )
             continue
         g, r = got[name].to_numpy(dtype=float), ref[name].to_numpy(dtype=float)
         tol = tolerance(ref, cols, name)
@@ -348,8 +452,16 @@ def compare_table(got: pd.DataFrame, ref: pd.DataFrame, rel: str) -> list[Column
         ratio = np.where(np.isnan(ratio), np.inf, ratio)
         relative = np.where(np.isnan(relative), np.inf, relative)
         rows = [int(i) for i in np.flatnonzero(ratio > 1.0)]
-        out.append(ColumnResult(rel, name, kind, float(ratio.max(initial=0.0)),
-                                float(relative.max(initial=0.0)), rows))  # fmt: skip
+        out.append(
+            ColumnResult(
+                rel,
+                name,
+                kind,
+                float(ratio.max(initial=0.0)),
+                float(relative.max(initial=0.0)),
+                rows,
+            )
+        )
     return out
 
 

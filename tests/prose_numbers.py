@@ -120,9 +120,22 @@ SUSPECT = {
     ),
 }
 #: LaTeX spellings of the same things (replaced in place, padded to the same length).
-LATEX = [(r"\pm", "±"), (r"\%", "%"), (r"\approx", "≈"), (r"\sim", "~"), (r"\times", "×"),
-         (r"\{", " "), (r"\}", " "), ("$", ""), ("{", ""), ("}", ""), (r"\,", " "),
-         (r"\ ", " "), (r"\;", " "), ("~", "~")]  # fmt: skip
+LATEX = [
+    (r"\pm", "±"),
+    (r"\%", "%"),
+    (r"\approx", "≈"),
+    (r"\sim", "~"),
+    (r"\times", "×"),
+    (r"\{", " "),
+    (r"\}", " "),
+    ("$", ""),
+    ("{", ""),
+    ("}", ""),
+    (r"\,", " "),
+    (r"\ ", " "),
+    (r"\;", " "),
+    ("~", "~"),
+]
 
 
 # --------------------------------------------------------------------------- derivation constants
@@ -304,8 +317,11 @@ def _blank(chars: list[str], start: int, end: int) -> None:
 def _sections(text: str) -> list[tuple[int, int, int, str]]:
     """(start, end, level, heading) of every heading's section (fenced code has no headings)."""
     code = [(m.start(), m.end()) for m in re.finditer(r"^```.*?^```", text, flags=re.S | re.M)]
-    heads = [m for m in re.finditer(r"^(#{1,6}) (.*)$", text, flags=re.M)
-             if not any(a <= m.start() < b for a, b in code)]  # fmt: skip
+    heads = [
+        m
+        for m in re.finditer(r"^(#{1,6}) (.*)$", text, flags=re.M)
+        if not any(a <= m.start() < b for a, b in code)
+    ]
     out = []
     for j, m in enumerate(heads):
         level = len(m.group(1))
@@ -365,8 +381,12 @@ def _units(text: str) -> list[tuple[int, int]]:
     spans, start, pos = [], None, 0
     for line in text.splitlines(keepends=True):
         s = line.strip()
-        new = (not s or re.match(r"^\s*([*+-]|\d+\.)\s", line) or s.startswith("|")
-               or s.startswith("#"))  # fmt: skip
+        new = (
+            not s
+            or re.match(r"^\s*([*+-]|\d+\.)\s", line)
+            or s.startswith("|")
+            or s.startswith("#")
+        )
         if new and start is not None:
             spans.append((start, pos))
             start = None

@@ -38,21 +38,44 @@ def _draw(Z, z0=None) -> dict:
 
 # Valid calls at the smallest sizes; every bounded argument sits at (or, for an open bound, just
 # inside) its bound, so a mutant that raises a minimum or drops ``low_open`` breaks them.
-HEAT = dict(beta=1e-3, n=2, q=[1.0, 1.0, 1.0], target_se=1e-3, min_contexts=2, max_contexts=2,
-            cut=1e-3, root_seed=SEED)  # fmt: skip
+HEAT = dict(
+    beta=1e-3,
+    n=2,
+    q=[1.0, 1.0, 1.0],
+    target_se=1e-3,
+    min_contexts=2,
+    max_contexts=2,
+    cut=1e-3,
+    root_seed=SEED,
+)
 HEAT_SUMMARY = dict(csvs=[pd.DataFrame({"beta": []})], q=[1.0, 1.0, 1.0], theory_betas=[1e-3])
 FIELDS = dict(n=2, beta_exponents=[1.0], n_queries=1, sweep_betas=[2.0], root_seed=SEED)
-LAWS = dict(d=3, n_values=[1], gammas=[1e-3], trials=2, limit_trials=2, method="sphere",
-            root_seed=SEED, grid_points=3)  # fmt: skip
+LAWS = dict(
+    d=3,
+    n_values=[1],
+    gammas=[1e-3],
+    trials=2,
+    limit_trials=2,
+    method="sphere",
+    root_seed=SEED,
+    grid_points=3,
+)
 PROFILE = dict(n=2, d=2, beta_exponent=1e-3, trials=2, method="sphere", root_seed=SEED)
-PHASE = dict(n=1, d=2, betas=[1e-3], line_gammas=[1e-3], trials=2, method="sphere",
-             root_seed=SEED)  # fmt: skip
+PHASE = dict(n=1, d=2, betas=[1e-3], line_gammas=[1e-3], trials=2, method="sphere", root_seed=SEED)
 LIMIT_TABLE = dict(d=2, gammas=[1e-3], trials=2, root_seed=SEED, line_gammas=[2e-3])
-ETA = dict(tok=tokens_at(_draw([[1.0, 0.0], [0.8, 0.6]]), 0.5), gammas=[1e-3], alpha=0.0,
-           method="hutchinson", probes=1, probe_kind="rademacher", root_seed=SEED,
-           params={})  # fmt: skip
-TOP_WEIGHT = dict(gamma=1e-3, c=1e-3, d=3, trials=1, rng=np.random.default_rng(0), y_max=1e-3,
-                  max_points=1)  # fmt: skip
+ETA = dict(
+    tok=tokens_at(_draw([[1.0, 0.0], [0.8, 0.6]]), 0.5),
+    gammas=[1e-3],
+    alpha=0.0,
+    method="hutchinson",
+    probes=1,
+    probe_kind="rademacher",
+    root_seed=SEED,
+    params={},
+)
+TOP_WEIGHT = dict(
+    gamma=1e-3, c=1e-3, d=3, trials=1, rng=np.random.default_rng(0), y_max=1e-3, max_points=1
+)
 INV_D3 = dict(gamma=1e-3, c=1e-3)
 CRIT_BETA = dict(n=1e-3, d=3, gamma=1e-3)
 DRIFT_TR = dict(n=0.5, d=3)

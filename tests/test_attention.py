@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from attnscale.layer import attention, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.dense import attention
 
 
 def brute_forward(X, beta, alpha):
@@ -40,8 +41,9 @@ def brute_lambda(X, beta, alpha):
 @pytest.mark.parametrize("alpha", [0.0, 0.5])
 def test_forward_and_lambda_against_brute_force(beta, alpha):
     X = tokens.near_simplex(9, 5, 0.4, np.random.default_rng(11)) * np.linspace(0.5, 2, 9)[:, None]
-    np.testing.assert_allclose(attention.forward(X, beta, alpha), brute_forward(X, beta, alpha),
-                               rtol=1e-12, atol=1e-14)  # fmt: skip
+    np.testing.assert_allclose(
+        attention.forward(X, beta, alpha), brute_forward(X, beta, alpha), rtol=1e-12, atol=1e-14
+    )
     ref = brute_lambda(X, beta, alpha)
     assert attention.angle_ratio(X, beta, alpha) == pytest.approx(ref, rel=1e-9, abs=1e-13)
     got = attention.angle_ratio_grid(X, [beta], alpha)[0]
@@ -176,8 +178,17 @@ def test_lambda_table_survives_a_negative_mean_cosine():
     X = np.array([[1.0, 0.0], [-1.0, 0.1], [0.0, 1.0], [0.1, -1.0]])
     rho_hat = tokens.mean_cosine(X)
     assert rho_hat <= 0
-    tok = {"X": X, "n": 4, "d": 2, "rho": 0.05, "rho_hat": rho_hat, "q_hat": 1.0, "trial": 0,
-           "root_seed": 1, "spawn_key": (1, 2)}  # fmt: skip
+    tok = {
+        "X": X,
+        "n": 4,
+        "d": 2,
+        "rho": 0.05,
+        "rho_hat": rho_hat,
+        "q_hat": 1.0,
+        "trial": 0,
+        "root_seed": 1,
+        "spawn_key": (1, 2),
+    }
     df = lambda_table(tok, [0.5, 1.0], 0.0, {})
     assert list(df["gamma_kind"]) == ["grid", "grid"]
     assert df["lambda"].notna().all() and df["lambda_simplex_n"].isna().all()

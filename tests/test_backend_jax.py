@@ -10,19 +10,16 @@ import builtins
 import numpy as np
 import pytest
 
-from attnscale import (
-    attention,
-    backend,
-    causal,
-    eta_exact,
-    jacobian,
-    keys,
-    learned_scores,
-    score_attention,
-    tokens,
-    weight_stats,
-)
+from attnscale import backend
+from attnscale.layer import tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.dense import attention, eta_exact, jacobian
+from attnscale.layer.scores import attention as score_attention
+from attnscale.layer.scores import learned as learned_scores
+from attnscale.layer.scores import weight_stats
 from attnscale.pipeline.config import ConfigError, load
+from attnscale.sphere import keys
 
 TOL = 1e-10
 SCHEMA = "workflow/schemas/config.schema.yaml"
@@ -59,8 +56,9 @@ def lam_close(a, b):
 @pytest.mark.parametrize("alpha", [0.0, 0.5])
 def test_lambda_grid_matches_numpy(X, block_rows, alpha):
     ref, dref = attention.angle_ratio_grid(X, BETAS, alpha, return_diagnostics=True)
-    got, dgot = attention.angle_ratio_grid(X, BETAS, alpha, block_rows=block_rows,
-                                           return_diagnostics=True, backend="jax")  # fmt: skip
+    got, dgot = attention.angle_ratio_grid(
+        X, BETAS, alpha, block_rows=block_rows, return_diagnostics=True, backend="jax"
+    )
     lam_close(got, ref)
     assert dgot == dref
 
@@ -72,12 +70,15 @@ def test_causal_and_per_row_lambda_match_numpy(X, kind, block_rows):
     g = np.array([0.3, 1.0, 4.0, 1e4])
     grid = g if kind == "scalar" else g[:, None] * np.log(np.arange(1, n + 1))[None]
     ref = attention.angle_ratio_grid(X, grid, 0.2, causal=True)
-    got = attention.angle_ratio_grid(X, grid, 0.2, causal=True, block_rows=block_rows,
-                                     backend="jax")  # fmt: skip
+    got = attention.angle_ratio_grid(
+        X, grid, 0.2, causal=True, block_rows=block_rows, backend="jax"
+    )
     assert rel(got, ref) < TOL
     if kind == "position":  # per-row betas without the mask
-        ref = causal.angle_ratio_grid_rows(X, grid, causal=False)
-        got = causal.angle_ratio_grid_rows(X, grid, causal=False, backend="jax", block_rows=8)
+        ref = causal_lambda.angle_ratio_grid_rows(X, grid, causal=False)
+        got = causal_lambda.angle_ratio_grid_rows(
+            X, grid, causal=False, backend="jax", block_rows=8
+        )
         assert rel(got, ref) < TOL
 
 
@@ -97,8 +98,9 @@ def test_lambda_near_coincident_tokens_match_numpy():
     ref, dref = attention.angle_ratio_grid(X, betas, return_diagnostics=True)
     assert dref["n_near_pairs"] > 0 and dref["n_excluded_pairs"] > 0
     for br in (None, 16):
-        got, dgot = attention.angle_ratio_grid(X, betas, return_diagnostics=True, block_rows=br,
-                                               backend="jax")  # fmt: skip
+        got, dgot = attention.angle_ratio_grid(
+            X, betas, return_diagnostics=True, block_rows=br, backend="jax"
+        )
         assert rel(got, ref) < TOL
         assert dgot == dref
     refc = attention.angle_ratio_grid(X, betas, causal=True)
@@ -129,7 +131,7 @@ def test_float32_centred_lambda_error():
     """docs/gpu.md#float32: at lambda ~ 3e-7 the centred float32 kernel stays within 2e-5
     relative of the float64 value (measured 3e-7 .. 9e-6 over five draws; this draw 9e-6) while the
     plain float32 formula ``1 - <y_i', y_j'>`` is off by more than 1 % (measured 1 % .. 18 %)."""
-    from attnscale.layer import attention_jax
+    from attnscale.layer.dense import attention_jax
 
     X = tokens.near_simplex(256, 32, 0.5, np.random.default_rng(2))
     beta = 0.02
@@ -138,8 +140,9 @@ def test_float32_centred_lambda_error():
     r = np.linalg.norm(X, axis=1)  # the twin takes validated arrays: tokens, row norms, betas
     betas = np.array([beta])
     centred = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", block_rows=64)[0]
-    plain = attention_jax.angle_ratio_grid(X, r, betas, 0.0, dtype="float32", centred=False,
-                                           block_rows=64)  # fmt: skip
+    plain = attention_jax.angle_ratio_grid(
+        X, r, betas, 0.0, dtype="float32", centred=False, block_rows=64
+    )
     assert rel(centred, ref) < 2e-5
     assert rel(plain[0], ref) > 1e-2
 
@@ -154,8 +157,9 @@ def test_forward_and_self_weights_match_numpy(X, causal_mask):
         got = attention.forward(X, beta, 0.3, causal=causal_mask, backend="jax")
         assert rel(got, ref, 1e-300) < TOL
     ref, aref = causal.forward_rows(X, pos, causal=causal_mask, return_self_weight=True)
-    got, agot = causal.forward_rows(X, pos, causal=causal_mask, return_self_weight=True,
-                                    block_rows=8, backend="jax")  # fmt: skip
+    got, agot = causal.forward_rows(
+        X, pos, causal=causal_mask, return_self_weight=True, block_rows=8, backend="jax"
+    )
     assert rel(got, ref) < TOL and rel(agot, aref) < TOL
     grid = np.array([0.5, 3.0, 40.0])[:, None] * np.log(np.arange(1, n + 1))[None]
     ref = causal.self_weights(X, grid, causal=causal_mask)
@@ -181,10 +185,12 @@ def test_eta_exact_matches_numpy(X, route):
 @pytest.mark.parametrize("kind", ["rademacher", "gaussian"])
 def test_eta_hutchinson_through_jvp_matches_numpy(X, kind):
     betas = np.array([0.0, 1.5, 8.0, 1e4])
-    ref = jacobian.eta_hutchinson_grid(X, betas, 0.4, probes=3, rng=np.random.default_rng(7),
-                                       kind=kind)  # fmt: skip
-    got = jacobian.eta_hutchinson_grid(X, betas, 0.4, probes=3, rng=np.random.default_rng(7),
-                                       kind=kind, backend="jax")  # fmt: skip
+    ref = jacobian.eta_hutchinson_grid(
+        X, betas, 0.4, probes=3, rng=np.random.default_rng(7), kind=kind
+    )
+    got = jacobian.eta_hutchinson_grid(
+        X, betas, 0.4, probes=3, rng=np.random.default_rng(7), kind=kind, backend="jax"
+    )
     assert rel(got[0], ref[0]) < TOL and rel(got[1], ref[1]) < TOL
     one = jacobian.eta_hutchinson(X, 2.0, probes=1, rng=np.random.default_rng(1), backend="jax")
     assert (
@@ -201,7 +207,10 @@ def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
     are 0 up to rounding (beta = 0, alpha = 0: the outputs coincide) and standard errors below
     1e-4 (their rounding error scales with the estimate, not with themselves) are compared
     absolutely."""
-    from attnscale.layer import sampled_eta, sampled_eta_jax, sampled_lambda, sampled_lambda_jax
+    from attnscale.layer.sampled import angle_ratio as sampled_lambda
+    from attnscale.layer.sampled import angle_ratio_jax as sampled_lambda_jax
+    from attnscale.layer.sampled import eta as sampled_eta
+    from attnscale.layer.sampled import eta_jax as sampled_eta_jax
 
     if tile is not None:
         monkeypatch.setattr(sampled_lambda_jax, "MAX_TILE", tile)
@@ -210,35 +219,55 @@ def test_sampled_kernels_match_numpy(X, causal_mask, tile, monkeypatch):
     for betas in (BETAS, per_row):
         for alpha in (0.0, 0.5):
             kw = {"rows": 16, "causal": causal_mask}
-            ref = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rng=np.random.default_rng(3),
-                                                     **kw)  # fmt: skip
-            got = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rng=np.random.default_rng(3),
-                                                     backend="jax", **kw)  # fmt: skip
+            ref = sampled_lambda.angle_ratio_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), **kw
+            )
+            got = sampled_lambda.angle_ratio_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), backend="jax", **kw
+            )
             assert rel(got.estimate, ref.estimate, 1e-12) < TOL
             assert rel(got.se, ref.se, 1e-4) < TOL
             assert np.array_equal(got.rows.rows, ref.rows.rows)
-            ref = sampled_eta.eta_sampled(X, betas, alpha, rng=np.random.default_rng(3), probes=2,
-                                          **kw)  # fmt: skip
-            got = sampled_eta.eta_sampled(X, betas, alpha, rng=np.random.default_rng(3), probes=2,
-                                          backend="jax", **kw)  # fmt: skip
+            ref = sampled_eta.eta_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), probes=2, **kw
+            )
+            got = sampled_eta.eta_sampled(
+                X, betas, alpha, rng=np.random.default_rng(3), probes=2, backend="jax", **kw
+            )
             assert rel(got.values, ref.values, 1e-12) < TOL
             assert rel(got.estimate, ref.estimate, 1e-12) < TOL
             assert rel(got.se, ref.se, 1e-4) < TOL
     out = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask)
-    got = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30),
-                                         causal=causal_mask, backend="jax")  # fmt: skip
+    got = sampled_lambda.sampled_outputs(
+        X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask, backend="jax"
+    )
     assert rel(got, out, 1e-300) < TOL
     with backend.use("jax", memory_gb=2e-5):  # groups of one beta
-        got = sampled_lambda.sampled_outputs(X, BETAS, 0.5, rows=np.arange(5, 30),
-                                             causal=causal_mask)  # fmt: skip
+        got = sampled_lambda.sampled_outputs(
+            X, BETAS, 0.5, rows=np.arange(5, 30), causal=causal_mask
+        )
         assert rel(got, out, 1e-300) < TOL
-        R = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
-                                           rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
-    ref = sampled_eta.row_jacobian_norms(X, BETAS, 0.5, rows=np.arange(5, 30), route="probe",
-                                         rng=np.random.default_rng(1), causal=causal_mask)  # fmt: skip
+        R = sampled_eta.row_jacobian_norms(
+            X,
+            BETAS,
+            0.5,
+            rows=np.arange(5, 30),
+            route="probe",
+            rng=np.random.default_rng(1),
+            causal=causal_mask,
+        )
+    ref = sampled_eta.row_jacobian_norms(
+        X,
+        BETAS,
+        0.5,
+        rows=np.arange(5, 30),
+        route="probe",
+        rng=np.random.default_rng(1),
+        causal=causal_mask,
+    )
     assert rel(R[0], ref[0], 1e-12) < TOL
     if not causal_mask:  # the theorem table's four quantities share the eta pass
-        from attnscale.layer.sampled_stats import QUANTITIES, layer_statistics_sampled
+        from attnscale.layer.sampled.stats import QUANTITIES, layer_statistics_sampled
 
         kw = {"rows": 20, "rng": np.random.default_rng(4)}
         ref = layer_statistics_sampled(X, BETAS[1:5], [0.0, 0.5], **kw)
@@ -296,8 +325,9 @@ def test_learned_score_kernels_match_numpy(X):
     keep[[2, 9]] = False
     for br in (None, 8):
         ref = score_attention.layer_grid(X, Qm, Km, betas, 0.3, keep=keep, col=0, block_rows=br)
-        got = score_attention.layer_grid(X, Qm, Km, betas, 0.3, keep=keep, col=0, block_rows=br,
-                                         backend="jax")  # fmt: skip
+        got = score_attention.layer_grid(
+            X, Qm, Km, betas, 0.3, keep=keep, col=0, block_rows=br, backend="jax"
+        )
         assert abs(got["lambda"][0] - ref["lambda"][0]) < 1e-14
         assert rel(got["lambda"][1:], ref["lambda"][1:]) < TOL
         assert rel(got["self_weight"], ref["self_weight"]) < TOL
@@ -355,15 +385,18 @@ def test_paper_b_top_and_ordered_weights_match_numpy():
 # --------------------------------------------------------------------------- selection
 #: numpy kernel module -> its JAX twin beside it (docs/gpu.md#choosing-the-backend)
 TWINS = {
-    "attnscale.layer.attention": ["attnscale.layer.attention_jax"],
-    "attnscale.layer.causal": ["attnscale.layer.attention_jax", "attnscale.layer.causal_jax"],
-    "attnscale.layer.causal_lambda": ["attnscale.layer.attention_jax"],
-    "attnscale.layer.jacobian": ["attnscale.layer.jacobian_jax"],
-    "attnscale.layer.eta_exact": ["attnscale.layer.eta_exact_jax"],
-    "attnscale.layer.weight_stats": ["attnscale.layer.weight_stats_jax"],
-    "attnscale.layer.score_attention": ["attnscale.layer.score_attention_jax"],
-    "attnscale.layer.sampled_lambda": ["attnscale.layer.sampled_lambda_jax"],
-    "attnscale.layer.sampled_eta": ["attnscale.layer.sampled_eta_jax"],
+    "attnscale.layer.dense.attention": ["attnscale.layer.dense.attention_jax"],
+    "attnscale.layer.causal.attention": [
+        "attnscale.layer.dense.attention_jax",
+        "attnscale.layer.causal.attention_jax",
+    ],
+    "attnscale.layer.causal.angle_ratio": ["attnscale.layer.dense.attention_jax"],
+    "attnscale.layer.dense.jacobian": ["attnscale.layer.dense.jacobian_jax"],
+    "attnscale.layer.dense.eta_exact": ["attnscale.layer.dense.eta_exact_jax"],
+    "attnscale.layer.scores.weight_stats": ["attnscale.layer.scores.weight_stats_jax"],
+    "attnscale.layer.scores.attention": ["attnscale.layer.scores.attention_jax"],
+    "attnscale.layer.sampled.angle_ratio": ["attnscale.layer.sampled.angle_ratio_jax"],
+    "attnscale.layer.sampled.eta": ["attnscale.layer.sampled.eta_jax"],
     "attnscale.sphere.keys": ["attnscale.sphere.keys_jax"],
 }
 
@@ -380,11 +413,16 @@ def test_kernels_name_their_twins_and_twins_validate_nothing():
     src = deps.SRC / "attnscale"
     for module, twins in TWINS.items():
         assert set(twins) <= deps.direct_imports(module), module
-    modules = {".".join(p.relative_to(src.parent).with_suffix("").parts)
-               for p in src.rglob("*_jax.py")}  # fmt: skip
+    modules = {
+        ".".join(p.relative_to(src.parent).with_suffix("").parts) for p in src.rglob("*_jax.py")
+    }
     assert modules == {t for ts in TWINS.values() for t in ts}
-    shared = {"attnscale.layer.jax_tiles", "attnscale.layer.eta_block",
-              "attnscale.layer.near_pairs", "attnscale.backend"}  # fmt: skip
+    shared = {
+        "attnscale.layer.dense.jax_tiles",
+        "attnscale.layer.dense.eta_block",
+        "attnscale.layer.dense.near_pairs",
+        "attnscale.backend",
+    }
     for twin in modules:
         tree = ast.parse(deps.module_file(twin).read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -392,37 +430,10 @@ def test_kernels_name_their_twins_and_twins_validate_nothing():
         assert attnscale <= shared, (twin, attnscale - shared)
 
 
-@pytest.mark.parametrize("package", ["layer", "sphere"])
-def test_old_kernel_modules_warn_and_keep_their_names(X, package):
-    """``attnscale.<package>.jax_kernels`` and ``.dispatch`` (the homes before the twins moved
-    beside their modules) still import, with a DeprecationWarning naming the new homes, and
-    their functions keep the old signatures and results."""
-    import importlib
-    import sys
-
-    for old in ("jax_kernels", "dispatch"):
-        sys.modules.pop(f"attnscale.{package}.{old}", None)
-    with pytest.warns(DeprecationWarning, match=rf"attnscale\.{package}\.\S*_jax"):
-        old = importlib.import_module(f"attnscale.{package}.jax_kernels")
-    with pytest.warns(DeprecationWarning, match="attnscale.backend.uses_jax"):
-        dispatch = importlib.import_module(f"attnscale.{package}.dispatch")
-    assert dispatch.jax_kernel("numpy", "anything") is None
-    if package == "layer":
-        ref = attention.angle_ratio_grid(X, BETAS[:3], 0.2)
-        assert rel(old.angle_ratio_grid(X, BETAS[:3], 0.2), ref) < TOL
-        kernel = dispatch.jax_kernel("jax", "eta_exact_grid")
-        assert rel(kernel(X, [1.0, 3.0]), eta_exact.eta_exact_grid(X, [1.0, 3.0])) < TOL
-    else:
-        T = keys.sample_d2q_uniform(3, 50, 4, np.random.default_rng(1))
-        ref = keys.top_weight_from_d2q(T, [1.0, 30.0])
-        assert rel(old.top_weight_from_d2q(T, [1.0, 30.0]), ref) < TOL
-        assert rel(dispatch.jax_kernel("jax", "top_weight_from_d2q")(T, [1.0, 30.0]), ref) < TOL
-
-
 def test_default_backend_follows_use(X, monkeypatch):
     """``backend=None`` means the default, which :func:`attnscale.backend.use` sets (the workflow
     sets it per job from the configuration key ``backend``)."""
-    from attnscale.layer import attention_jax
+    from attnscale.layer.dense import attention_jax
 
     calls = []
     monkeypatch.setattr(attention_jax, "angle_ratio_grid", lambda *a, **k: calls.append(1) or "jax")
@@ -454,8 +465,13 @@ def test_missing_jax_is_a_clear_error(X, no_jax):
     with pytest.raises(backend.BackendError) as err:
         attention.angle_ratio_grid(X, [1.0], backend="jax")
     msg = str(err.value)
-    for part in ("backend: jax", "not importable", "pip install jax==0.10.2 jaxlib==0.10.2",
-                 'jax[cuda12]==0.10.2', "docs/gpu.md#installing-jax"):  # fmt: skip
+    for part in (
+        "backend: jax",
+        "not importable",
+        "pip install jax==0.10.2 jaxlib==0.10.2",
+        "jax[cuda12]==0.10.2",
+        "docs/gpu.md#installing-jax",
+    ):
         assert part in msg, part
     with pytest.raises(backend.BackendError, match="backend: jax needs the JAX package"):
         backend.use("jax").__enter__()
@@ -498,7 +514,7 @@ def test_lambda_bytes_formula_and_paper_scale():
 
 
 def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
-    from attnscale.layer import attention_jax
+    from attnscale.layer.dense import attention_jax
 
     def boom(*a, **k):
         raise AssertionError("work started")
@@ -509,8 +525,10 @@ def test_not_enough_memory_is_a_clear_error_before_any_work(X, monkeypatch):
     msg = str(err.value)
     assert "n = 37, d = 8" in msg and "configured budget" in msg and "backend_memory_gb" in msg
     with pytest.raises(backend.BackendError, match="needs at least"):
-        load({"seed": 1, "backend": "jax", "backend_memory_gb": 0.001,
-              "paper_a": {"n": 32768}}, schema=SCHEMA)  # fmt: skip
+        load(
+            {"seed": 1, "backend": "jax", "backend_memory_gb": 0.001, "paper_a": {"n": 32768}},
+            schema=SCHEMA,
+        )
 
 
 def test_memory_budget_sources(monkeypatch):
@@ -578,8 +596,13 @@ def test_finite_d_large_n_check_dry_runs(tmp_path):
     from conftest import REPO, copy_repo, jobs_to_run, snakemake
 
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "results/finite_d/transition/d128.csv", "-n", "--configfile",
-                     "config/finite-d-large-n.yaml")  # fmt: skip
+    proc = snakemake(
+        work,
+        "results/finite_d/transition/d128.csv",
+        "-n",
+        "--configfile",
+        "config/finite-d-large-n.yaml",
+    )
     assert jobs_to_run(proc.stdout) == {"finite_d_transition_points": 1}
     over = yaml.safe_load((REPO / "config/finite-d-large-n.yaml").read_text())
     assert max(over["finite_d"]["transition"]["n"]) == 2**20 and "backend" not in over

@@ -11,7 +11,12 @@ import pytest
 
 from attnscale.bench.causal import bench_causal
 from attnscale.experiments import causal as exp_causal
-from attnscale.layer import attention, causal, causal_blocks, causal_theory, tokens
+from attnscale.layer import _threads, tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.causal import blocks as causal_blocks
+from attnscale.layer.causal import theory as causal_theory
+from attnscale.layer.dense import attention
 
 TOL = 1e-10
 
@@ -37,8 +42,15 @@ def brute_lambda(X, Xp):
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     Yp = Xp / np.linalg.norm(Xp, axis=1, keepdims=True)
     n = len(X)
-    return float(np.mean([np.sum((Yp[i] - Yp[j]) ** 2) / np.sum((Y[i] - Y[j]) ** 2)
-                          for i in range(n) for j in range(i + 1, n)]))  # fmt: skip
+    return float(
+        np.mean(
+            [
+                np.sum((Yp[i] - Yp[j]) ** 2) / np.sum((Y[i] - Y[j]) ** 2)
+                for i in range(n)
+                for j in range(i + 1, n)
+            ]
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +60,11 @@ def X():
 
 
 def scalings(n):
-    return {"scalar": 3.0, "position": 2.5 * np.log(np.arange(1, n + 1)),
-            "random": np.random.default_rng(1).uniform(0, 30, n)}  # fmt: skip
+    return {
+        "scalar": 3.0,
+        "position": 2.5 * np.log(np.arange(1, n + 1)),
+        "random": np.random.default_rng(1).uniform(0, 30, n),
+    }
 
 
 @pytest.mark.parametrize("kind", ["scalar", "position", "random"])
@@ -58,8 +73,9 @@ def scalings(n):
 def test_forward_causal_against_brute_force(X, kind, alpha, block_rows):
     beta = scalings(len(X))[kind]
     ref, aii = brute_forward(X, np.broadcast_to(beta, (len(X),)), alpha)
-    got, got_aii = causal.forward_rows(X, beta, alpha, block_rows=block_rows,
-                                       return_self_weight=True)  # fmt: skip
+    got, got_aii = causal.forward_rows(
+        X, beta, alpha, block_rows=block_rows, return_self_weight=True
+    )
     np.testing.assert_allclose(got, ref, rtol=0, atol=TOL)
     np.testing.assert_allclose(got_aii, aii, rtol=0, atol=TOL)
     assert got_aii[0] == 1.0  # the first query sees one key
@@ -105,13 +121,18 @@ def test_lambda_grid_near_pairs_exact():
     X[5] = X[2]
     X[7] = X[1] + 1e-6 * rng.standard_normal(3)
     beta = 4.0
-    lam, diag = attention.angle_ratio_grid(X, [beta], causal=True, return_diagnostics=True,
-                                           block_rows=5)  # fmt: skip
+    lam, diag = attention.angle_ratio_grid(
+        X, [beta], causal=True, return_diagnostics=True, block_rows=5
+    )
     Xp = brute_forward(X, np.full(12, beta))[0]
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     Yp = Xp / np.linalg.norm(Xp, axis=1, keepdims=True)
-    vals = [np.sum((Yp[i] - Yp[j]) ** 2) / np.sum((Y[i] - Y[j]) ** 2)
-            for i in range(12) for j in range(i + 1, 12) if (i, j) != (2, 5)]  # fmt: skip
+    vals = [
+        np.sum((Yp[i] - Yp[j]) ** 2) / np.sum((Y[i] - Y[j]) ** 2)
+        for i in range(12)
+        for j in range(i + 1, 12)
+        if (i, j) != (2, 5)
+    ]
     assert diag["n_excluded_pairs"] == 1 and diag["n_near_pairs"] == 2
     # the near pair's outputs differ by ~1e-6, so output rounding of ~1e-16 enters its ratio
     # with a relative weight ~1e-16 / 1e-6 = 1e-10; 1e-8 leaves room for the 65 other pairs
@@ -148,8 +169,9 @@ def test_causal_simplex_theory_against_exact_tokens(rho, alpha):
     Xs = tokens.simplex_exact(n, rho, q=1.7)
     for beta in (np.full(n, 2.0 * np.log(n)), 1.3 * np.log(np.arange(1, n + 1))):
         Xp, aii = causal.forward_rows(Xs, beta, alpha, return_self_weight=True)
-        np.testing.assert_allclose(causal_theory.causal_simplex_self_weight(rho, beta), aii,
-                                   atol=TOL)  # fmt: skip
+        np.testing.assert_allclose(
+            causal_theory.causal_simplex_self_weight(rho, beta), aii, atol=TOL
+        )
         Yp = Xp / np.linalg.norm(Xp, axis=1, keepdims=True)
         gap = causal_theory.causal_simplex_pair_gap(rho, beta, alpha, 1.7)
         iu = np.triu_indices(n, 1)
@@ -215,8 +237,9 @@ def test_experiment_tables_are_consistent():
     row = df[(df.rho == 0.6) & (df.scaling == "position") & (df.gamma == 3.0)].iloc[0]
     ref = brute_lambda(X, brute_forward(X, 3.0 * np.log(np.arange(1, 49)))[0])
     assert abs(row["lambda"] - ref) < TOL
-    sw = exp_causal.causal_self_weight(n=48, d=8, rhos=[0.5], gamma_factors=[1.0], trial=0,
-                                       root_seed=99, bins=10)  # fmt: skip
+    sw = exp_causal.causal_self_weight(
+        n=48, d=8, rhos=[0.5], gamma_factors=[1.0], trial=0, root_seed=99, bins=10
+    )
     one = sw[sw.scaling == "global"]
     assert one["pos_lo"].iloc[0] == 1 and one["pos_hi"].iloc[-1] == 48
     assert np.all(one["pos_lo"].to_numpy()[1:] == one["pos_hi"].to_numpy()[:-1] + 1)
@@ -239,13 +262,13 @@ def test_threaded_elementwise_passes_do_not_change_a_bit(monkeypatch, causal_mas
     X = tokens.near_simplex(n, d, 0.4, np.random.default_rng(11))
     ln = np.log(np.arange(1, n + 1.0))
     grid = np.geomspace(0.5, 8.0, 3)[:, None] * ln[None, :]
-    assert causal.causal_block_rows(n) * n >= causal.THREADED_ENTRIES
+    assert causal_blocks.causal_block_rows(n) * n >= _threads.THREADED_ENTRIES
     got = {}
     for k in (1, 2, 3):
-        monkeypatch.setattr(causal_blocks, "blas_threads", lambda k=k: k)
+        monkeypatch.setattr(_threads, "blas_threads", lambda k=k: k)
         got[k] = (
             causal.forward_rows(X, 2.0 * ln, 0.3, causal=causal_mask, return_self_weight=True),
-            causal.angle_ratio_grid_rows(X, grid, 0.2, causal=causal_mask),
+            causal_lambda.angle_ratio_grid_rows(X, grid, 0.2, causal=causal_mask),
             causal.self_weights(X, grid, causal=causal_mask),
             causal.query_block(X, grid, n - 100, n, causal=causal_mask)["outputs"],
         )

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from attnscale import cli
-from attnscale.layer import finite_d, scaling_rules, tokens
+from attnscale.layer import finite_d, tokens
+from attnscale.layer.scores import scaling_rules
 from conftest import REPO
 
 PAGE = REPO / "docs" / "ask-the-theory.md"
@@ -33,8 +34,11 @@ NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 def page_blocks() -> list[tuple[str, str]]:
     """``(kind, text)`` of every ``python`` and ``console`` block of the page, in order."""
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(PAGE.read_text(encoding="utf-8"))
-            if m.group(1) in ("python", "console")]  # fmt: skip
+    return [
+        (m.group(1), m.group(2))
+        for m in FENCE.finditer(PAGE.read_text(encoding="utf-8"))
+        if m.group(1) in ("python", "console")
+    ]
 
 
 def run_main(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -74,10 +78,12 @@ def same_output(shown: str, actual: str) -> str | None:
 
 def test_the_page_has_the_examples_the_issue_asked_for():
     commands = [text.splitlines()[0] for kind, text in page_blocks() if kind == "console"]
-    for wanted in ["$ attnscale critical --d 128 --n 131072",
-                   "$ attnscale critical --d 128 --n 131072 --rho 0.5",
-                   "$ attnscale critical --d 64 --n 32768",
-                   "$ attnscale estimate-rho keys.npy"]:  # fmt: skip
+    for wanted in [
+        "$ attnscale critical --d 128 --n 131072",
+        "$ attnscale critical --d 128 --n 131072 --rho 0.5",
+        "$ attnscale critical --d 64 --n 32768",
+        "$ attnscale estimate-rho keys.npy",
+    ]:
         assert wanted in commands, wanted
     assert any(kind == "python" and "near_simplex" in text for kind, text in page_blocks())
 
@@ -103,12 +109,20 @@ def test_every_example_on_the_page_is_the_commands_output(tmp_path, monkeypatch,
 
 def test_python_m_runs_the_command_line():
     env = {"PYTHONPATH": str(REPO / "src"), "PATH": ""}
-    ok = subprocess.run([sys.executable, "-m", "attnscale", "critical", "--d", "16", "--n", "1000",
-                         "--json"], capture_output=True, text=True, env=env)  # fmt: skip
+    ok = subprocess.run(
+        [sys.executable, "-m", "attnscale", "critical", "--d", "16", "--n", "1000", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["d"] == 16
-    bad = subprocess.run([sys.executable, "-m", "attnscale", "critical", "--d", "16", "--n", "1"],
-                         capture_output=True, text=True, env=env)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "attnscale", "critical", "--d", "16", "--n", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr, bad.stderr
     assert "n must be an integer in [2, 1e+07], got 1" in bad.stderr
@@ -127,15 +141,27 @@ def test_console_script_is_declared():
         (["critical", "--d", "64", "--n", "1"], "n must be an integer in [2, 1e+07], got 1"),
         (["critical", "--d", "64", "--n", "2e7"], "n must be an integer in [2, 1e+07]"),
         (["critical", "--d", "64", "--n", "10.5"], "n must be an integer in [2, 1e+07]"),
-        (["critical", "--d", "64", "--n", "lots"], "n must be an integer in [2, 1e+07], got 'lots'"),
-        (["critical", "--d", "64", "--n", "100", "--rho", "1"], "rho must be a real number in [0, 1)"),
-        (["critical", "--d", "64", "--n", "100", "--rho", "-0.2"], "rho must be a real number in [0, 1)"),
-        (["critical", "--d", "64", "--n", "100", "--rho", "nan"], "rho must be a real number in [0, 1)"),
+        (
+            ["critical", "--d", "64", "--n", "lots"],
+            "n must be an integer in [2, 1e+07], got 'lots'",
+        ),
+        (
+            ["critical", "--d", "64", "--n", "100", "--rho", "1"],
+            "rho must be a real number in [0, 1)",
+        ),
+        (
+            ["critical", "--d", "64", "--n", "100", "--rho", "-0.2"],
+            "rho must be a real number in [0, 1)",
+        ),
+        (
+            ["critical", "--d", "64", "--n", "100", "--rho", "nan"],
+            "rho must be a real number in [0, 1)",
+        ),
         (["critical", "--d", "64"], "the following arguments are required: --n"),
         (["estimate-rho", "missing.npy"], "tokens must be a readable .npy file"),
         ([], "the following arguments are required: command"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, err = run_main(argv, capsys)
@@ -151,7 +177,7 @@ def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path, mon
         (np.array([[1.0, 0.0], [0.0, 0.0]]), "tokens has a zero row (index 1)"),
         (np.array([[1.0, np.nan], [0.0, 1.0]]), "tokens must contain only finite values"),
     ],
-)  # fmt: skip
+)
 def test_estimate_rho_rejects_bad_token_files(array, message, capsys, tmp_path):
     path = tmp_path / "t.npy"
     np.save(path, array)
@@ -186,16 +212,26 @@ def _write_objects(path):
         (_write_pickle, "is not one: it looks like a Python pickle"),
         (_write_npz, "is not one: it looks like a zip archive"),
         (_write_objects, "are Python objects (dtype object), not numbers"),
-        (lambda p: np.save(p, np.array([["a", "b"], ["c", "d"]])), "must be real numbers, got dtype <U1"),
-        (lambda p: np.save(p, np.ones((3, 2), dtype=complex)), "must be real numbers, got dtype complex128"),
+        (
+            lambda p: np.save(p, np.array([["a", "b"], ["c", "d"]])),
+            "must be real numbers, got dtype <U1",
+        ),
+        (
+            lambda p: np.save(p, np.ones((3, 2), dtype=complex)),
+            "must be real numbers, got dtype complex128",
+        ),
         (lambda p: np.save(p, np.ones(5)), "tokens must be a 2-D array (n, d), got shape (5,)"),
-        (lambda p: np.save(p, np.array([[1.0, np.inf], [0.0, 1.0]])), "tokens must contain only finite values"),
+        (
+            lambda p: np.save(p, np.array([[1.0, np.inf], [0.0, 1.0]])),
+            "tokens must contain only finite values",
+        ),
         (lambda p: p.write_bytes(b""), "is not one: it looks like empty"),
         (lambda p: p.write_bytes(b"\x93NUMPY\x01"), "is a damaged .npy file"),
     ],
-)  # fmt: skip
-def test_estimate_rho_says_what_is_wrong_with_a_file_and_how_to_save_tokens(write, message,
-                                                                           capsys, tmp_path):  # fmt: skip
+)
+def test_estimate_rho_says_what_is_wrong_with_a_file_and_how_to_save_tokens(
+    write, message, capsys, tmp_path
+):
     """Files that are not a numeric ``.npy`` array (issue 25): one line saying what the file is,
     how to write one (``numpy.save``), never numpy's hint to unpickle (``allow_pickle``)."""
     path = tmp_path / "tokens.npy"
@@ -224,7 +260,7 @@ HEAVY = {
     "--help": {"numpy", "scipy", "pandas", "matplotlib"},
     "--version": {"numpy", "scipy", "pandas", "matplotlib"},
     "critical": {"scipy.stats", "scipy.optimize", "scipy.integrate", "pandas", "matplotlib", "jax"},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("command", sorted(HEAVY))
@@ -233,10 +269,16 @@ def test_start_up_loads_only_what_the_command_needs(command):
     argv = [command]
     if command == "critical":
         argv += ["--d", "64", "--n", "1000", "--rho", "0.3"]
-    code = (f"import sys\nfrom attnscale import cli\ntry:\n    cli.main({argv!r})\n"
-            "except SystemExit:\n    pass\nprint('LOADED', ' '.join(sorted(sys.modules)))")  # fmt: skip
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO / "src"), "PATH": ""})  # fmt: skip
+    code = (
+        f"import sys\nfrom attnscale import cli\ntry:\n    cli.main({argv!r})\n"
+        "except SystemExit:\n    pass\nprint('LOADED', ' '.join(sorted(sys.modules)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": ""},
+    )
     assert proc.returncode == 0, proc.stderr
     loaded = set(proc.stdout.rsplit("LOADED ", 1)[1].split())
     assert not HEAVY[command] & loaded, sorted(HEAVY[command] & loaded)
@@ -308,8 +350,16 @@ def test_json_keys_are_the_documented_ones(capsys):
     keys = {k for cell in documented for k in re.findall(r"`(\w+)`", cell)}
     assert set(r) <= keys, set(r) - keys
     assert set(r["approximations"]) == {"annealed", "first_order", "paper_a_asymptote", "power_law"}
-    assert set(r["scaling_rules"][0]) == {"key", "name", "calibration", "L", "m", "gamma_eff",
-                                          "gamma_eff_over_gamma_star", "side"}  # fmt: skip
+    assert set(r["scaling_rules"][0]) == {
+        "key",
+        "name",
+        "calibration",
+        "L",
+        "m",
+        "gamma_eff",
+        "gamma_eff_over_gamma_star",
+        "side",
+    }
     # rounded to SIGNIFICANT digits, as documented
     assert r["beta_star"] == float(f"{cli.critical_report(4096, 32, 0.3)['beta_star']:.6g}")
 

@@ -26,8 +26,17 @@ def _jobs(stdout: str) -> dict[str, int]:
 
 def test_cluster_configuration_dry_runs_through_the_slurm_profile(tmp_path):
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "-n", "--quiet", "rules", "--workflow-profile", "profiles/slurm",
-                     "--configfile", "config/cluster.yaml", check=False)  # fmt: skip
+    proc = snakemake(
+        work,
+        "-n",
+        "--quiet",
+        "rules",
+        "--workflow-profile",
+        "profiles/slurm",
+        "--configfile",
+        "config/cluster.yaml",
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     jobs = _jobs(proc.stdout)
     base = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -45,8 +54,13 @@ def test_every_grouped_rule_is_sized_as_a_bundle_and_names_a_real_rule():
     comment); every group has a ``group-components`` entry; every rule named is a rule of the
     workflow (a renamed rule would silently fall out of its group)."""
     prof = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
-    rules = set(re.findall(r"^(?:rule|use rule \w+ as) (\w+)", "".join(
-        p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")), re.M))  # fmt: skip
+    rules = set(
+        re.findall(
+            r"^(?:rule|use rule \w+ as) (\w+)",
+            "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")),
+            re.M,
+        )
+    )
     groups = prof["groups"]
     assert set(groups) <= rules, sorted(set(groups) - rules)
     assert {r for r, res in prof["set-resources"].items() if "bundle_slots" in res} == set(groups)
@@ -54,10 +68,20 @@ def test_every_grouped_rule_is_sized_as_a_bundle_and_names_a_real_rule():
 
 
 #: Rules that run the heavy kernels: one GPU each in profiles/slurm-gpu (docs/gpu.md).
-GPU_RULES = {"paper_a_lambda", "paper_a_eta", "paper_a_theorem_rows", "paper_a_finite_size_rows",
-             "finite_d_transition_points", "finite_d_intermediate_rows", "causal_lambda",
-             "causal_self_weight", "causal_rules_simulated", "realistic_learned_qk",
-             "realistic_sink", "realistic_depth"}  # fmt: skip
+GPU_RULES = {
+    "paper_a_lambda",
+    "paper_a_eta",
+    "paper_a_theorem_rows",
+    "paper_a_finite_size_rows",
+    "finite_d_transition_points",
+    "finite_d_intermediate_rows",
+    "causal_lambda",
+    "causal_self_weight",
+    "causal_rules_simulated",
+    "realistic_learned_qk",
+    "realistic_sink",
+    "realistic_depth",
+}
 
 
 def test_gpu_profile_is_the_cpu_profile_plus_one_gpu_per_heavy_rule():
@@ -76,8 +100,13 @@ def test_gpu_profile_is_the_cpu_profile_plus_one_gpu_per_heavy_rule():
             asked[rule] = res["gpu"]
     assert set(cpu["set-resources"]) <= set(gpu["set-resources"])
     assert set(asked) == GPU_RULES and set(asked.values()) == {1}
-    rules = set(re.findall(r"^(?:rule|use rule \w+ as) (\w+)", "".join(
-        p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")), re.M))  # fmt: skip
+    rules = set(
+        re.findall(
+            r"^(?:rule|use rule \w+ as) (\w+)",
+            "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")),
+            re.M,
+        )
+    )
     assert GPU_RULES <= rules
     cpu_text = yaml.safe_dump(cpu)
     assert "gpu" not in cpu_text.replace("docs/gpu.md", "") and "gres" not in cpu_text
@@ -85,8 +114,15 @@ def test_gpu_profile_is_the_cpu_profile_plus_one_gpu_per_heavy_rule():
 
 def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "-n", "--workflow-profile", "profiles/slurm-gpu", "--configfile",
-                     "config/paper-scale.yaml", check=False)  # fmt: skip
+    proc = snakemake(
+        work,
+        "-n",
+        "--workflow-profile",
+        "profiles/slurm-gpu",
+        "--configfile",
+        "config/paper-scale.yaml",
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     job = out[out.index("rule paper_a_lambda:") :]
@@ -102,9 +138,19 @@ def test_every_job_asks_for_its_rules_resources_whatever_the_site_defaults(tmp_p
     one that names mem_mb and runtime, every job still asks for them, and no job for more than
     one thread (determinism: BLAS follows a job's threads)."""
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "-n", "--workflow-profile", "profiles/slurm", "--configfile",
-                     "tests/smoke.yaml", "--default-resources", "slurm_partition=site",
-                     "slurm_account=me", "mem_mb=3", "runtime=1")  # fmt: skip
+    proc = snakemake(
+        work,
+        "-n",
+        "--workflow-profile",
+        "profiles/slurm",
+        "--configfile",
+        "tests/smoke.yaml",
+        "--default-resources",
+        "slurm_partition=site",
+        "slurm_account=me",
+        "mem_mb=3",
+        "runtime=1",
+    )
     jobs = re.findall(r"^\s*(?:local)?rule (\w+):\n((?:\s+\w+: .*\n)*)", proc.stdout, re.M)
     assert len(jobs) > 50
     res = {}
@@ -132,7 +178,10 @@ def test_rule_defaults_sit_between_the_site_defaults_and_the_rules_own_values():
     install(Workflow, {"mem_mb": 1000, "runtime": 5})
     got = {k: v.value for k, v in Workflow.resource_settings._parsed_default_resources.items()}
     assert {k: got[k] for k in ("mem_mb", "runtime", "slurm_partition")} == {
-        "mem_mb": 1000, "runtime": 5, "slurm_partition": "site"}  # fmt: skip
+        "mem_mb": 1000,
+        "runtime": 5,
+        "slurm_partition": "site",
+    }
     with pytest.raises(ValueError, match="rule default runtime must be a number > 0; got 0"):
         install(Workflow, {"runtime": 0})
     with pytest.raises(RuntimeError, match="cannot set the rule defaults"):

@@ -54,14 +54,32 @@ def refuse(fragment: dict) -> str:
 BAD = [
     ("pb-sampler", {"paper_b": {"uniform_sampler": "cube"}}, ["uniform_sampler", "cube"]),
     ("pb-vf-n", {"paper_b": {"vector_fields": {"n": 1}}}, ["paper_b.vector_fields.n", "[2, inf)"]),
-    ("pb-vf-exponent", {"paper_b": {"vector_fields": {"beta_exponents": [1.0, -0.5]}}},
-     ["beta_exponents", "-0.5"]),
-    ("pb-vf-six-panels", {"paper_b": {"vector_fields": {"beta_exponents": [1, 2, 3, 4, 5, 6]}}},
-     ["beta_exponents", "too long"]),
-    ("pb-vf-queries", {"paper_b": {"vector_fields": {"queries": 0}}}, ["paper_b.vector_fields.queries", "[1, inf)"]),
+    (
+        "pb-vf-exponent",
+        {"paper_b": {"vector_fields": {"beta_exponents": [1.0, -0.5]}}},
+        ["beta_exponents", "-0.5"],
+    ),
+    (
+        "pb-vf-six-panels",
+        {"paper_b": {"vector_fields": {"beta_exponents": [1, 2, 3, 4, 5, 6]}}},
+        ["beta_exponents", "too long"],
+    ),
+    (
+        "pb-vf-queries",
+        {"paper_b": {"vector_fields": {"queries": 0}}},
+        ["paper_b.vector_fields.queries", "[1, inf)"],
+    ),
     ("pb-phase-d", {"paper_b": {"phase": {"d": 1}}}, ["paper_b.phase.d", "[2, inf)"]),
-    ("pb-phase-trials", {"paper_b": {"phase": {"trials": 1}}}, ["paper_b.phase.trials", "[2, inf)"]),
-    ("pb-phase-unknown", {"paper_b": {"phase": {"trails": 10}}}, ["Additional properties", "trails"]),
+    (
+        "pb-phase-trials",
+        {"paper_b": {"phase": {"trials": 1}}},
+        ["paper_b.phase.trials", "[2, inf)"],
+    ),
+    (
+        "pb-phase-unknown",
+        {"paper_b": {"phase": {"trails": 10}}},
+        ["Additional properties", "trails"],
+    ),
     ("pb-phase-grid", {"paper_b": {"phase": {"beta": "fast"}}}, ["beta", "fast"]),
     ("pb-profile-d", {"paper_b": {"profile": {"d": [5, 1]}}}, ["paper_b.profile.d", "[2, inf)"]),
     ("pb-profile-exponent", {"paper_b": {"profile": {"beta_exponent": 0}}}, ["beta_exponent"]),
@@ -69,15 +87,25 @@ BAD = [
     ("pb-heat-q-length", {"paper_b": {"heat_drift": {"q": [1.0, 1.0]}}}, ["q"]),
     ("pb-heat-contexts", {"paper_b": {"heat_drift": {"min_contexts": 1}}}, ["min_contexts"]),
     ("bench-lambda-n", {"benchmark": {"lambda": {"n": 1}}}, ["benchmark.lambda.n", "[2, inf)"]),
-    ("bench-eta-probes", {"benchmark": {"eta": {"probes": 0}}}, ["benchmark.eta.probes", "[1, inf)"]),
+    (
+        "bench-eta-probes",
+        {"benchmark": {"eta": {"probes": 0}}},
+        ["benchmark.eta.probes", "[1, inf)"],
+    ),
     ("bench-scaling-empty", {"benchmark": {"scaling": {"n": []}}}, ["should be non-empty"]),
-    ("bench-scaling-n", {"benchmark": {"scaling": {"n": [1, 1024]}}}, ["benchmark.scaling.n", "[2, inf)"]),
+    (
+        "bench-scaling-n",
+        {"benchmark": {"scaling": {"n": [1, 1024]}}},
+        ["benchmark.scaling.n", "[2, inf)"],
+    ),
     ("bench-unknown", {"benchmark": {"gemm": {"n": 8}}}, ["Additional properties", "gemm"]),
-    ("pa-rules-n", {"paper_a": {"scaling_rules": {"n": [1024, 0.5]}}},
-     ["paper_a.scaling_rules.n"]),
-    ("pa-rules-unsorted", {"paper_a": {"scaling_rules": {"n": [4096, 1024]}}},
-     ["paper_a.scaling_rules.n", "increasing"]),
-]  # fmt: skip
+    ("pa-rules-n", {"paper_a": {"scaling_rules": {"n": [1024, 0.5]}}}, ["paper_a.scaling_rules.n"]),
+    (
+        "pa-rules-unsorted",
+        {"paper_a": {"scaling_rules": {"n": [4096, 1024]}}},
+        ["paper_a.scaling_rules.n", "increasing"],
+    ),
+]
 
 
 @pytest.mark.parametrize("name, frag, needles", BAD, ids=[b[0] for b in BAD])

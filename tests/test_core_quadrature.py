@@ -101,8 +101,14 @@ def test_laplace_identity_against_the_gamma_law(n):
     it resolves the integrand (independent of the t grid and the series)."""
     exact = math.e * special.expn(n - 1, 1.0)
     if n <= 1000:
-        quad = integrate.quad(lambda s: math.exp(-s - (n - 1) * math.log1p(s)), 0, np.inf,
-                              epsabs=0, epsrel=1e-13, limit=400)[0]  # fmt: skip
+        quad = integrate.quad(
+            lambda s: math.exp(-s - (n - 1) * math.log1p(s)),
+            0,
+            np.inf,
+            epsabs=0,
+            epsrel=1e-13,
+            limit=400,
+        )[0]
         assert quad == pytest.approx(exact, rel=1e-12)
     assert _exponential_terms(n, 0.3) == pytest.approx(exact, rel=1e-10)
 

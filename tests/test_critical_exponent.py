@@ -186,11 +186,25 @@ def test_uniform_points_are_deterministic_and_well_formed():
 
 
 def test_subsphere_and_rope_points_and_fits():
-    S = ex.subsphere_points(d=6, k=3, n=[50, 200, 800, 3200, 12800], contexts=16, level=0.5,
-                            full_keys_max_n=800, root_seed=SEED)  # fmt: skip
+    S = ex.subsphere_points(
+        d=6,
+        k=3,
+        n=[50, 200, 800, 3200, 12800],
+        contexts=16,
+        level=0.5,
+        full_keys_max_n=800,
+        root_seed=SEED,
+    )
     assert set(S["method"]) == {"d2q", "full"} and (S["alpha_theory"] == 1.0).all()
-    R = exr.rope_points(d=8, kappa_per_d=np.inf, base=10000.0, n=[50, 100, 200, 400, 800],
-                        contexts=16, level=0.5, root_seed=SEED)  # fmt: skip
+    R = exr.rope_points(
+        d=8,
+        kappa_per_d=np.inf,
+        base=10000.0,
+        n=[50, 100, 200, 400, 800],
+        contexts=16,
+        level=0.5,
+        root_seed=SEED,
+    )
     assert (R["alpha_orbit"] == 2.0).all() and (R["family"] == "rope").all()
     out = exf.exponent_tables(points=[S, R], upper_n_min=200)
     F = out["fits"]
@@ -199,15 +213,12 @@ def test_subsphere_and_rope_points_and_fits():
     assert set(sel["model"]) == {"correction", "plain", "upper", "top3"}
     full = F[(F["family"] == "subsphere") & (F["method"] == "full")]
     assert full["model"].tolist() == ["plain", "top3"]  # 3 points: too few for the correction
-    for fig in (fx.plot_exponent(points=out["points"], fits=F, caption="c"),
-                fx.plot_rope(points=out["points"], fits=F, caption="c")):  # fmt: skip
+    for fig in (
+        fx.plot_exponent(points=out["points"], fits=F, caption="c"),
+        fx.plot_rope(points=out["points"], fits=F, caption="c"),
+    ):
         assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) >= 3
         matplotlib.pyplot.close(fig)
-    # the former one-job entry still works, warns, and fits in the experiments module only
-    with pytest.warns(DeprecationWarning, match="paper_b_exponent_fits.exponent_tables"):
-        old = fx.exponent_figure(points=[S, R], upper_n_min=200, caption="c")
-    pd.testing.assert_frame_equal(old["fits"], F)
-    matplotlib.pyplot.close(old["png"])
 
 
 @pytest.mark.parametrize(

@@ -18,30 +18,71 @@ import numpy as np
 import pytest
 from scipy.special import gamma
 
-from attnscale.core.crossing_se import c4, crossing_gradient, crossing_summary, draw_se
-from attnscale.experiments.sharpness import critical_level, eta_normalised
+from attnscale.core.crossings import (
+    c4,
+    crossing_gradient,
+    crossing_summary,
+    draw_se,
+    first_crossing,
+)
+from attnscale.experiments.sharpness import eta_normalised
 from attnscale.layer import theory
-from attnscale.layer.sampled_observables import observables_sampled
+from attnscale.layer.sampled.observables import observables_sampled
+from attnscale.layer.theory import critical_level
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
 
 SEED = 20261202
-X_GRID = np.array([0.5, 0.58, 0.66, 0.72, 0.76, 0.8, 0.84, 0.88, 0.92, 0.96, 1.0, 1.04, 1.08,
-                   1.12, 1.16, 1.2, 1.24, 1.28, 1.32, 1.37, 1.43, 1.5, 1.6, 1.72, 1.86, 2.02,
-                   2.2])  # fmt: skip  # the default run's sharpness grid (config.yaml)
+X_GRID = np.array(
+    [
+        0.5,
+        0.58,
+        0.66,
+        0.72,
+        0.76,
+        0.8,
+        0.84,
+        0.88,
+        0.92,
+        0.96,
+        1.0,
+        1.04,
+        1.08,
+        1.12,
+        1.16,
+        1.2,
+        1.24,
+        1.28,
+        1.32,
+        1.37,
+        1.43,
+        1.5,
+        1.6,
+        1.72,
+        1.86,
+        2.02,
+        2.2,
+    ]
+)  # the default run's sharpness grid (config.yaml)
+
+
+def _gradient(x, F, level):
+    """``(x_L, coef, c_level)`` of the first upward crossing, or ``None``."""
+    hit = first_crossing(x, F, level)
+    return None if hit is None else (hit.x, *crossing_gradient(x, F, hit))
 
 
 def test_crossing_gradient_against_finite_differences():
     x = np.array([0.0, 0.5, 1.0, 2.0])
     F = np.array([0.0, 0.2, 0.8, 1.0])
-    xl, coef, cl = crossing_gradient(x, F, 0.5)
+    xl, coef, cl = _gradient(x, F, 0.5)
     assert xl == pytest.approx(0.75)
     h = 1e-7
     for k, c in coef.items():
         Fp = F.copy()
         Fp[k] += h
-        assert (crossing_gradient(x, Fp, 0.5)[0] - xl) / h == pytest.approx(c, rel=1e-5)
-    assert (crossing_gradient(x, F, 0.5 + h)[0] - xl) / h == pytest.approx(cl, rel=1e-5)
-    assert crossing_gradient(x, F, 1.5) is None and crossing_gradient(x, F, -0.1) is None
+        assert (_gradient(x, Fp, 0.5)[0] - xl) / h == pytest.approx(c, rel=1e-5)
+    assert (_gradient(x, F, 0.5 + h)[0] - xl) / h == pytest.approx(cl, rel=1e-5)
+    assert _gradient(x, F, 1.5) is None and _gradient(x, F, -0.1) is None
 
 
 def test_c4_and_draw_se():
@@ -79,8 +120,11 @@ def _experiment(n, d, rho, T, rows, seq):
         betas = X_GRID * theory.gamma_c(rh) * np.log(n)
         obs = observables_sampled(X, betas, 0.0, rows=rows, rng=rng, probes=1)
         eta, eta_se, _ = eta_normalised(obs.eta, X, "probe")
-        for o, v, s in (("self_weight", obs.self_weight, obs.self_weight_se),
-                        ("lambda", obs.lam.estimate, obs.lam.se), ("eta", eta, eta_se)):  # fmt: skip
+        for o, v, s in (
+            ("self_weight", obs.self_weight, obs.self_weight_se),
+            ("lambda", obs.lam.estimate, obs.lam.se),
+            ("eta", eta, eta_se),
+        ):
             curves[o].append(v)
             ses[o].append(s)
         lv.append(critical_level("lambda", rh))
@@ -90,7 +134,7 @@ def _experiment(n, d, rho, T, rows, seq):
         cl = np.array(lv) if o == "lambda" else critical_level(o, rho)
         res = crossing_summary(X_GRID, f, centre_level=cl)
         F = f.mean(axis=0)
-        lo, hi = crossing_gradient(X_GRID, F, 0.1), crossing_gradient(X_GRID, F, 0.9)
+        lo, hi = _gradient(X_GRID, F, 0.1), _gradient(X_GRID, F, 0.9)
         coef = dict(hi[1])
         for k, c in lo[1].items():
             coef[k] = coef.get(k, 0.0) - c

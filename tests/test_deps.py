@@ -57,9 +57,12 @@ def test_closure_follows_relative_and_function_level_imports(tmp_path):
     got = deps.closure("attnscale.a", tmp_path)
     assert got == ("attnscale", "attnscale.a", "attnscale.c", "attnscale.sub", "attnscale.sub.b")
     assert deps.lib_files("a:f", src=tmp_path, root=tmp_path) == [
-        "attnscale/__init__.py", "attnscale/a.py", "attnscale/c.py",
-        "attnscale/sub/__init__.py", "attnscale/sub/b.py",
-    ]  # fmt: skip
+        "attnscale/__init__.py",
+        "attnscale/a.py",
+        "attnscale/c.py",
+        "attnscale/sub/__init__.py",
+        "attnscale/sub/b.py",
+    ]
     with pytest.raises(ValueError, match="no module"):
         deps.lib_files("nope:f", src=tmp_path, root=tmp_path)
 
@@ -113,8 +116,12 @@ def test_each_module_marks_exactly_the_rules_that_import_it(summary):
     for module in MODULES:
         path = str(deps.module_file(module, SRC).relative_to(REPO))
         marked = {r for r in ran if path in summary[r]}
-        importing = {r for r in ran if module in finder_closure(entries[r])
-                     or module in finder_closure("attnscale.pipeline.adapter")}  # fmt: skip
+        importing = {
+            r
+            for r in ran
+            if module in finder_closure(entries[r])
+            or module in finder_closure("attnscale.pipeline.adapter")
+        }
         assert marked == importing, module
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from attnscale.experiments import realistic, realistic_summaries
-from attnscale.layer import depth, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.scores import depth
 
 
 @pytest.mark.parametrize("rho", [0.1, 0.5, 0.9])
@@ -87,13 +88,22 @@ def test_bad_input_names_argument():
     with pytest.raises(ValueError, match="alpha"):
         depth.iterate_layers(X, 1.0, 2, -1.0)
     with pytest.raises(ValueError, match="layers must be >= 1"):
-        realistic.depth_iteration(root_seed=1, n=8, d=8, rho=0.5, gamma_factors=[1.0],
-                                  alphas=[0.0], layers=0, trial=0)  # fmt: skip
+        realistic.depth_iteration(
+            root_seed=1, n=8, d=8, rho=0.5, gamma_factors=[1.0], alphas=[0.0], layers=0, trial=0
+        )
 
 
 def test_depth_entry_reproducible():
-    kw = dict(root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0],
-              layers=4, trial=0)  # fmt: skip
+    kw = dict(
+        root_seed=3,
+        n=16,
+        d=16,
+        rho=0.5,
+        gamma_factors=[0.5, 2.0],
+        alphas=[0.0, 1.0],
+        layers=4,
+        trial=0,
+    )
     a = realistic.depth_iteration(**kw)
     assert a.equals(realistic.depth_iteration(**kw))
     assert len(a) == 2 * 2 * 5
@@ -103,14 +113,24 @@ def test_depth_entry_reproducible():
 
 def test_depth_summary_is_draw_means_and_the_plot_runs_on_it():
     """The figure data of the depth figure: plain means and ddof-1 SEs over draws (numpy)."""
-    kw = dict(root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0],
-              layers=3)  # fmt: skip
+    kw = dict(
+        root_seed=3, n=16, d=16, rho=0.5, gamma_factors=[0.5, 2.0], alphas=[0.0, 1.0], layers=3
+    )
     runs = [realistic.depth_iteration(**kw, trial=t) for t in range(3)]
     out = realistic_summaries.depth_summary(data=runs)
     assert len(out) == 2 * 2 * 4 and (out["trials"] == 3).all()
     for _, row in out.iterrows():
-        v = np.array([r.loc[(r.alpha == row.alpha) & (r.gamma_factor == row.gamma_factor)
-                            & (r.layer == row.layer), "delta"].iloc[0] for r in runs])  # fmt: skip
+        v = np.array(
+            [
+                r.loc[
+                    (r.alpha == row.alpha)
+                    & (r.gamma_factor == row.gamma_factor)
+                    & (r.layer == row.layer),
+                    "delta",
+                ].iloc[0]
+                for r in runs
+            ]
+        )
         assert row["delta_mean"] == pytest.approx(v.mean(), rel=1e-13)
         assert row["delta_se"] == pytest.approx(v.std(ddof=1) / np.sqrt(3), rel=1e-10)
     rho0 = np.mean([r["rho_hat0"].iloc[0] for r in runs])
@@ -119,3 +139,23 @@ def test_depth_summary_is_draw_means_and_the_plot_runs_on_it():
 
     fig = plot_depth(data=out, caption="t")
     assert len(fig.axes) == 4
+    # what is drawn is the table: per alpha (column) and factor, the simulated means as markers
+    # and the iterated simplex map as a line, 1 - rho_l on top and lambda_l below (layers >= 1)
+    from drawn import all_lines
+
+    alphas = sorted(out["alpha"].unique())
+    for j, a in enumerate(alphas):
+        top, bottom = all_lines(fig.axes[j]), all_lines(fig.axes[len(alphas) + j])
+        top, bottom = [ln for ln in top if ln[1].size], [ln for ln in bottom if ln[1].size]
+        for k, f in enumerate(sorted(out["gamma_factor"].unique())):
+            s = out[(out["alpha"] == a) & (out["gamma_factor"] == f)].sort_values("layer")
+            ok = s["layer"] >= 1
+            np.testing.assert_array_equal(top[2 * k][2], s["delta_mean"].to_numpy())
+            np.testing.assert_array_equal(
+                top[2 * k + 1][2], np.maximum(s["delta_simplex_mean"].to_numpy(), 1e-30)
+            )
+            np.testing.assert_array_equal(bottom[2 * k][1], s["layer"][ok].to_numpy())
+            np.testing.assert_array_equal(bottom[2 * k][2], s["lambda_mean"][ok].to_numpy())
+            np.testing.assert_array_equal(
+                bottom[2 * k + 1][2], s["lambda_simplex_mean"][ok].to_numpy()
+            )

@@ -127,13 +127,24 @@ def test_every_cited_docs_section_exists():
 def test_the_anchors_other_files_rely_on_exist():
     """Headings that the team's docstrings, captions and tests cite (fixed in the team brief)."""
     required = {
-        "paper-a.md": ["the-model", "finite-n-simplex-map", "residual-limits",
-                       "the-angle-ratio-lambda", "the-jacobian-norm-eta",
-                       "exact-block-formula-for-eta", "gaussian-near-simplex-tokens"],
-        "paper-b.md": ["the-model", "critical-scale", "poisson-limit",
-                       "weibull-law-of-the-nearest-key", "heat-equation-drift",
-                       "beta-law-of-the-key-query-cosine"],
-    }  # fmt: skip
+        "paper-a.md": [
+            "the-model",
+            "finite-n-simplex-map",
+            "residual-limits",
+            "the-angle-ratio-lambda",
+            "the-jacobian-norm-eta",
+            "exact-block-formula-for-eta",
+            "gaussian-near-simplex-tokens",
+        ],
+        "paper-b.md": [
+            "the-model",
+            "critical-scale",
+            "poisson-limit",
+            "weibull-law-of-the-nearest-key",
+            "heat-equation-drift",
+            "beta-law-of-the-key-query-cosine",
+        ],
+    }
     for page, anchors in required.items():
         assert set(anchors) <= page_anchors(page), (page, set(anchors) - page_anchors(page))
 
@@ -206,8 +217,9 @@ def test_api_reference_is_one_page_per_package(site):
     docstring citations as links to the cited sections."""
     assert site["proc"].returncode == 0, "the site did not build"
     html = site["html"]
-    tops = sorted(p.name for p in (REPO / "src" / "attnscale").iterdir()
-                  if (p / "__init__.py").is_file())  # fmt: skip
+    tops = sorted(
+        p.name for p in (REPO / "src" / "attnscale").iterdir() if (p / "__init__.py").is_file()
+    )
     for page in ["attnscale", *tops]:
         assert (html / "api" / f"{page}.html").is_file(), page
     index = (html / "api.html").read_text(encoding="utf-8")
@@ -284,10 +296,20 @@ def chromium(config) -> str:
 def browser_probe(exe: str, url: str, profile, budget_ms: int):
     """Open a probe page in headless Chromium (``exe``, a fresh ``profile`` folder, ``budget_ms``
     of virtual time) and return the JSON it writes into ``<pre id="attnscale-probe">``."""
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-           "--dump-dom", url]  # fmt: skip
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--virtual-time-budget={budget_ms}",
+        "--dump-dom",
+        url,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     m = re.search(r'<pre id="attnscale-probe">(.*?)</pre>', proc.stdout, re.S)
     assert m, (
@@ -358,25 +380,39 @@ def _ext():
 @pytest.mark.parametrize(
     "ascii_title, myst",
     [
-        ("A, Figure 1: lambda over (rho, gamma), d = 512, 32, 2",
-         r"A, Figure 1: $\lambda$ over $(\rho, \gamma), d = 512, 32, 2$"),
-        ("A, theory check: lambda at gamma_c(rho_hat) vs 1/(1+3 rho) and finite-n simplex",
-         r"A, theory check: $\lambda$ at $\gamma_{c}(\hat{\rho})$ vs $1/(1+3 \rho)$ and finite-n simplex"),
-        ("A, theorems 2.1 / 2.4 vs simulation (cosine, lambda, eta; alpha = 0, 0.5)",
-         r"A, theorems 2.1 / 2.4 vs simulation (cosine, $\lambda, \eta$; $\alpha = 0, 0.5$)"),
+        (
+            "A, Figure 1: lambda over (rho, gamma), d = 512, 32, 2",
+            r"A, Figure 1: $\lambda$ over $(\rho, \gamma), d = 512, 32, 2$",
+        ),
+        (
+            "A, theory check: lambda at gamma_c(rho_hat) vs 1/(1+3 rho) and finite-n simplex",
+            r"A, theory check: $\lambda$ at $\gamma_{c}(\hat{\rho})$ vs $1/(1+3 \rho)$ and finite-n simplex",
+        ),
+        (
+            "A, theorems 2.1 / 2.4 vs simulation (cosine, lambda, eta; alpha = 0, 0.5)",
+            r"A, theorems 2.1 / 2.4 vs simulation (cosine, $\lambda, \eta$; $\alpha = 0, 0.5$)",
+        ),
         ("B, phase diagram of A_(1) on S^4", r"B, phase diagram of $A_{(1)}$ on $S^{4}$"),
-        ("B, weight profile e^{-x^alpha}, d = 5 and 3",
-         r"B, weight profile $e^{-x^{\alpha}}, d = 5$ and 3"),
-        ("B, critical output law: n^{1/(d-1)} P_q(ATT_n(q) - q) vs its limit",
-         r"B, critical output law: $n^{1/(d-1)} P_{q}(\mathrm{ATT}_{n}(q) - q)$ vs its limit"),
-        ("Finite d: gamma*(n, d) / ln n against n = 1e2 .. 1e7",
-         r"Finite d: $\gamma^*(n, d) / \ln n$ against $n = 10^{2} \dots 10^{7}$"),
-        ("Scaling rules of real models (Qwen, Llama 4, Ministral-3)",
-         "Scaling rules of real models (Qwen, Llama 4, Ministral-3)"),
+        (
+            "B, weight profile e^{-x^alpha}, d = 5 and 3",
+            r"B, weight profile $e^{-x^{\alpha}}, d = 5$ and 3",
+        ),
+        (
+            "B, critical output law: n^{1/(d-1)} P_q(ATT_n(q) - q) vs its limit",
+            r"B, critical output law: $n^{1/(d-1)} P_{q}(\mathrm{ATT}_{n}(q) - q)$ vs its limit",
+        ),
+        (
+            "Finite d: gamma*(n, d) / ln n against n = 1e2 .. 1e7",
+            r"Finite d: $\gamma^*(n, d) / \ln n$ against $n = 10^{2} \dots 10^{7}$",
+        ),
+        (
+            "Scaling rules of real models (Qwen, Llama 4, Ministral-3)",
+            "Scaling rules of real models (Qwen, Llama 4, Ministral-3)",
+        ),
         ("Benchmarks (not in `all`)", "Benchmarks (not in `all`)"),
         ("Already $\\lambda$ maths", "Already $\\lambda$ maths"),
     ],
-)  # fmt: skip
+)
 def test_gallery_headings_become_maths(ascii_title, myst):
     assert _ext().math_title(ascii_title) == myst
 
@@ -413,10 +449,14 @@ def test_docstring_citations_become_links():
         "In a longer literal ``x (docs/paper-a.md#the-model)`` it stays text; docs/gallery.md.",
     ]
     ext.link_citations(None, "function", "f", None, {}, lines)
-    assert lines[0] == ("See :attnscale-doc:`docs/paper-a.md#the-model` and "
-                        "(:attnscale-doc:`docs/finite-d.md#exact-self-weight`).")  # fmt: skip
-    assert lines[1] == ("In a longer literal ``x (docs/paper-a.md#the-model)`` it stays text; "
-                        ":attnscale-doc:`docs/gallery.md`.")  # fmt: skip
+    assert lines[0] == (
+        "See :attnscale-doc:`docs/paper-a.md#the-model` and "
+        "(:attnscale-doc:`docs/finite-d.md#exact-self-weight`)."
+    )
+    assert lines[1] == (
+        "In a longer literal ``x (docs/paper-a.md#the-model)`` it stays text; "
+        ":attnscale-doc:`docs/gallery.md`."
+    )
 
 
 class _Config:
@@ -439,7 +479,7 @@ class _Config:
         ({"ATTNSCALE_REQUIRE_PROGRAMS": "1"}, False, pytest.fail.Exception),
         ({}, True, pytest.fail.Exception),
     ],
-)  # fmt: skip
+)
 def test_a_missing_browser_skips_outside_ci_and_fails_in_ci(monkeypatch, env, option, outcome):
     """Issue 25: on a new user's machine without Chromium the browser tests are skipped with a
     reason naming the program and its install command; in CI, or when asked, they fail."""
@@ -449,8 +489,11 @@ def test_a_missing_browser_skips_outside_ci_and_fails_in_ci(monkeypatch, env, op
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setitem(conftest.SYSTEM_PROGRAMS, "Chromium",
-                        (("no-such-browser-attnscale",), "apt-get install -y chromium"))  # fmt: skip
+    monkeypatch.setitem(
+        conftest.SYSTEM_PROGRAMS,
+        "Chromium",
+        (("no-such-browser-attnscale",), "apt-get install -y chromium"),
+    )
     with pytest.raises(outcome) as info:
         require_program(_Config(option), "Chromium")
     assert "Chromium is not installed" in str(info.value)

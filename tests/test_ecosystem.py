@@ -39,8 +39,10 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     """Negative control: the lint step is not a no-op."""
     exe = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
     bad = tmp_path / "bad.yml"
-    bad.write_text("on: push\njobs:\n  t:\n    runs-on: ubuntu-24.04\n    steps:\n"
-                   "      - run: echo ${{ github.nosuchthing }}\n")  # fmt: skip
+    bad.write_text(
+        "on: push\njobs:\n  t:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - run: echo ${{ github.nosuchthing }}\n"
+    )
     assert subprocess.run([exe, str(bad)], capture_output=True).returncode != 0
 
 
@@ -114,8 +116,9 @@ def test_a_rule_runs_from_a_checkout_whose_library_is_not_installed(tmp_path):
         print(attnscale.__file__)
     """)
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=tmp_path)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().startswith(str(work / "src")), proc.stdout
     assert out.stat().st_size > 100

@@ -63,9 +63,15 @@ def _synthetic_theory(fn, ds, ns, rhos, rho_max):
     nodes = []
     for d in ds:
         L = np.log(np.asarray(ns, float) - 1.0)
-        nodes.append({"d": d, "n": list(ns), "rho": list(rhos),
-                      "g0": [fn(x, 1.0 / d, 0.0) for x in L],
-                      "g": [[fn(x, 1.0 / d, r) for x in L] for r in rhos]})  # fmt: skip
+        nodes.append(
+            {
+                "d": d,
+                "n": list(ns),
+                "rho": list(rhos),
+                "g0": [fn(x, 1.0 / d, 0.0) for x in L],
+                "g": [[fn(x, 1.0 / d, r) for x in L] for r in rhos],
+            }
+        )
     return {"rho_max": rho_max, "d_nodes": nodes}
 
 
@@ -99,8 +105,9 @@ def test_theory_nodes_are_critical_beta():
     for row in table.itertuples():
         exact = finite_d.critical_beta(row.n, row.d, row.rho_eval)
         assert row.beta_star == pytest.approx(exact, rel=3e-6), row
-        assert row.g == pytest.approx(math.log(exact * (1 - row.rho_eval) / math.log(row.n - 1)),
-                                      abs=3e-6)  # fmt: skip
+        assert row.g == pytest.approx(
+            math.log(exact * (1 - row.rho_eval) / math.log(row.n - 1)), abs=3e-6
+        )
 
 
 def test_node_choices():
@@ -118,8 +125,14 @@ def test_node_choices():
 
 #: Points that are neither nodes nor the pipeline's held-out points: typical heads, and the
 #: edges (d = 3, d = 4096, n = 3, n near 1e7, rho = 0 and rho_max).
-CHECK_POINTS = [(3, 6, 0.88), (4096, 9_999_999, 0.9), (7, 2_500_000, 0.0), (64, 32768, 0.0),
-                (128, 131072, 0.5), (700, 20, 0.37)]  # fmt: skip
+CHECK_POINTS = [
+    (3, 6, 0.88),
+    (4096, 9_999_999, 0.9),
+    (7, 2_500_000, 0.0),
+    (64, 32768, 0.0),
+    (128, 131072, 0.5),
+    (700, 20, 0.37),
+]
 
 
 def test_published_grid_against_the_theory():
@@ -201,10 +214,14 @@ def test_lambda_panels():
         for r in (0.2, 0.5)
         for g in (1.0, 2.0, 4.0)
     ]
-    long = pd.DataFrame([{"d": 128, "n": 32768, "rho": r, "gamma": g, "lambda": r * g}
-                         for r in (0.1, 0.9) for g in (1.0, 3.0)]
-                        + [{"d": 64, "n": 32768, "rho": 0.5, "gamma": g, "lambda": g}
-                           for g in (1.0, 3.0)])  # fmt: skip
+    long = pd.DataFrame(
+        [
+            {"d": 128, "n": 32768, "rho": r, "gamma": g, "lambda": r * g}
+            for r in (0.1, 0.9)
+            for g in (1.0, 3.0)
+        ]
+        + [{"d": 64, "n": 32768, "rho": 0.5, "gamma": g, "lambda": g} for g in (1.0, 3.0)]
+    )
     panels = xdata.lambda_panels([pd.DataFrame(rows), long], ["a.csv", "b.csv"])
     assert [(p["source"], p["d"], p["n"]) for p in panels] == [
         ("a.csv", 16, 64),
@@ -323,10 +340,15 @@ fetch("explorer.html").then(function (r) { return r.text(); }).then(function (ht
 
 def _checks(doc: dict) -> dict:
     rng = np.random.default_rng(29)
-    beta = [(int(n), int(d), float(f"{r:.4f}")) for n, d, r in zip(
-        np.rint(np.exp(rng.uniform(np.log(3), np.log(1e7), 12))),
-        np.rint(np.exp(rng.uniform(np.log(3), np.log(4096), 12))),
-        np.r_[0.0, rng.uniform(0, doc["theory"]["rho_max"], 11)], strict=True)]  # fmt: skip
+    beta = [
+        (int(n), int(d), float(f"{r:.4f}"))
+        for n, d, r in zip(
+            np.rint(np.exp(rng.uniform(np.log(3), np.log(1e7), 12))),
+            np.rint(np.exp(rng.uniform(np.log(3), np.log(4096), 12))),
+            np.r_[0.0, rng.uniform(0, doc["theory"]["rho_max"], 11)],
+            strict=True,
+        )
+    ]
     keys = [r["key"] for r in doc["rules"]]
     ns = [2, 3, 1000, 4096, 8191, 8192, 8193, 16384, 16385, 32768, 131072, 10**7]
     rules = [(k, n, rho) for k in keys for n in ns for rho in (0.0, 0.5)]
@@ -395,8 +417,8 @@ def test_the_page_shows_the_calculators_numbers(probed):
 
 def test_the_script_is_the_python_twin(probed):
     """docs/_static/explorer.js against attnscale.experiments.explorer.grid and
-    attnscale.layer.scaling_rules at many points: the same interpolant, power law and rules."""
-    from attnscale.layer import scaling_rules
+    attnscale.layer.scores.scaling_rules at many points: the same interpolant, power law and rules."""
+    from attnscale.layer.scores import scaling_rules
 
     result, doc, checks = probed["result"], probed["doc"], probed["checks"]
     for (n, d, rho), js in zip(checks["beta"], result["beta"], strict=True):

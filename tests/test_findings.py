@@ -62,8 +62,10 @@ def _rendered() -> dict[str, str]:
 
 
 def _prose_files(docs: Path = DOCS) -> list[Path]:
-    return [docs.parent / "README.md",
-            *sorted(p for p in docs.glob("*.md") if p.name not in GENERATED)]  # fmt: skip
+    return [
+        docs.parent / "README.md",
+        *sorted(p for p in docs.glob("*.md") if p.name not in GENERATED),
+    ]
 
 
 # --------------------------------------------------------------------------- the checks
@@ -274,11 +276,16 @@ def test_derivation_constants_are_evaluated():
 
 def test_measured_link_exempts_only_through_a_dated_section(tmp_path):
     page = tmp_path / "p.md"
-    page.write_text("## Times (measured 2026-11-30, 2-core machine)\n\nIt ran 3 min.\n\n"
-                    "## Use\n\nIt takes about 9 minutes ([measured](#times-measured-2026-11-30-2-core-machine)).\n\n"
-                    "It takes about 8 minutes ([measured](#use)).\n", encoding="utf-8")  # fmt: skip
+    page.write_text(
+        "## Times (measured 2026-11-30, 2-core machine)\n\nIt ran 3 min.\n\n"
+        "## Use\n\nIt takes about 9 minutes ([measured](#times-measured-2026-11-30-2-core-machine)).\n\n"
+        "It takes about 8 minutes ([measured](#use)).\n",
+        encoding="utf-8",
+    )
     assert measured_link_targets(page) == {
-        "#times-measured-2026-11-30-2-core-machine": True, "#use": False}  # fmt: skip
+        "#times-measured-2026-11-30-2-core-machine": True,
+        "#use": False,
+    }
     hits = suspects(page.read_text(encoding="utf-8"), {}, page)
     assert [line for line, _, _ in hits] == [9], hits
     assert MEASURED_LINK.search("([measured](performance.md#x))")
@@ -323,8 +330,9 @@ def test_publish_renders_the_generated_tables(tmp_path):
     shutil.copyfile(FINDINGS_JSON, results / "findings.json")
     shutil.copyfile(FINDINGS_MD, results / "findings.md")
     block = "<!-- finding-table:{} -->\n| stale |\n<!-- /finding-table -->\n"
-    (docs / "page.md").write_text("Text.\n\n" + block.format("finite_d.gamma_ratio_table"),
-                                  encoding="utf-8")  # fmt: skip
+    (docs / "page.md").write_text(
+        "Text.\n\n" + block.format("finite_d.gamma_ratio_table"), encoding="utf-8"
+    )
     (tmp_path / "README.md").write_text(block.format("paper_a.simplex_eta_table"), encoding="utf-8")
     publish(results, docs)
     doc = _load_json()
@@ -364,10 +372,18 @@ def _sink_table() -> pd.DataFrame:
         (0.45, 2.0, 2.143660, 2.108929, 2.128346),
         (0.5, 2.0, np.nan, np.inf, np.inf),
     ]
-    df = pd.DataFrame(rows, columns=["c_s", "kappa", "gamma_half_sim", "gamma_half_simplex",
-                                     "gamma_half_fluct"])  # fmt: skip
-    return df.assign(n=1024, d=512, rho=0.5, trial=0, gamma_half_nosink_sim=2.050568,
-                     sink_mass_at_gc=0.1, sink_mass_at_gc_simplex=0.1)  # fmt: skip
+    df = pd.DataFrame(
+        rows, columns=["c_s", "kappa", "gamma_half_sim", "gamma_half_simplex", "gamma_half_fluct"]
+    )
+    return df.assign(
+        n=1024,
+        d=512,
+        rho=0.5,
+        trial=0,
+        gamma_half_nosink_sim=2.050568,
+        sink_mass_at_gc=0.1,
+        sink_mass_at_gc_simplex=0.1,
+    )
 
 
 def test_sink_spread_correction_is_exact_only_up_to_0_6():
@@ -390,10 +406,21 @@ def test_first_order_root_is_lost_where_the_library_says():
     for d in (16, 32):
         for rho in (0.0, 0.5):
             for n in grid:
-                rows.append({"kind": "grid", "d": d, "rho": rho, "n": n, "beta_star": 1.0,
-                             "gamma_star": 1.0, "gamma_c": 1 / (1 - rho),
-                             "beta_annealed": 1.0, "beta_paper_a": 1.0, "beta_power": 1.0,
-                             "beta_first_order": fd.first_order_critical_beta(n, d, rho)})  # fmt: skip
+                rows.append(
+                    {
+                        "kind": "grid",
+                        "d": d,
+                        "rho": rho,
+                        "n": n,
+                        "beta_star": 1.0,
+                        "gamma_star": 1.0,
+                        "gamma_c": 1 / (1 - rho),
+                        "beta_annealed": 1.0,
+                        "beta_paper_a": 1.0,
+                        "beta_power": 1.0,
+                        "beta_first_order": fd.first_order_critical_beta(n, d, rho),
+                    }
+                )
     theory = pd.DataFrame(rows)
     found = {f.key: f for f in finite_d.transition_findings(data=[], theory=theory)}
     table = {(r[0], r[1]): (r[2], r[3]) for r in found["finite_d.first_order_crossover"].value}

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer.eta_exact import eta_exact, eta_exact_grid
+from attnscale.layer.dense.eta_exact import eta_exact, eta_exact_grid
 from attnscale.layer.finite_d import eta as fe
 from attnscale.layer.finite_d.laws import QUADRATURE_PRESETS, r0_nodes
-from attnscale.layer.sampled_eta import eta_sampled
+from attnscale.layer.sampled.eta import eta_sampled
 from attnscale.layer.tokens import from_draw, gaussian_draw
 
 ROOT = 20261202

@@ -1,4 +1,4 @@
-"""Finite-d experiments (attnscale.layer.weight_stats, attnscale.experiments.finite_d) against
+"""Finite-d experiments (attnscale.layer.scores.weight_stats, attnscale.experiments.finite_d) against
 independent computations at tiny sizes (docs/finite-d.md).
 
 References are written here from the definitions with dense numpy: A = row-softmax(beta Y Y^T),
@@ -17,7 +17,8 @@ import pytest
 
 from attnscale.experiments import finite_d as F
 from attnscale.experiments import finite_d_theory as FT
-from attnscale.layer import tokens, weight_stats
+from attnscale.layer import tokens
+from attnscale.layer.scores import weight_stats
 
 SEED = 271828182845904523536028747135266249775
 
@@ -105,8 +106,9 @@ def test_simulated_critical_beta_on_simplex_tokens_is_the_closed_form():
 
 def test_transition_points_root_is_where_dense_mean_self_weight_is_one_half():
     n, d, trials, rows = 48, 6, 3, 20
-    df = F.transition_points(n=n, d=d, rho=[0.0, 0.5], trials=trials, rows=rows, root_seed=SEED,
-                             theory=False)  # fmt: skip
+    df = F.transition_points(
+        n=n, d=d, rho=[0.0, 0.5], trials=trials, rows=rows, root_seed=SEED, theory=False
+    )
     assert list(df["rho"]) == [0.0, 0.5]
     for _, r in df.iterrows():
         a = []
@@ -123,8 +125,9 @@ def test_transition_points_root_is_where_dense_mean_self_weight_is_one_half():
         se = np.std(a, ddof=1) / np.sqrt(trials)
         assert r["a_se"] == pytest.approx(se, rel=1e-6)
         assert r["gamma_star"] == pytest.approx(r["beta_star"] / np.log(n))
-    again = F.transition_points(n=n, d=d, rho=[0.0, 0.5], trials=trials, rows=rows,
-                                root_seed=SEED, theory=False)  # fmt: skip
+    again = F.transition_points(
+        n=n, d=d, rho=[0.0, 0.5], trials=trials, rows=rows, root_seed=SEED, theory=False
+    )
     pd.testing.assert_frame_equal(df, again)  # reproducible from the seed
 
 
@@ -133,8 +136,9 @@ def test_delta_method_se_matches_the_spread_of_per_draw_roots():
     roots / sqrt(60). The sample SD of 60 draws has a relative SE of ~1/sqrt(2 * 59) = 9 %, and the
     linearisation adds a few %: the ratio must lie within 1 +- 0.35 (about 3.5 SE)."""
     n, d, trials = 64, 8, 60
-    df = F.transition_points(n=n, d=d, rho=[0.5], trials=trials, rows=16, root_seed=SEED,
-                             theory=False)  # fmt: skip
+    df = F.transition_points(
+        n=n, d=d, rho=[0.5], trials=trials, rows=16, root_seed=SEED, theory=False
+    )
     roots = []
     for t in range(trials):
         rng = np.random.default_rng(
@@ -158,8 +162,12 @@ def test_intermediate_phase_equals_dense_means():
     df = F.intermediate_phase(draws=draws, rho=rhos, gamma=gam, rows=15, theory=False)
     assert len(df) == 6
     for _, r in df.iterrows():
-        per = [dense_stats(tokens.from_draw(t["z0"], t["Z"], r["rho"]), r["gamma"] * np.log(n),
-                           np.arange(15)) for t in draws]  # fmt: skip
+        per = [
+            dense_stats(
+                tokens.from_draw(t["z0"], t["Z"], r["rho"]), r["gamma"] * np.log(n), np.arange(15)
+            )
+            for t in draws
+        ]
         s, ne, no, km = (np.mean([p[k].mean() for p in per]) for k in range(4))
         assert r["self_weight_mean"] == pytest.approx(s, rel=1e-9)
         assert r["n_eff_mean"] == pytest.approx(ne, rel=1e-9)
@@ -182,19 +190,19 @@ def test_intermediate_phase_equals_dense_means():
                 n=2, d=4, rho=[0.0], trials=2, rows=2, root_seed=1, theory=False
             ),
             "n",
-        ),  # fmt: skip
+        ),
         (
             lambda: F.transition_points(
                 n=8, d=4, rho=[1.0], trials=2, rows=2, root_seed=1, theory=False
             ),
             "rho",
-        ),  # fmt: skip
+        ),
         (
             lambda: F.transition_points(
                 n=8, d=4, rho=[0.1], trials=0, rows=2, root_seed=1, theory=False
             ),
             "trials",
-        ),  # fmt: skip
+        ),
         (lambda: F.simulated_critical_beta([np.zeros((2, 3))], level=0.1), "level"),
         (lambda: F.intermediate_phase(draws=[], rho=[0.5], gamma=[1.0], rows=2), "draws"),
         (
@@ -202,7 +210,7 @@ def test_intermediate_phase_equals_dense_means():
                 draws=[{"z0": np.ones(2), "Z": np.ones((3, 2))}], rho=[0.5], gamma=[0.0], rows=2
             ),
             "gamma",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, match):
@@ -228,8 +236,9 @@ def test_conditioned_theory_averaged_over_r0_is_the_unconditioned_theory():
     mf = finite_d.mean_field(n, d, rho, betas)
     np.testing.assert_allclose(acc["cosine"], mf["cos"], rtol=1e-10)
     np.testing.assert_allclose(acc["lambda"], mf["lambda"], rtol=1e-10)
-    np.testing.assert_allclose(acc["self_weight"], finite_d.self_weight(n, d, rho, betas),
-                               atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        acc["self_weight"], finite_d.self_weight(n, d, rho, betas), atol=1e-4
+    )
 
 
 def test_gamma_star_line_hits_the_theory_at_its_nodes():
@@ -254,8 +263,15 @@ def test_theorem_table_finite_d_columns_and_acceptance():
     qs = pth.QUANTITIES
     rows = pd.DataFrame(
         {
-            "d": 32, "n": 16, "rho": 0.5, "alpha": 0.0, "gamma_factor": 1.0, "trial": [0, 1, 2],
-            "rho_hat": 0.5, "q_hat": 1.0, "gamma": 2.0,
+            "d": 32,
+            "n": 16,
+            "rho": 0.5,
+            "alpha": 0.0,
+            "gamma_factor": 1.0,
+            "trial": [0, 1, 2],
+            "rho_hat": 0.5,
+            "q_hat": 1.0,
+            "gamma": 2.0,
             **{q: [0.50, 0.51, 0.49] for q in qs},
             **{f"{q}_simplex_n": 0.5 for q in qs},
             **{f"{q}_limit": 0.5 for q in qs},
@@ -265,7 +281,7 @@ def test_theorem_table_finite_d_columns_and_acceptance():
             "lambda_finite_d": [0.5005, 0.5105, 0.4905],
             "eta_finite_d": np.nan,
         }
-    )  # fmt: skip
+    )
     tab = pth.theorem_table(rows).set_index("quantity")
     diff = np.array([0.001, 0.001, 0.002])
     se = diff.std(ddof=1) / np.sqrt(3)
@@ -281,20 +297,50 @@ def test_plot_functions_return_figures():
 
     from attnscale.figures import finite_d as FF
 
-    pts = pd.DataFrame({"n": [128, 512], "d": 8, "rho": 0.0, "gamma_star": [1.5, 1.9],
-                        "gamma_star_se": [0.01, 0.02]})  # fmt: skip
-    th = pd.DataFrame({"kind": ["grid", "grid", "read_off"], "d": [8, 8, 128], "rho": 0.0,
-                       "n": [100, 10000, 131072], "gamma_star": [1.5, 2.5, 1.1],
-                       "beta_power": [np.nan, 30.0, np.nan]})  # fmt: skip
+    pts = pd.DataFrame(
+        {
+            "n": [128, 512],
+            "d": 8,
+            "rho": 0.0,
+            "gamma_star": [1.5, 1.9],
+            "gamma_star_se": [0.01, 0.02],
+        }
+    )
+    th = pd.DataFrame(
+        {
+            "kind": ["grid", "grid", "read_off"],
+            "d": [8, 8, 128],
+            "rho": 0.0,
+            "n": [100, 10000, 131072],
+            "gamma_star": [1.5, 2.5, 1.1],
+            "beta_power": [np.nan, 30.0, np.nan],
+        }
+    )
     fig = FF.plot_transition(data=[pts], theory=th, caption="c")
     assert len(fig.axes) == 2  # gamma* and the zoomed gamma*/gamma_c, one rho
     plt.close(fig)
     cells = pd.DataFrame(
-        [{"d": d, "n": 64, "rho": r, "gamma": g, "self_weight_mean": 0.5, "n_eff_mean": 2.0,
-          "n_eff_others_mean": 3.0, "k_mass_mean": 4.0, "mass": 0.9, "trials": 1, "rows": 8,
-          "gamma_star": np.nan, "gamma_c": 1 / (1 - r)}
-         for d in (16, 2) for r in (0.2, 0.5) for g in (1.0, 2.0)]
-    )  # fmt: skip
+        [
+            {
+                "d": d,
+                "n": 64,
+                "rho": r,
+                "gamma": g,
+                "self_weight_mean": 0.5,
+                "n_eff_mean": 2.0,
+                "n_eff_others_mean": 3.0,
+                "k_mass_mean": 4.0,
+                "mass": 0.9,
+                "trials": 1,
+                "rows": 8,
+                "gamma_star": np.nan,
+                "gamma_c": 1 / (1 - r),
+            }
+            for d in (16, 2)
+            for r in (0.2, 0.5)
+            for g in (1.0, 2.0)
+        ]
+    )
     fig = FF.plot_intermediate(data=[cells], caption="c")
     assert len(fig.axes) == 3 * 2 + 1  # panels + colour bar
     plt.close(fig)

@@ -23,9 +23,11 @@ def _config(dist: str):
 
 def test_the_scheduler_takes_the_groups_the_workers_wrote(tmp_path, monkeypatch):
     monkeypatch.setenv(background.ENV, str(tmp_path))
-    grouped = {"tests/test_a.py::test_one": "test_a.summary",
-               "tests/test_b.py::test_two[x]": "test_a.summary",
-               "tests/test_c.py::test_jax_kernel": "jax"}  # fmt: skip
+    grouped = {
+        "tests/test_a.py::test_one": "test_a.summary",
+        "tests/test_b.py::test_two[x]": "test_a.summary",
+        "tests/test_c.py::test_jax_kernel": "jax",
+    }
     conftest._write_groups(grouped)
     assert json.loads((tmp_path / conftest.GROUPS_FILE).read_text()) == grouped
     assert not list(tmp_path.glob(".*")), "the temporary file was left behind"
@@ -50,8 +52,12 @@ def test_the_collection_hook_groups_shared_fixtures_and_jax(request):
         mark = item.get_closest_marker("xdist_group")
         if mark is not None:
             groups[item.nodeid] = mark.args[0]
-    jax_tests = [i for i in items if i.path.name == "test_backend_jax.py"
-                 and not ({"smoke_run", "gpu_run_tiny"} & set(i.fixturenames))]  # fmt: skip
+    jax_tests = [
+        i
+        for i in items
+        if i.path.name == "test_backend_jax.py"
+        and not ({"smoke_run", "gpu_run_tiny"} & set(i.fixturenames))
+    ]
     if not jax_tests:
         pytest.skip("test_backend_jax.py not selected")
     assert {groups.get(i.nodeid) for i in jax_tests} == {"jax"}

@@ -7,7 +7,8 @@ truncation, Monte Carlo standard errors, asymptotic rates), not from the observe
 import numpy as np
 import pytest
 
-from attnscale.layer import attention, eta_exact, jacobian, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.dense import attention, eta_exact, jacobian
 
 EPS = np.finfo(float).eps
 BETAS = [0.0, 0.3, 3.0, 30.0, 1e3]
@@ -205,23 +206,71 @@ def test_exact_simplex_tokens_at_large_n_reach_the_limits(rho):
     [
         (lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 3)), 1.0), ValueError, "V must have"),
         (lambda: jacobian.jvp(np.ones((3, 2)), np.full((3, 2), np.nan), 1.0), ValueError, "V must"),
-        (lambda: jacobian.jvp([[1.0, 0.0], [0.0, 0.0]], np.ones((2, 2)), 1.0), ValueError, "zero row"),
-        (lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 2)), -1.0), ValueError, r"beta must lie in \[0"),
-        (lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 2)), 1.0, -0.1), ValueError, "alpha must lie"),
+        (
+            lambda: jacobian.jvp([[1.0, 0.0], [0.0, 0.0]], np.ones((2, 2)), 1.0),
+            ValueError,
+            "zero row",
+        ),
+        (
+            lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 2)), -1.0),
+            ValueError,
+            r"beta must lie in \[0",
+        ),
+        (
+            lambda: jacobian.jvp(np.ones((3, 2)), np.ones((3, 2)), 1.0, -0.1),
+            ValueError,
+            "alpha must lie",
+        ),
         (lambda: eta_exact.eta_exact(np.ones(4), 1.0), ValueError, "X must be a 2-D array"),
-        (lambda: eta_exact.eta_exact(np.ones((1, 3)), 1.0), ValueError, "X must have at least 2 rows"),
-        (lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0, -2.0]), ValueError, "betas must be >= 0"),
-        (lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0], [0.1, -1.0]), ValueError, "alpha must be >= 0"),
-        (lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0], route="x"), ValueError, "route must be"),
-        (lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=0, rng=np.random.default_rng()), ValueError, "probes must be >= 1"),
-        (lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=2, rng=1), TypeError, "rng must be a numpy"),
-        (lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=2, rng=np.random.default_rng(), kind="x"), ValueError, "kind must be one of"),
+        (
+            lambda: eta_exact.eta_exact(np.ones((1, 3)), 1.0),
+            ValueError,
+            "X must have at least 2 rows",
+        ),
+        (
+            lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0, -2.0]),
+            ValueError,
+            "betas must be >= 0",
+        ),
+        (
+            lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0], [0.1, -1.0]),
+            ValueError,
+            "alpha must be >= 0",
+        ),
+        (
+            lambda: eta_exact.eta_exact_grid(np.ones((3, 2)), [1.0], route="x"),
+            ValueError,
+            "route must be",
+        ),
+        (
+            lambda: jacobian.eta_hutchinson(
+                np.ones((3, 2)), 1.0, probes=0, rng=np.random.default_rng()
+            ),
+            ValueError,
+            "probes must be >= 1",
+        ),
+        (
+            lambda: jacobian.eta_hutchinson(np.ones((3, 2)), 1.0, probes=2, rng=1),
+            TypeError,
+            "rng must be a numpy",
+        ),
+        (
+            lambda: jacobian.eta_hutchinson(
+                np.ones((3, 2)), 1.0, probes=2, rng=np.random.default_rng(), kind="x"
+            ),
+            ValueError,
+            "kind must be one of",
+        ),
         (lambda: jacobian.jacobian(np.ones((100, 50)), 1.0), ValueError, "n d <= 4096"),
         (lambda: theory.simplex_eta(1, 3, 0.5, 1.0), ValueError, "n must be >= 2"),
         (lambda: theory.simplex_eta(4, 3, 1.0, 1.0), ValueError, r"rho must lie in \(0, 1\)"),
-        (lambda: theory.simplex_eta(4, 3, 0.5, 1.0, mean_inv_sq_norm=0.0), ValueError, "mean_inv_sq_norm"),
+        (
+            lambda: theory.simplex_eta(4, 3, 0.5, 1.0, mean_inv_sq_norm=0.0),
+            ValueError,
+            "mean_inv_sq_norm",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_names_the_argument(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -230,8 +279,8 @@ def test_bad_input_names_the_argument(call, exc, match):
 def test_row_blocked_hutchinson_equals_unblocked():
     """The row-blocked path (used when one n x n matrix exceeds the budget, e.g. n = 32768)
     gives the same numbers as the stacked path for the same probes, up to rounding."""
-    from attnscale.layer import jacobian as jac
     from attnscale.layer import tokens as tk
+    from attnscale.layer.dense import jacobian as jac
 
     X = tk.near_simplex(50, 6, 0.4, np.random.default_rng(4))
     betas = [0.0, 1.5, 8.0]

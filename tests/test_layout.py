@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -105,32 +103,6 @@ def test_no_private_name_is_imported_from_another_module():
     assert not bad, bad
 
 
-@pytest.mark.parametrize("old", sorted(_moved.MOVED))
-def test_old_flat_path_imports_the_new_module_with_a_warning(old):
-    new = importlib.import_module(f"attnscale.{_moved.MOVED[old]}")
-    sys.modules.pop(f"attnscale.{old}", None)
-    with pytest.warns(DeprecationWarning, match=re.escape(f"attnscale.{_moved.MOVED[old]}")):
-        mod = importlib.import_module(f"attnscale.{old}")
-    assert mod is new
-
-
-@pytest.mark.parametrize("old", sorted(_moved.SPLIT))
-def test_split_module_path_re_exports_its_new_homes_with_a_warning(old):
-    """A module split by concern imports from its old path: every public name of the modules
-    that hold its contents now, the very objects, and a warning that names them."""
-    full = f"attnscale.{old}"
-    homes = _moved.split_homes(full)
-    assert homes and all(deps.module_file(h, SRC) for h in homes)
-    assert deps.module_file(full, SRC) is None, f"{full} is a file again; remove it from SPLIT"
-    sys.modules.pop(full, None)
-    with pytest.warns(DeprecationWarning, match=re.escape(f"{full} was split into {homes[0]}")):
-        mod = importlib.import_module(full)
-    for home in homes:
-        new = importlib.import_module(home)
-        assert all(getattr(mod, name) is getattr(new, name) for name in new.__all__)
-        assert set(new.__all__) <= set(mod.__all__)
-
-
 def test_old_submodule_path_is_the_same_module():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -138,51 +110,6 @@ def test_old_submodule_path_is_the_same_module():
     import attnscale.layer.finite_d.laws as new
 
     assert old is new
-
-
-def test_old_command_line_path_runs_the_new_module():
-    proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "attnscale.provenance", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(SRC), "PATH": ""},
-    )
-    assert "Print the parameters and inputs behind any output" in proc.stdout
-
-
-#: The public names of the modules split by concern (issue 26), as they were before the split:
-#: each still imports from the old module; one that moved warns, naming its new home.
-SPLIT = {
-    "attnscale.experiments.paper_a_eta": [
-        "choose_method", "eta_plateau", "eta_table", "eta_rows", "figure2_data",
-        "eta_critical_data", "eta_summary", "theory_rows", "theory_rows_all", "theorem_table",
-        "theorem_table_data", "norm_moments", "probe_key", "PROBES_STREAM", "METHODS",
-        "QUANTITIES", "FINITE_D_QUANTITIES", "FINITE_D_ABS_TOL", "THEORY_KEYS",
-    ],
-    "attnscale.experiments.paper_b_exponent": [
-        "uniform_points", "subsphere_points", "sphere_points", "rope_points", "exponent_tables",
-        "exponent_fits", "UNIFORM_STREAM", "SUBSPHERE_STREAM", "ROPE_STREAM", "DENSE_MAX_N",
-        "BLOCK_ENTRIES", "FIT_MODELS",
-    ],
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("module, name", [(m, n) for m, names in SPLIT.items() for n in names])
-def test_a_split_module_still_provides_every_old_public_name(module, name):
-    mod = importlib.import_module(module)
-    if name in vars(mod):
-        return  # it stayed
-    with pytest.warns(DeprecationWarning, match=rf"{re.escape(module)}\.{name} moved to ") as rec:
-        obj = getattr(mod, name)
-    new = re.search(r"moved to (attnscale\.[\w.]+)\.\w+;", str(rec[0].message)).group(1)
-    assert name in vars(importlib.import_module(new)) and obj is getattr(sys.modules[new], name)
-    namespace: dict = {}
-    with pytest.warns(DeprecationWarning, match=re.escape(new)):
-        exec(f"from {module} import {name}", namespace)  # the documented spelling
-    assert namespace[name] is obj
-    with pytest.raises(AttributeError):
-        mod.no_such_name  # noqa: B018
 
 
 def test_new_modules_import_no_old_path():
@@ -196,7 +123,7 @@ def test_new_modules_import_no_old_path():
                 names = [a.name for a in node.names]
             else:
                 continue
-            old = [n for n in names if _moved.new_name(n or "") or _moved.split_homes(n or "")]
+            old = [n for n in names if _moved.new_name(n or "")]
             bad += [f"{path.relative_to(SRC)}: {n}" for n in old]
     assert not bad, bad
 
@@ -254,8 +181,11 @@ def test_top_level_docstring_states_the_import_order_and_the_command_line():
     import attnscale
 
     doc = attnscale.__doc__
-    listed = [ln.split()[0] for ln in doc.splitlines()
-              if ln and not ln[0].isspace() and ln.split()[0] in LEVEL]  # fmt: skip
+    listed = [
+        ln.split()[0]
+        for ln in doc.splitlines()
+        if ln and not ln[0].isspace() and ln.split()[0] in LEVEL
+    ]
     real = _imports_by_top_level()
     assert ":mod:`attnscale._moved`" in doc and real[""] == {"_moved"}
     for i, pkg in enumerate(listed):
@@ -282,34 +212,64 @@ def test_every_dotted_name_in_the_library_and_rules_resolves():
     assert not bad, bad
 
 
-@pytest.mark.parametrize(
-    "module, old, new",
-    [
-        ("attnscale.sphere.theory", "critical_beta", "critical_scale"),
-        ("attnscale.layer.score_attention", "critical_beta", "self_weight_critical_beta"),
-    ],
-)
-def test_renamed_function_keeps_its_old_name_with_a_warning(module, old, new):
-    mod = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=new):
-        assert getattr(mod, old) is getattr(mod, new)
-    with pytest.raises(AttributeError):
-        mod.no_such_name  # noqa: B018
-
-
 def test_nothing_in_the_library_imports_the_command_line():
     """``attnscale.cli`` sits on top of everything (docs/pipeline.md#the-package-layout)."""
-    importers = [m for m, targets in _edges().items()
-                 if "attnscale.cli" in targets and m != "attnscale.__main__"]  # fmt: skip
+    importers = [
+        m
+        for m, targets in _edges().items()
+        if "attnscale.cli" in targets and m != "attnscale.__main__"
+    ]
     assert not importers, importers
 
 
 #: The most lines one module may have (issue 26: one concern per module; a module that grows past
-#: it is split by concern, its old import path kept, docs/pipeline.md#the-package-layout).
-MAX_MODULE_LINES = 450
+#: it is split by concern, docs/pipeline.md#the-package-layout). 450 lines of hand-compacted
+#: code then; 550 since issue 34 left the layout to the formatter (about 15 % more lines, three
+#: modules between 450 and 533).
+MAX_MODULE_LINES = 550
 
 
 def test_no_module_is_over_the_line_limit():
-    long = {str(p.relative_to(SRC)): n for p in (SRC / "attnscale").rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}  # fmt: skip
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in (SRC / "attnscale").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
+
+
+def test_the_formatter_is_overridden_rarely_and_with_a_reason():
+    """Layout by configuration (pyproject.toml's [tool.ruff]), not line by line: fewer than 30
+    ``# fmt: skip`` markers in src/ and few in tests/, each followed by its reason."""
+    marks = {}
+    for top in ("src", "tests"):
+        for path in (REPO / top).rglob("*.py"):
+            for line in path.read_text().splitlines():
+                if "# fmt: skip" in line or "# fmt: off" in line:
+                    marks.setdefault(top, []).append((path.name, line.strip()))
+    assert len(marks.get("src", [])) < 30 and len(marks.get("tests", [])) < 10, marks
+    bare = [m for ms in marks.values() for m in ms if re.search(r"# fmt: (skip|off)\s*$", m[1])]
+    assert not bare, f"markers without a reason: {bare}"
+
+
+def test_the_layer_has_rooms():
+    """``attnscale.layer`` holds at most 12 entries at its top level (docs/pipeline.md: the
+    layer's rooms), and no module is named after a Python keyword (``lambda``)."""
+    import keyword
+
+    top = [p.name for p in (SRC / "attnscale" / "layer").iterdir() if p.name != "__pycache__"]
+    assert len(top) <= 12, sorted(top)
+    assert {"dense", "sampled", "causal", "scores", "finite_d"} <= set(top)
+    stems = {p.stem for p in (SRC / "attnscale").rglob("*.py")}
+    assert not [s for s in stems if keyword.iskeyword(s)]
+
+
+def test_the_map_of_the_tests_is_current():
+    """tests/README.md maps every module to the test files that exercise it; it is generated by
+    tools/test_map.py (run it after adding a module or a test file)."""
+    import runpy
+
+    tool = runpy.run_path(str(REPO / "tools" / "test_map.py"))
+    assert (REPO / "tests" / "README.md").read_text() == tool["render"](), (
+        "tests/README.md is stale: run python tools/test_map.py"
+    )

@@ -8,9 +8,9 @@ import pytest
 from scipy.optimize import brentq
 
 from attnscale.experiments import realistic
-from attnscale.layer import learned_scores as ls
-from attnscale.layer import score_attention as sa
 from attnscale.layer import tokens
+from attnscale.layer.scores import attention as sa
+from attnscale.layer.scores import learned as ls
 
 
 def brute_layer(X, W, beta, alpha=0.0, keep=None, col=None, kappa_col=None):
@@ -66,8 +66,9 @@ def test_layer_grid_matches_brute_force(small, kind, alpha):
     keep = np.ones(9, dtype=bool)
     keep[[0, 4]] = False
     # block_rows and output_entries force several row blocks and beta groups
-    res = sa.layer_grid(X, Qm, Km, betas, alpha, keep=keep, col=2, block_rows=4,
-                        output_entries=2 * X.size)  # fmt: skip
+    res = sa.layer_grid(
+        X, Qm, Km, betas, alpha, keep=keep, col=2, block_rows=4, output_entries=2 * X.size
+    )
     for k, b in enumerate(betas):
         lam, diag, colm = brute_layer(X, W, b, alpha, keep=keep, col=2)
         # float64 rounding of O(1) quantities over 9 x 6 sums: 1e-10 is 1e5 ulps of margin
@@ -95,8 +96,13 @@ def test_angle_ratio_accurate_near_collapse():
     lam, n_pairs, n_excl = sa.angle_ratio_outputs(Y, Yout)
     Yn = Y / np.linalg.norm(Y, axis=1, keepdims=True)
     On = Yout[0] / np.linalg.norm(Yout[0], axis=1, keepdims=True)
-    ref = np.mean([np.sum((On[i] - On[j]) ** 2) / np.sum((Yn[i] - Yn[j]) ** 2)
-                   for i in range(7) for j in range(i + 1, 7)])  # fmt: skip
+    ref = np.mean(
+        [
+            np.sum((On[i] - On[j]) ** 2) / np.sum((Yn[i] - Yn[j]) ** 2)
+            for i in range(7)
+            for j in range(i + 1, 7)
+        ]
+    )
     assert ref == pytest.approx(0.25, rel=1e-5)  # contracted copy: ratio 1/4 to first order
     # both sides: rounding of the unit rows (~1e-16 per entry) against differences ~1e-6 gives
     # ~1e-10 relative; tolerance 1e-8
@@ -215,20 +221,25 @@ def test_random_matrices_normalisation():
         (lambda rng: ls.random_projection(8, 0, rng), "r"),
         (lambda rng: ls.perturbed_identity(8, -0.1, rng), "epsilon"),
         (lambda rng: ls.query_key_rows(np.ones((3, 4)), np.eye(3)), "W"),
-        (lambda rng: sa.layer_grid(np.eye(4) + 1, np.eye(4), np.eye(4), [1.0], keep=[1, 0, 0, 0]),
-         "keep"),
+        (
+            lambda rng: sa.layer_grid(
+                np.eye(4) + 1, np.eye(4), np.eye(4), [1.0], keep=[1, 0, 0, 0]
+            ),
+            "keep",
+        ),
         (lambda rng: sa.layer_grid(np.eye(4) + 1, np.eye(4), np.eye(4), [-1.0]), "betas"),
         (lambda rng: ls.gamma_c_fluct(1.0, 0.5, -0.1, 10), "sd_cross"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_names_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call(np.random.default_rng(0))
 
 
 def test_learned_entry_reproducible_and_checked():
-    kw = dict(root_seed=123, n=16, d=8, rho=0.5, gammas=[1.0, 3.0], epsilons=[0.3],
-              ranks=[2], trial=0)  # fmt: skip
+    kw = dict(
+        root_seed=123, n=16, d=8, rho=0.5, gammas=[1.0, 3.0], epsilons=[0.3], ranks=[2], trial=0
+    )
     a = realistic.learned_qk(**kw)
     b = realistic.learned_qk(**kw)
     for k in ("curves", "critical"):

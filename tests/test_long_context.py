@@ -15,8 +15,12 @@ from attnscale.experiments import paper_a_eta as pe
 from attnscale.experiments import paper_a_theorem as pth
 from attnscale.experiments import paper_a_tokens as ptok
 from attnscale.experiments.summaries import se_components
-from attnscale.layer import attention, sampled_eta, sampled_lambda, sampled_stats, tokens
-from attnscale.layer.sampled_rows import row_sample
+from attnscale.layer import tokens
+from attnscale.layer.dense import attention
+from attnscale.layer.sampled import angle_ratio as sampled_lambda
+from attnscale.layer.sampled import eta as sampled_eta
+from attnscale.layer.sampled import stats as sampled_stats
+from attnscale.layer.sampled.rows import row_sample
 
 SEED = 20261201
 
@@ -58,15 +62,25 @@ def test_regenerated_draws_equal_the_cached_ones():
     regen = {"draws": [], "n": n, "d": d, "trials": 2, "root_seed": SEED}
     for rows in ("all", 40):
         kw = {"rhos": [0.3, 0.6], "gammas": [1.0, 3.0], "alpha": 0.0, "rows": rows}
-        pd.testing.assert_frame_equal(pa.lambda_rows(draws=cached, n=n, d=d, **kw),
-                                      pa.lambda_rows(**regen, **kw))  # fmt: skip
-    kw = {"rhos": [0.5], "gammas": [1.0, 3.0], "alpha": 0.0, "method": "auto", "probes": 2,
-          "probe_kind": "rademacher", "rows": 40}  # fmt: skip
-    pd.testing.assert_frame_equal(pe.eta_rows(draws=cached, n=n, d=d, root_seed=SEED, **kw),
-                                  pe.eta_rows(**regen, **kw))  # fmt: skip
+        pd.testing.assert_frame_equal(
+            pa.lambda_rows(draws=cached, n=n, d=d, **kw), pa.lambda_rows(**regen, **kw)
+        )
+    kw = {
+        "rhos": [0.5],
+        "gammas": [1.0, 3.0],
+        "alpha": 0.0,
+        "method": "auto",
+        "probes": 2,
+        "probe_kind": "rademacher",
+        "rows": 40,
+    }
+    pd.testing.assert_frame_equal(
+        pe.eta_rows(draws=cached, n=n, d=d, root_seed=SEED, **kw), pe.eta_rows(**regen, **kw)
+    )
     kw = {"rho": 0.5, "gamma_factors": [1.0], "alphas": [0.0], "rows": 40, "z0": "fixed_norm"}
-    pd.testing.assert_frame_equal(pth.theory_rows_all(draws=cached, n=n, d=d, **kw),
-                                  pth.theory_rows_all(**regen, **kw))  # fmt: skip
+    pd.testing.assert_frame_equal(
+        pth.theory_rows_all(draws=cached, n=n, d=d, **kw), pth.theory_rows_all(**regen, **kw)
+    )
     seq = ptok.job_draws([], n=n, d=d, trials=2, root_seed=SEED)
     assert len(seq) == 2 and np.array_equal(seq[1]["Z"], cached[1]["Z"])
     with pytest.raises(ValueError, match="at least one token draw"):
@@ -93,8 +107,12 @@ def test_fixed_norm_removes_most_of_the_draw_to_draw_spread():
     beta = 2.0 * np.log(512)
     lam = {}
     for mode in ptok.Z0_MODES:
-        lam[mode] = np.array([attention.angle_ratio_grid(ptok.tokens_at(dr, 0.5, z0=mode)["X"],
-                                                          [beta])[0] for dr in draws(512, 128, 16)])  # fmt: skip
+        lam[mode] = np.array(
+            [
+                attention.angle_ratio_grid(ptok.tokens_at(dr, 0.5, z0=mode)["X"], [beta])[0]
+                for dr in draws(512, 128, 16)
+            ]
+        )
     ratio = lam["gaussian"].var(ddof=1) / lam["fixed_norm"].var(ddof=1)
     assert ratio > 16.0, ratio
 
@@ -107,15 +125,20 @@ def test_sampled_lambda_rows_are_the_library_estimator_with_the_documented_key()
     the provenance."""
     n, d = 300, 16
     dr = draws(n, d)
-    df = pa.lambda_rows(draws=dr, rhos=[0.2, 0.7], gammas=[1.0, 2.5], alpha=0.5, rows=50,
-                        z0="fixed_norm")  # fmt: skip
-    assert list(df.columns[df.columns.get_loc("lambda") :][:3]) == ["lambda", "lambda_se_within",
-                                                                   "rows"]  # fmt: skip
+    df = pa.lambda_rows(
+        draws=dr, rhos=[0.2, 0.7], gammas=[1.0, 2.5], alpha=0.5, rows=50, z0="fixed_norm"
+    )
+    assert list(df.columns[df.columns.get_loc("lambda") :][:3]) == [
+        "lambda",
+        "lambda_se_within",
+        "rows",
+    ]
     for (rho, trial), g in df.groupby(["rho", "trial"]):
         tok = ptok.tokens_at(dr[trial], rho, z0="fixed_norm")
         key = pa.rows_key(pa.ROWS_STREAM, n, d, trial)
-        ref = sampled_lambda.angle_ratio_sampled(tok["X"], g["beta"].to_numpy(), 0.5, rows=50,
-                                                 rng=job_rng(SEED, key))  # fmt: skip
+        ref = sampled_lambda.angle_ratio_sampled(
+            tok["X"], g["beta"].to_numpy(), 0.5, rows=50, rng=job_rng(SEED, key)
+        )
         assert np.array_equal(g["lambda"].to_numpy(), ref.estimate)
         assert np.array_equal(g["lambda_se_within"].to_numpy(), ref.se)
         assert (g["rows"] == 50).all() and (g["spawn_key"] == "-".join(map(str, key))).all()
@@ -136,23 +159,43 @@ def test_cell_se_has_a_within_and_a_between_part():
         within = np.sqrt(np.sum(g["lambda_se_within"] ** 2)) / 3
         assert cell["lambda_se"] == pytest.approx(se, rel=1e-12)
         assert cell["lambda_se_within"] == pytest.approx(within, rel=1e-12)
-        assert cell["lambda_se_between"] == pytest.approx(np.sqrt(max(se**2 - within**2, 0)),
-                                                          rel=1e-9, abs=1e-15)  # fmt: skip
-    assert list(fig.columns[5:10]) == ["lambda_mean", "lambda_se", "lambda_se_within",
-                                       "lambda_se_between", "rows"]  # fmt: skip
-    dense = pa.lambda_summary(csvs=[pa.lambda_rows(draws=dr, rhos=[0.5], gammas=[1.0],
-                                                   alpha=0.0)])["figure1"]  # fmt: skip
+        assert cell["lambda_se_between"] == pytest.approx(
+            np.sqrt(max(se**2 - within**2, 0)), rel=1e-9, abs=1e-15
+        )
+    assert list(fig.columns[5:10]) == [
+        "lambda_mean",
+        "lambda_se",
+        "lambda_se_within",
+        "lambda_se_between",
+        "rows",
+    ]
+    dense = pa.lambda_summary(csvs=[pa.lambda_rows(draws=dr, rhos=[0.5], gammas=[1.0], alpha=0.0)])[
+        "figure1"
+    ]
     assert not {"rows", "lambda_se_within", "lambda_se_between"} & set(dense.columns)
-    eta = pe.eta_rows(draws=dr, rhos=[0.5], gammas=[1.0, 4.0], alpha=0.0, method="auto",
-                      probes=2, probe_kind="rademacher", root_seed=SEED, rows=30)  # fmt: skip
+    eta = pe.eta_rows(
+        draws=dr,
+        rhos=[0.5],
+        gammas=[1.0, 4.0],
+        alpha=0.0,
+        method="auto",
+        probes=2,
+        probe_kind="rademacher",
+        root_seed=SEED,
+        rows=30,
+    )
     assert (eta["method"] == "sampled").all() and (eta["rows"] == 30).all()
     fig2 = pe.eta_summary(csvs=[eta])["figure2"]
     grid = eta[eta["gamma_kind"] == "grid"]
-    parts = se_components(grid.groupby(pa.CELL_KEYS), "eta", "eta_se")
+    parts = se_components(grid.groupby(pa.CELL_KEYS), "eta", "eta_se_within")
     np.testing.assert_allclose(fig2["eta_se_within"], parts["eta_se_within"], rtol=1e-15)
-    np.testing.assert_allclose(fig2["eta_se_within"],
-                               grid.groupby("gamma")["eta_se"].apply(
-                                   lambda s: np.sqrt(np.sum(s**2)) / 3).to_numpy(), rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        fig2["eta_se_within"],
+        grid.groupby("gamma")["eta_se_within"]
+        .apply(lambda s: np.sqrt(np.sum(s**2)) / 3)
+        .to_numpy(),
+        rtol=1e-12,
+    )
 
 
 def test_theorem_quantities_from_sampled_rows():
@@ -161,23 +204,32 @@ def test_theorem_quantities_from_sampled_rows():
     rows from sampled rows carry the within-draw SEs, and the table splits sim_se in two."""
     X = tokens.near_simplex(120, 12, 0.5, np.random.default_rng(2))
     betas, alphas = np.array([0.5, 4.0, 15.0]), np.array([0.0, 0.5])
-    out = sampled_stats.layer_statistics_sampled(X, betas, alphas, rows=np.arange(120),
-                                                 rng=np.random.default_rng(9))  # fmt: skip
+    out = sampled_stats.layer_statistics_sampled(
+        X, betas, alphas, rows=np.arange(120), rng=np.random.default_rng(9)
+    )
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     for k, beta in enumerate(betas):
         A = attention.softmax_rows(beta * (Y @ Y.T))
         for ia, alpha in enumerate(alphas):
             assert out["self_weight"][ia, k] == pytest.approx(np.mean(np.diag(A)), abs=1e-12)
-            assert out["cosine"][ia, k] == pytest.approx(tokens.mean_cosine(A @ Y + alpha * X),
-                                                         abs=1e-12)  # fmt: skip
+            assert out["cosine"][ia, k] == pytest.approx(
+                tokens.mean_cosine(A @ Y + alpha * X), abs=1e-12
+            )
             lam = attention.angle_ratio_grid(X, [beta], alpha)[0]
             assert out["lambda"][ia, k] == pytest.approx(lam, abs=1e-12)
-            eta = sampled_eta.eta_sampled(X, [beta], alpha, rows=row_sample(120, np.arange(120)),
-                                          rng=np.random.default_rng(9))  # fmt: skip
+            eta = sampled_eta.eta_sampled(
+                X, [beta], alpha, rows=row_sample(120, np.arange(120)), rng=np.random.default_rng(9)
+            )
             assert out["eta"][ia, k] == pytest.approx(eta.estimate[0], rel=1e-13)
     assert np.all(out["lambda_se"] == 0) and np.all(out["cosine_se"] == 0)
-    rows = pth.theory_rows_all(draws=draws(300, 16, 3), rho=0.5, gamma_factors=[1.0],
-                               alphas=[0.0, 0.5], rows=60, z0="fixed_norm")  # fmt: skip
+    rows = pth.theory_rows_all(
+        draws=draws(300, 16, 3),
+        rho=0.5,
+        gamma_factors=[1.0],
+        alphas=[0.0, 0.5],
+        rows=60,
+        z0="fixed_norm",
+    )
     table = pth.theorem_table(rows)
     for _, rec in table.iterrows():
         g = rows[rows["alpha"] == rec["alpha"]]
@@ -246,8 +298,10 @@ def test_benchmark_and_cost_estimate_run_at_tiny_sizes(tmp_path, capsys):
     assert counts[("Figure 1 (lambda)", 512)] == 35 * 2 and ("token draw", 512) in counts
     assert counts[("theorem table", 32)] == 3 * 8
     out = tmp_path / "estimate.csv"
-    assert long_context.main([str(REPO / "config/long-context.yaml"), "--tiny", "--out",
-                              str(out)]) == 0  # fmt: skip
+    assert (
+        long_context.main([str(REPO / "config/long-context.yaml"), "--tiny", "--out", str(out)])
+        == 0
+    )
     est = pd.read_csv(out)
     assert set(est["part"]) == {p for p, _ in counts} and (est["cpu_seconds"] > 0).all()
     assert "CPU-s" in capsys.readouterr().out

@@ -7,7 +7,8 @@ import pytest
 
 from attnscale.experiments import paper_a_eta as E
 from attnscale.experiments import paper_a_theorem as pth
-from attnscale.layer import eta_exact, tokens
+from attnscale.layer import tokens
+from attnscale.layer.dense import eta_exact
 
 SEED = 271828182845904523536028747135266249775
 
@@ -45,14 +46,21 @@ def test_theorem_table_paired_z():
     """z is the mean paired difference over its standard error; within_2se follows |z| <= 2."""
     rows = pd.DataFrame(
         {
-            "d": 8, "n": 16, "rho": 0.5, "alpha": 0.0, "gamma_factor": 1.0, "trial": [0, 1, 2],
-            "rho_hat": 0.5, "q_hat": 1.0, "gamma": 2.0,
+            "d": 8,
+            "n": 16,
+            "rho": 0.5,
+            "alpha": 0.0,
+            "gamma_factor": 1.0,
+            "trial": [0, 1, 2],
+            "rho_hat": 0.5,
+            "q_hat": 1.0,
+            "gamma": 2.0,
             **{q: [1.0, 2.0, 3.0] for q in pth.QUANTITIES},
             **{f"{q}_simplex_n": [0.0, 1.5, 1.5] for q in pth.QUANTITIES},
             **{f"{q}_limit": 0.0 for q in pth.QUANTITIES},
             "eta_simplex_n_norms": 2.0,
         }
-    )  # fmt: skip
+    )
     tab = pth.theorem_table(rows).set_index("quantity")
     diff = np.array([1.0, 0.5, 1.5])
     se = diff.std(ddof=1) / np.sqrt(3)
@@ -80,13 +88,29 @@ def test_eta_table_exact_and_hutchinson_agree_within_their_error():
     X = tokens.near_simplex(48, 6, 0.5, np.random.default_rng(0))
     tok = _tok(X, 0.5)
     gammas = np.geomspace(0.5, 8.0, 15)
-    ex = E.eta_table(tok, gammas, 0.0, method="exact", probes=64, probe_kind="rademacher",
-                     root_seed=SEED, params={})  # fmt: skip
-    hu = E.eta_table(tok, gammas, 0.0, method="hutchinson", probes=64, probe_kind="rademacher",
-                     root_seed=SEED, params={})  # fmt: skip
+    ex = E.eta_table(
+        tok,
+        gammas,
+        0.0,
+        method="exact",
+        probes=64,
+        probe_kind="rademacher",
+        root_seed=SEED,
+        params={},
+    )
+    hu = E.eta_table(
+        tok,
+        gammas,
+        0.0,
+        method="hutchinson",
+        probes=64,
+        probe_kind="rademacher",
+        root_seed=SEED,
+        params={},
+    )
     assert list(ex["gamma_kind"]) == ["grid"] * 15 + ["critical"]
-    assert (ex["eta_se"] == 0).all() and (hu["eta_se"] > 0).all()
-    assert np.all(np.abs(hu["eta"] - ex["eta"]) <= 5 * hu["eta_se"])
+    assert (ex["eta_se_within"] == 0).all() and (hu["eta_se_within"] > 0).all()
+    assert np.all(np.abs(hu["eta"] - ex["eta"]) <= 5 * hu["eta_se_within"])
     np.testing.assert_allclose(ex["eta_rel"] * ex["eta_plateau"], ex["eta"], rtol=1e-14)
     # the plateau is the super-critical limit at the realised norms, reached once every
     # off-diagonal weight is negligible: beta min_{i != j} (1 - <y_i, y_j>) > 40 makes them
@@ -94,8 +118,16 @@ def test_eta_table_exact_and_hutchinson_agree_within_their_error():
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     gap = np.min((1.0 - Y @ Y.T)[~np.eye(48, dtype=bool)])
     gamma = 41.0 / gap / np.log(48)
-    big = E.eta_table(tok, [gamma], 0.0, method="exact", probes=1, probe_kind="rademacher",
-                      root_seed=SEED, params={})  # fmt: skip
+    big = E.eta_table(
+        tok,
+        [gamma],
+        0.0,
+        method="exact",
+        probes=1,
+        probe_kind="rademacher",
+        root_seed=SEED,
+        params={},
+    )
     beta = big["beta"].iloc[0]  # rounding of the beta^2 terms: ~1e3 eps beta^2 (test_jacobian)
     assert abs(big["eta_rel"].iloc[0] - 1.0) <= 1e3 * np.finfo(float).eps * beta**2
     assert ex["eta"].iloc[-1] == pytest.approx(eta_exact.eta_exact(X, ex["beta"].iloc[-1]))
@@ -108,6 +140,14 @@ def test_draws_without_gamma_c_are_skipped():
     tok = _tok(X, 0.5)
     assert tok["rho_hat"] < 0
     assert pth.theory_rows(tok, [1.0], [0.0], {}).empty
-    t = E.eta_table(tok, [1.0, 2.0], 0.0, method="exact", probes=1, probe_kind="rademacher",
-                    root_seed=SEED, params={})  # fmt: skip
+    t = E.eta_table(
+        tok,
+        [1.0, 2.0],
+        0.0,
+        method="exact",
+        probes=1,
+        probe_kind="rademacher",
+        root_seed=SEED,
+        params={},
+    )
     assert list(t["gamma_kind"]) == ["grid", "grid"] and t["eta_limit"].isna().all()

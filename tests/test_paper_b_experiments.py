@@ -18,8 +18,15 @@ SEED = 271828182845904523536028747135266249775
 
 
 def test_phase_column_is_deterministic_and_tidy():
-    kw = dict(n=50, d=5, betas=[0.5, 5.0, 50.0], line_gammas=[0.3, 1.0], trials=20,
-              method="sphere", root_seed=SEED)  # fmt: skip
+    kw = dict(
+        n=50,
+        d=5,
+        betas=[0.5, 5.0, 50.0],
+        line_gammas=[0.3, 1.0],
+        trials=20,
+        method="sphere",
+        root_seed=SEED,
+    )
     a, b = pbp.phase_column(**kw), pbp.phase_column(**kw)
     pd.testing.assert_frame_equal(a, b)
     assert list(a["kind"]) == ["grid"] * 3 + ["line"] * 2
@@ -42,8 +49,15 @@ def test_weight_profile_columns_are_consistent():
 
 
 def test_critical_laws_tables():
-    out = pbl.critical_laws(d=3, n_values=[50, 200], gammas=[0.5, 2.0], trials=50,
-                            limit_trials=200, method="sphere", root_seed=SEED)  # fmt: skip
+    out = pbl.critical_laws(
+        d=3,
+        n_values=[50, 200],
+        gammas=[0.5, 2.0],
+        trials=50,
+        limit_trials=200,
+        method="sphere",
+        root_seed=SEED,
+    )
     e, s = out["ecdf"], out["summary"]
     for _, g in e.groupby(["stat", "source", "n", "gamma"], dropna=False):
         assert np.all(np.diff(g["cdf"].to_numpy()) >= 0)
@@ -54,8 +68,16 @@ def test_critical_laws_tables():
 
 def test_heat_drift_rows_and_neglected_mass():
     q = [1.0, 1.0, 1.0]
-    df = pbd.heat_drift(beta=300.0, n=20_000, q=q, target_se=0.05, min_contexts=2,
-                       max_contexts=3, cut=40.0, root_seed=SEED)  # fmt: skip
+    df = pbd.heat_drift(
+        beta=300.0,
+        n=20_000,
+        q=q,
+        target_se=0.05,
+        min_contexts=2,
+        max_contexts=3,
+        cut=40.0,
+        root_seed=SEED,
+    )
     assert len(df) == df["contexts"].iloc[0] == 3
     assert (df["t_c"] < 2).all() and (df["neglected_mass_bound"] < 1e-12).all()
     assert (df["keys_in_cap"] < 20_000).all()
@@ -76,8 +98,14 @@ def test_contexts_needed_follows_the_noise_law():
 
 
 def test_vector_fields_small():
-    out = pbf.vector_fields(n=300, beta_exponents=[1.0, 0.25], n_queries=20,
-                            sweep_betas=[1.0, 10.0], sweep_contexts=2, root_seed=SEED)  # fmt: skip
+    out = pbf.vector_fields(
+        n=300,
+        beta_exponents=[1.0, 0.25],
+        n_queries=20,
+        sweep_betas=[1.0, 10.0],
+        sweep_contexts=2,
+        root_seed=SEED,
+    )
     p, s = out["panels"], out["sweep"]
     assert set(p["panel"]) == {0, 1} and len(p) == 40
     Y = p[["disp_x", "disp_y", "disp_z"]].to_numpy()
@@ -92,16 +120,24 @@ def test_vector_fields_small():
 
 
 def test_poisson_limit_table_merges_the_line_gammas():
-    a = pbp.poisson_limit_table(d=5, gammas=[0.1, 1.0], line_gammas=[0.3, 1.0], trials=20,
-                                root_seed=SEED)  # fmt: skip
+    a = pbp.poisson_limit_table(
+        d=5, gammas=[0.1, 1.0], line_gammas=[0.3, 1.0], trials=20, root_seed=SEED
+    )
     assert a["gamma"].tolist() == [0.1, 0.3, 1.0]  # sorted, the shared 1.0 once
     b = pbp.poisson_limit_table(d=5, gammas=[0.1, 0.3, 1.0], trials=20, root_seed=SEED)
     pd.testing.assert_frame_equal(a, b)  # one generator per (d, gamma): same rows either way
 
 
 def test_output_law_tables():
-    kw = dict(d=5, n_values=[10, 1000], gammas=[1.0, 3.0], trials=60, limit_trials=200,
-              plot_points=20, root_seed=SEED)  # fmt: skip
+    kw = dict(
+        d=5,
+        n_values=[10, 1000],
+        gammas=[1.0, 3.0],
+        trials=60,
+        limit_trials=200,
+        plot_points=20,
+        root_seed=SEED,
+    )
     out = pbo.critical_output_law(**kw)
     pd.testing.assert_frame_equal(out["summary"], pbo.critical_output_law(**kw)["summary"])
     s, e = out["summary"], out["ecdf"]
@@ -123,9 +159,14 @@ def test_output_law_tables():
 
 @pytest.mark.parametrize(
     "kw, name",
-    [({"d": 2}, "d"), ({"n_values": [0]}, r"n_values\[i\]"), ({"gammas": [-1.0]}, "gammas"),
-     ({"trials": 1}, "trials"), ({"plot_points": 1}, "plot_points")],
-)  # fmt: skip
+    [
+        ({"d": 2}, "d"),
+        ({"n_values": [0]}, r"n_values\[i\]"),
+        ({"gammas": [-1.0]}, "gammas"),
+        ({"trials": 1}, "trials"),
+        ({"plot_points": 1}, "plot_points"),
+    ],
+)
 def test_output_law_bad_input_names_the_argument(kw, name):
     base = dict(d=3, n_values=[10], gammas=[1.0], trials=10, limit_trials=10, root_seed=SEED)
     with pytest.raises(ValueError, match=name):
@@ -137,9 +178,19 @@ def test_output_law_figure_from_tables():
 
     from attnscale.figures.paper_b_output_law import plot_output_law
 
-    out = [pbo.critical_output_law(d=d, n_values=[10, 100], gammas=[1.0], trials=40,
-                                   limit_trials=80, plot_points=10, root_seed=SEED)
-           for d in (3, 5)]  # fmt: skip
-    fig = plot_output_law(ecdf=[o["ecdf"] for o in out], summary=[o["summary"] for o in out],
-                          caption="test")  # fmt: skip
+    out = [
+        pbo.critical_output_law(
+            d=d,
+            n_values=[10, 100],
+            gammas=[1.0],
+            trials=40,
+            limit_trials=80,
+            plot_points=10,
+            root_seed=SEED,
+        )
+        for d in (3, 5)
+    ]
+    fig = plot_output_law(
+        ecdf=[o["ecdf"] for o in out], summary=[o["summary"] for o in out], caption="test"
+    )
     assert isinstance(fig, Figure) and len(fig.axes) == 2 * 3

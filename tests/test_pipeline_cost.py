@@ -11,15 +11,26 @@ from attnscale.pipeline.config import Config
 
 
 def small_cfg(method="exact"):
-    return Config({
-        "paper_a": {
-            "n": 64, "d": [16, 2], "rho": [0.2, 0.5], "gamma": [1.0, 2.0, 4.0], "trials": 3,
-            "alpha": 0.0, "eta": {"trials": 1, "method": method, "probes": 2,
-                                  "probe_kind": "rademacher"},
-            "theorem_table": {"rho": [0.5], "alpha": [0.0], "gamma_factors": [1.0], "trials": 2},
-            "finite_size": {"n": [32], "rho": [0.5], "alpha": [0.0], "trials": 2},
+    return Config(
+        {
+            "paper_a": {
+                "n": 64,
+                "d": [16, 2],
+                "rho": [0.2, 0.5],
+                "gamma": [1.0, 2.0, 4.0],
+                "trials": 3,
+                "alpha": 0.0,
+                "eta": {"trials": 1, "method": method, "probes": 2, "probe_kind": "rademacher"},
+                "theorem_table": {
+                    "rho": [0.5],
+                    "alpha": [0.0],
+                    "gamma_factors": [1.0],
+                    "trials": 2,
+                },
+                "finite_size": {"n": [32], "rho": [0.5], "alpha": [0.0], "trials": 2},
+            }
         }
-    })  # fmt: skip
+    )
 
 
 def test_lambda_and_eta_counts_by_hand():
@@ -53,9 +64,11 @@ def test_efficiency_record():
 
 def test_job_seconds_reads_snakemake_benchmark_files(tmp_path):
     head = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
-    for rel, s in (("paper_a/lambda/n64/d2/rho0.2000.tsv", 1.5),
-                   ("paper_a/lambda/n64/d2/rho0.5000.tsv", 2.5),
-                   ("paper_b/phase/n10.tsv", 0.25)):  # fmt: skip
+    for rel, s in (
+        ("paper_a/lambda/n64/d2/rho0.2000.tsv", 1.5),
+        ("paper_a/lambda/n64/d2/rho0.5000.tsv", 2.5),
+        ("paper_b/phase/n10.tsv", 0.25),
+    ):
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(head + f"{s}\t0:00:01\t1\t1\t1\t1\t0\t0\t0\t0\n")

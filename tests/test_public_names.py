@@ -6,8 +6,9 @@
 * What the library itself uses of another of its modules is in that module's ``__all__`` (read
   from the ``import`` statements and attribute accesses with :mod:`ast`), and so is every entry
   function a workflow rule names.
-* The names earlier issues documented import from where they were documented: the old flat
-  path (with a ``DeprecationWarning`` naming the new home) and the new home.
+* The public API (docs/api.md#public-api): each module offers the names listed, and the old paths
+  kept (``attnscale._moved.MOVED``, the one deprecation mechanism) are exactly the table's, each
+  importing the new module with a ``DeprecationWarning`` naming it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import ast
 import importlib
 import re
 import sys
-import warnings
 
 import pytest
 
@@ -88,8 +88,11 @@ def _uses(module: str) -> set[tuple[str, str]]:
                 if alias.name.startswith("attnscale") and alias.asname:
                     bound[alias.asname] = alias.name
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in bound):  # fmt: skip
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
             target = bound[node.value.id]
             if f"{target}.{node.attr}" not in ALL_MODULES:
                 used.add((target, node.attr))
@@ -116,73 +119,74 @@ def test_every_rule_entry_is_public():
     assert not bad, f"entry functions missing from their module's __all__: {bad}"
 
 
-#: Names earlier issues documented, at their old flat path (the new home is _moved.MOVED's).
-DOCUMENTED = {
-    "attention": ["forward", "angle_ratio", "angle_ratio_grid"],
-    "jacobian": ["jvp", "eta_hutchinson", "eta_exact"],
-    "tokens": ["near_simplex"],
-    "finite_d": ["self_weight", "critical_beta"],
-}
-CASES = [(old, name) for old, names in DOCUMENTED.items() for name in names]
+def public_api() -> dict[str, dict]:
+    """The table of docs/api.md#public-api: module -> {"names": [...], "old": [old paths]}."""
+    text = (REPO / "docs" / "api.md").read_text()
+    section = text[text.index("## Public API") :]
+    out = {}
+    for row in re.findall(
+        r"^\|[^|\n]*\| `(attnscale[\w.]*)` \|([^|\n]*)\|([^|\n]*)\|$", section, re.M
+    ):
+        module, names, old = row
+        out[module] = {
+            "names": re.findall(r"`(\w+)`", names.split("(")[0]),
+            "old": re.findall(r"`(attnscale[\w.]*)`", old),
+        }
+    return out
 
 
-@pytest.mark.parametrize("old, name", CASES)
-def test_documented_names_import_from_the_new_home(old, name):
-    new = f"attnscale.{_moved.MOVED[old]}"
-    mod = importlib.import_module(new)
-    assert callable(getattr(mod, name))
-    assert name in mod.__all__
-    namespace: dict = {}
-    exec(f"from {new} import {name}", namespace)  # the documented spelling
-    assert namespace[name] is getattr(mod, name)
+PUBLIC_API = public_api()
+OLD_PATHS = [(old, module) for module, row in PUBLIC_API.items() for old in row["old"]]
 
 
-@pytest.mark.parametrize("old, name", CASES)
-def test_documented_names_import_from_the_old_path_with_a_warning(old, name):
-    new = f"attnscale.{_moved.MOVED[old]}"
-    sys.modules.pop(f"attnscale.{old}", None)
-    namespace: dict = {}
-    with pytest.warns(DeprecationWarning, match=re.escape(f"moved to {new}")):
-        exec(f"from attnscale.{old} import {name}", namespace)
-    assert namespace[name] is getattr(importlib.import_module(new), name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        old_module = importlib.import_module(f"attnscale.{old}")
-    assert getattr(old_module, name) is namespace[name]
+def test_the_public_api_table_is_read():
+    assert len(PUBLIC_API) >= 12
+    assert "attnscale.layer.dense.attention" in PUBLIC_API
 
 
-#: The public names of modules later split by concern (their ``__all__`` before the split); each
-#: still imports from the old path, with a warning, as the object at its new home.
-SPLIT_DOCUMENTED = {
-    "layer.score_regimes": [
-        "LEVEL", "gap_top_weight", "gap_critical_beta", "copy_cosines", "copy_factor",
-        "ties_critical_beta", "ties_shift", "ties_for_shift", "gaussian_tail_scale",
-        "rem_freezing_beta", "pd_top_weight_mean", "pd_critical_alpha", "rem_top_weight_mean",
-        "rem_critical_beta", "rem_top_weight_slope", "rem_scores", "rem_scores_above",
-        "rem_truncation_bias", "rem_truncation_threshold", "gaussian_token_draw",
-        "gaussian_token_row", "group_weight", "group_weight_grid", "finite_d_critical_beta",
-        "log_n_breakdown",
-    ],
-    "experiments.regimes": [
-        "REM_STREAM", "TOKEN_STREAM", "GRID_WIDTHS", "GRID_FRACTION", "MAX_ATTEMPTS", "PROV",
-        "ties_k", "beta_grid", "curve_root", "rem_points", "token_points", "read_off_points",
-        "theory_table", "read_off_theory", "theory", "SUMMARY_COLUMNS", "critical_scale_table",
-    ],
-}  # fmt: skip
+@pytest.mark.parametrize("module", sorted(PUBLIC_API))
+def test_every_public_api_module_offers_its_names(module):
+    mod = importlib.import_module(module)
+    names = PUBLIC_API[module]["names"]
+    assert names, module
+    assert set(names) <= set(mod.__all__), sorted(set(names) - set(mod.__all__))
 
 
-@pytest.mark.parametrize("old", sorted(SPLIT_DOCUMENTED))
-def test_split_module_names_import_from_the_old_path_with_a_warning(old):
-    full = f"attnscale.{old}"
-    homes = [importlib.import_module(h) for h in _moved.split_homes(full)]
-    for name in SPLIT_DOCUMENTED[old]:
-        at_home = [getattr(h, name) for h in homes if name in h.__all__]
-        assert len(at_home) == 1, f"{name} should be public in exactly one new home of {full}"
-        sys.modules.pop(full, None)
+def test_the_old_paths_kept_are_exactly_those_of_the_public_api():
+    """One deprecation mechanism (``attnscale._moved.MOVED``), for the public API only: its table
+    and the docs' column of old paths are the same list."""
+    moved = {f"attnscale.{old}": f"attnscale.{new}" for old, new in _moved.MOVED.items()}
+    assert moved == dict(OLD_PATHS)
+
+
+@pytest.mark.parametrize("old, module", OLD_PATHS)
+def test_an_old_path_of_the_public_api_imports_the_module_with_a_warning(old, module):
+    new = importlib.import_module(module)
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{old} moved to {module}")):
+        mod = importlib.import_module(old)
+    assert mod is new
+    for name in PUBLIC_API[module]["names"]:
+        sys.modules.pop(old, None)
         namespace: dict = {}
-        with pytest.warns(DeprecationWarning, match=re.escape(f"{full} was split into")):
-            exec(f"from {full} import {name}", namespace)
-        assert namespace[name] is at_home[0]
+        with pytest.warns(DeprecationWarning, match=re.escape(f"moved to {module}")):
+            exec(f"from {old} import {name}", namespace)  # the documented spelling
+        assert namespace[name] is getattr(new, name)
+
+
+#: Names earlier issues promised at their old flat paths (kept through 0.2.x).
+PROMISED = {
+    "attnscale.attention": ["forward", "angle_ratio", "angle_ratio_grid"],
+    "attnscale.jacobian": ["jvp", "eta_hutchinson", "eta_exact"],
+    "attnscale.tokens": ["near_simplex"],
+    "attnscale.finite_d": ["self_weight", "critical_beta"],
+}
+
+
+@pytest.mark.parametrize("old", sorted(PROMISED))
+def test_the_promised_old_names_are_in_the_public_api(old):
+    module = dict(OLD_PATHS)[old]
+    assert set(PROMISED[old]) <= set(PUBLIC_API[module]["names"])
 
 
 def test_the_command_line_and_estimator_are_public():
@@ -193,17 +197,3 @@ def test_the_command_line_and_estimator_are_public():
     assert {"critical_report", "estimate_report", "main"} <= set(cli.__all__)
     assert {"estimate_rho_q", "TokenEstimate"} <= set(tokens.__all__)
     assert "first_order_crossover_log_n" in finite_d.__all__
-
-
-@pytest.mark.parametrize("old", sorted(["workflow_jobs", "check_workflow"]))
-def test_backend_functions_that_moved_to_the_pipeline_warn_and_still_work(old):
-    """Issue 26: the workflow's keys left the backend; the old names still import."""
-    import attnscale.backend as backend
-    from attnscale.pipeline import config_checks
-
-    module, new = backend.MOVED_TO_PIPELINE[old]
-    with pytest.warns(DeprecationWarning, match=re.escape(f"moved to {module}.{new}")):
-        namespace: dict = {}
-        exec(f"from attnscale.backend import {old}", namespace)
-    assert namespace[old] is getattr(config_checks, new)
-    assert new in config_checks.__all__

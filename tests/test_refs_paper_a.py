@@ -72,8 +72,15 @@ def equicorrelated_draw(n, rho, q, trial=0):
     z_0 and z_i along orthogonal axes (d = n + 1), so x_i = sqrt(rho q) e_0 + sqrt((1-rho) q) e_i."""
     d = n + 1
     eye = np.eye(d)
-    return {"z0": np.sqrt(q) * eye[0], "Z": np.sqrt(q) * eye[1:], "n": n, "d": d, "trial": trial,
-            "root_seed": str(SEED), "spawn_key": np.array([1, 2, 3])}  # fmt: skip
+    return {
+        "z0": np.sqrt(q) * eye[0],
+        "Z": np.sqrt(q) * eye[1:],
+        "n": n,
+        "d": d,
+        "trial": trial,
+        "root_seed": str(SEED),
+        "spawn_key": np.array([1, 2, 3]),
+    }
 
 
 def gaussian_draws(n, d, trials):
@@ -133,8 +140,9 @@ def test_lambda_on_equicorrelated_tokens_is_the_simplex_value(rho):
     """All cosines rho and norms q: the dense lambda equals the table's finite-n simplex column
     (an independent closed form) to rounding, and rho_hat / q_hat are exact."""
     n, q = 8, 1.7
-    df = pa.lambda_rows(draws=[equicorrelated_draw(n, rho, q)], rhos=[rho], gammas=[0.5, 2.0, 20.0],
-                        alpha=0.3)  # fmt: skip
+    df = pa.lambda_rows(
+        draws=[equicorrelated_draw(n, rho, q)], rhos=[rho], gammas=[0.5, 2.0, 20.0], alpha=0.3
+    )
     assert df["rho_hat"].iloc[0] == pytest.approx(rho, rel=1e-13)
     assert df["q_hat"].iloc[0] == pytest.approx(q, rel=1e-14)
     X = ptok.tokens_at(equicorrelated_draw(n, rho, q), rho)["X"]
@@ -146,24 +154,50 @@ def test_lambda_on_equicorrelated_tokens_is_the_simplex_value(rho):
 def _synthetic_rows(values, kind="grid"):
     """Rows of one (d, n, alpha, rho, gamma) cell with the given per-trial values."""
     t = len(values)
-    return pd.DataFrame({
-        "d": 4, "n": 10, "alpha": 0.0, "rho": 0.5, "gamma": 2.0, "trial": range(t),
-        "gamma_kind": kind, "lambda": values, "rho_hat": 0.5, "lambda_simplex_n": 0.25,
-        "q_hat": 1.0, "beta": 2.0 * np.log(10), "lambda_limit": 0.2,
-        "eta": values, "eta_rel": values, "eta_plateau": 1.0, "eta_simplex_n_norms": 0.5,
-        "mean_inv_sq_norm": 1.0, "method": "exact", "probes": 0, "eta_se": 0.0,
-        "eta_limit": 0.3, "eta_simplex_n": 0.4,
-        "root_seed": str(SEED), "spawn_key": [f"1-{i}" for i in range(t)], "params_hash": "h",
-        "attnscale_version": "v", "git_commit": "c",
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "d": 4,
+            "n": 10,
+            "alpha": 0.0,
+            "rho": 0.5,
+            "gamma": 2.0,
+            "trial": range(t),
+            "gamma_kind": kind,
+            "lambda": values,
+            "rho_hat": 0.5,
+            "lambda_simplex_n": 0.25,
+            "q_hat": 1.0,
+            "beta": 2.0 * np.log(10),
+            "lambda_limit": 0.2,
+            "eta": values,
+            "eta_rel": values,
+            "eta_plateau": 1.0,
+            "eta_simplex_n_norms": 0.5,
+            "mean_inv_sq_norm": 1.0,
+            "method": "exact",
+            "probes": 0,
+            "eta_se_within": 0.0,
+            "eta_limit": 0.3,
+            "eta_simplex_n": 0.4,
+            "root_seed": str(SEED),
+            "spawn_key": [f"1-{i}" for i in range(t)],
+            "params_hash": "h",
+            "attnscale_version": "v",
+            "git_commit": "c",
+        }
+    )
 
 
 def test_figure_tables_mean_and_standard_error():
     """Cell mean and SE = sample SD (ddof 1) / sqrt(trials) by hand: values 1, 2, 4 give mean 7/3
     and SE sqrt(7/3) / sqrt(3); one trial gives SE nan; critical rows carry lambda - simplex."""
-    rows = pd.concat([_synthetic_rows([1.0, 2.0, 4.0]),
-                      _synthetic_rows([0.9]).assign(gamma=5.0),
-                      _synthetic_rows([0.6, 0.7], kind="critical")])  # fmt: skip
+    rows = pd.concat(
+        [
+            _synthetic_rows([1.0, 2.0, 4.0]),
+            _synthetic_rows([0.9]).assign(gamma=5.0),
+            _synthetic_rows([0.6, 0.7], kind="critical"),
+        ]
+    )
     out = pa.lambda_summary(csvs=[rows])
     f1 = out["figure1"].set_index("gamma")
     assert f1.loc[2.0, "lambda_mean"] == pytest.approx(7 / 3, rel=1e-15)
@@ -187,8 +221,16 @@ def test_eta_rows_against_finite_differences(alpha):
     norm moments w1 = mean 1/|x|, w2 = mean 1/|x|^2."""
     n, d, rho = 6, 3, 0.4
     draws = gaussian_draws(n, d, 2)
-    df = pe.eta_rows(draws=draws, rhos=[rho], gammas=[0.5, 3.0], alpha=alpha, method="exact",
-                     probes=1, probe_kind="rademacher", root_seed=SEED)  # fmt: skip
+    df = pe.eta_rows(
+        draws=draws,
+        rhos=[rho],
+        gammas=[0.5, 3.0],
+        alpha=alpha,
+        method="exact",
+        probes=1,
+        probe_kind="rademacher",
+        root_seed=SEED,
+    )
     for t, draw in enumerate(draws):
         X = ptok.tokens_at(draw, rho)["X"]
         sub = df[df["trial"] == t]
@@ -199,19 +241,27 @@ def test_eta_rows_against_finite_differences(alpha):
         plateau = ((d - 1) * (w2 + 2 * alpha * w1 + alpha**2) + alpha**2) / d
         np.testing.assert_allclose(sub["eta_plateau"], plateau, rtol=1e-13)
         np.testing.assert_allclose(sub["eta_rel"], sub["eta"] / plateau, rtol=1e-13)
-    assert (df["eta_se"] == 0).all() and (df["method"] == "exact").all()
+    assert (df["eta_se_within"] == 0).all() and (df["method"] == "exact").all()
 
 
 def test_eta_hutchinson_rows_are_unbiased_for_the_finite_difference_value():
     """Hutchinson rows (64 Rademacher probes) within 5 of their own SEs of the dense value."""
     n, d, rho = 6, 3, 0.4
     draws = gaussian_draws(n, d, 1)
-    df = pe.eta_rows(draws=draws, rhos=[rho], gammas=[1.0, 3.0], alpha=0.0, method="hutchinson",
-                     probes=64, probe_kind="rademacher", root_seed=SEED)  # fmt: skip
+    df = pe.eta_rows(
+        draws=draws,
+        rhos=[rho],
+        gammas=[1.0, 3.0],
+        alpha=0.0,
+        method="hutchinson",
+        probes=64,
+        probe_kind="rademacher",
+        root_seed=SEED,
+    )
     X = ptok.tokens_at(draws[0], rho)["X"]
     for _, row in df.iterrows():
-        assert row["eta_se"] > 0
-        assert abs(row["eta"] - eta_fd(X, row["beta"], 0.0)) < 5 * row["eta_se"]
+        assert row["eta_se_within"] > 0
+        assert abs(row["eta"] - eta_fd(X, row["beta"], 0.0)) < 5 * row["eta_se_within"]
 
 
 # ------------------------------------------------------------------ theorem table rows
@@ -239,9 +289,11 @@ def test_theory_rows_recomputed_from_the_definition():
         assert row["q_hat"] == pytest.approx(q_hat, rel=1e-13)
         # (rtol 1e-12: rho_hat and q_hat recomputed here differ from the table's in the last bits)
         g = row["gamma"]
-        lims = {"cosine_limit": theory.cosine_limit(rho_hat, g, alpha, q_hat),
-                "lambda_limit": theory.lambda_limit(rho_hat, g, alpha, q_hat),
-                "eta_limit": theory.eta_limit(rho_hat, g, d, alpha, q_hat)}  # fmt: skip
+        lims = {
+            "cosine_limit": theory.cosine_limit(rho_hat, g, alpha, q_hat),
+            "lambda_limit": theory.lambda_limit(rho_hat, g, alpha, q_hat),
+            "eta_limit": theory.eta_limit(rho_hat, g, d, alpha, q_hat),
+        }
         for col, want in lims.items():
             assert row[col] == pytest.approx(want, rel=1e-12, abs=1e-15), col
 
@@ -249,14 +301,19 @@ def test_theory_rows_recomputed_from_the_definition():
 def test_theory_rows_on_equicorrelated_tokens_hit_every_simplex_column():
     """On the equicorrelated configuration the dense values are the finite-n simplex columns."""
     n, rho, q = 6, 0.6, 1.3
-    df = pth.theory_rows_all(draws=[equicorrelated_draw(n, rho, q)], rho=rho,
-                            gamma_factors=[0.5, 1.0, 2.0], alphas=[0.0, 0.5])  # fmt: skip
+    df = pth.theory_rows_all(
+        draws=[equicorrelated_draw(n, rho, q)],
+        rho=rho,
+        gamma_factors=[0.5, 1.0, 2.0],
+        alphas=[0.0, 0.5],
+    )
     X = ptok.tokens_at(equicorrelated_draw(n, rho, q), rho)["X"]
     for _, row in df.iterrows():
         beta, alpha = row["beta"], row["alpha"]
         Y = unit(X)
         assert row["self_weight_simplex_n"] == pytest.approx(
-            np.mean(np.diag(softmax_rows(beta * Y @ Y.T))), rel=1e-12)  # fmt: skip
+            np.mean(np.diag(softmax_rows(beta * Y @ Y.T))), rel=1e-12
+        )
         assert row["cosine_simplex_n"] == pytest.approx(mean_cos(layer(X, beta, alpha)), rel=1e-9)
         assert row["lambda_simplex_n"] == pytest.approx(angle_ratio(X, beta, alpha), rel=1e-8)
         assert row["eta_simplex_n"] == pytest.approx(eta_fd(X, beta, alpha), rel=1e-6)
@@ -266,9 +323,16 @@ def test_eta_rows_on_equicorrelated_tokens_hit_both_simplex_columns():
     """Equal norms: the simplex eta with realised norm moments equals the plain one, and both
     equal the dense finite-difference eta."""
     n, rho, q = 6, 0.6, 1.3
-    df = pe.eta_rows(draws=[equicorrelated_draw(n, rho, q)], rhos=[rho], gammas=[0.5, 2.0],
-                     alpha=0.5, method="exact", probes=1, probe_kind="rademacher",
-                     root_seed=SEED)  # fmt: skip
+    df = pe.eta_rows(
+        draws=[equicorrelated_draw(n, rho, q)],
+        rhos=[rho],
+        gammas=[0.5, 2.0],
+        alpha=0.5,
+        method="exact",
+        probes=1,
+        probe_kind="rademacher",
+        root_seed=SEED,
+    )
     X = ptok.tokens_at(equicorrelated_draw(n, rho, q), rho)["X"]
     ref = [eta_fd(X, b, 0.5) for b in df["beta"]]
     np.testing.assert_allclose(df["eta"], ref, rtol=1e-6)
@@ -279,8 +343,17 @@ def test_eta_rows_on_equicorrelated_tokens_hit_both_simplex_columns():
 def test_theorem_table_z_threshold_and_trial_counts():
     """within_2se is |z| <= 2 exactly (a row at z = 2.5 is outside); two trials give finite SEs,
     one trial gives nan z and SE and within_2se False."""
-    base = dict(d=8, n=16, rho=0.5, alpha=0.0, gamma_factor=1.0, rho_hat=0.5, q_hat=1.0,
-                gamma=2.0, eta_simplex_n_norms=0.0)  # fmt: skip
+    base = dict(
+        d=8,
+        n=16,
+        rho=0.5,
+        alpha=0.0,
+        gamma_factor=1.0,
+        rho_hat=0.5,
+        q_hat=1.0,
+        gamma=2.0,
+        eta_simplex_n_norms=0.0,
+    )
 
     def rows(diffs):
         t = len(diffs)
@@ -303,8 +376,9 @@ def test_theorem_table_z_threshold_and_trial_counts():
 
 def test_theorem_table_paired_statistics_by_hand():
     """diff = sim - simplex per draw; z = mean(diff) / SE(diff); SE with ddof 1."""
-    rows = pth.theory_rows_all(draws=gaussian_draws(7, 3, 3), rho=0.5, gamma_factors=[1.0],
-                              alphas=[0.0])  # fmt: skip
+    rows = pth.theory_rows_all(
+        draws=gaussian_draws(7, 3, 3), rho=0.5, gamma_factors=[1.0], alphas=[0.0]
+    )
     tab = pth.theorem_table_data(csvs=[rows]).set_index("quantity")
     for qty in pth.QUANTITIES:
         diff = rows[qty].to_numpy() - rows[f"{qty}_simplex_n"].to_numpy()

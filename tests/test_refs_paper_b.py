@@ -104,8 +104,14 @@ def poisson_limit_mean(d, gamma, c):
 
 
 # table of the exact limit E A_(1) (5 decimals), docs/paper-b.md
-EXACT_LIMITS = {(3, 0.3): 0.42207, (3, 1.0): 0.72949, (3, 3.0): 0.89414,
-                (5, 0.3): 0.04506, (5, 1.0): 0.27599, (5, 3.0): 0.66271}  # fmt: skip
+EXACT_LIMITS = {
+    (3, 0.3): 0.42207,
+    (3, 1.0): 0.72949,
+    (3, 3.0): 0.89414,
+    (5, 0.3): 0.04506,
+    (5, 1.0): 0.27599,
+    (5, 3.0): 0.66271,
+}
 
 
 @pytest.mark.parametrize("d, gamma", list(EXACT_LIMITS))
@@ -134,8 +140,15 @@ def test_phase_column_n2_matches_the_exact_integral(method):
     theory columns equal their closed forms for d = 5 (m_n = 0.75 n / beta^2, asymptote
     beta^2 / (1.5 n), line betas gamma sqrt(n))."""
     n, d = 2, 5
-    df = phase.phase_column(n=n, d=d, betas=[0.5, 5.0, 50.0], line_gammas=[1.0, 10.0],
-                         trials=3000, method=method, root_seed=SEED)  # fmt: skip
+    df = phase.phase_column(
+        n=n,
+        d=d,
+        betas=[0.5, 5.0, 50.0],
+        line_gammas=[1.0, 10.0],
+        trials=3000,
+        method=method,
+        root_seed=SEED,
+    )
     np.testing.assert_allclose(
         df["beta"], [0.5, 5.0, 50.0, np.sqrt(2), 10 * np.sqrt(2)], rtol=4e-16
     )
@@ -184,8 +197,9 @@ def test_weight_profile_d3_ratio_is_the_uniform_spacing_law():
     exactly. Rows k = 2, 3, ~m_n, ~2 m_n within 4 SE; the mass column within 4 combined SE of a
     brute-force simulation; the limit columns are exp(-x) and 1 - exp(-x)."""
     n, trials = 100, 400
-    df = laws.weight_profile(n=n, d=3, beta_exponent=0.25, trials=trials, method="sphere",
-                           root_seed=SEED)  # fmt: skip
+    df = laws.weight_profile(
+        n=n, d=3, beta_exponent=0.25, trials=trials, method="sphere", root_seed=SEED
+    )
     beta = n**0.25  # alpha = 1
     m = 0.5 * n / beta
     assert df["beta"].iloc[0] == pytest.approx(beta, rel=1e-15)
@@ -215,8 +229,9 @@ def _ppf5(u):
     def solve(v):
         if v == 0:
             return 0.0
-        return optimize.brentq(lambda t: 3 * (t / 2) ** 2 - 2 * (t / 2) ** 3 - v, 0.0, 2.0,
-                               xtol=1e-15)  # fmt: skip
+        return optimize.brentq(
+            lambda t: 3 * (t / 2) ** 2 - 2 * (t / 2) ** 3 - v, 0.0, 2.0, xtol=1e-15
+        )
 
     return np.array([solve(v) for v in np.atleast_1d(u)])
 
@@ -226,21 +241,24 @@ def test_weight_profile_d5_against_brute_force_and_closed_forms():
     P(2, sqrt x) = 1 - e^{-sqrt x} (1 + sqrt x); finite-beta overlays from the exact F inverted by
     root finding; simulated ratio and mass within 4 combined SE of an independent simulation."""
     n, trials = 100, 400
-    df = laws.weight_profile(n=n, d=5, beta_exponent=0.25, trials=trials, method="sphere",
-                           root_seed=SEED)  # fmt: skip
+    df = laws.weight_profile(
+        n=n, d=5, beta_exponent=0.25, trials=trials, method="sphere", root_seed=SEED
+    )
     beta = n ** (0.5 * 0.25)
     m = 0.75 * n / beta**2
     assert df["beta"].iloc[0] == pytest.approx(beta, rel=1e-15)
     assert df["m_n"].iloc[0] == pytest.approx(m, rel=1e-14)
     x = np.arange(1, n + 1) / m
     np.testing.assert_allclose(df["ratio_limit"], np.exp(-np.sqrt(x)), rtol=1e-13)
-    np.testing.assert_allclose(df["mass_limit"], 1 - np.exp(-np.sqrt(x)) * (1 + np.sqrt(x)),
-                               rtol=1e-12, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(
+        df["mass_limit"], 1 - np.exp(-np.sqrt(x)) * (1 + np.sqrt(x)), rtol=1e-12, atol=1e-15
+    )
     k = np.arange(1, n + 1)
     t = _ppf5(k / n)
     np.testing.assert_allclose(df["ratio_finite_beta"], np.exp(-beta * t), rtol=1e-12)
-    np.testing.assert_allclose(df["ratio_finite_beta_shifted"], np.exp(-beta * (t - t[0])),
-                               rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        df["ratio_finite_beta_shifted"], np.exp(-beta * (t - t[0])), rtol=1e-12
+    )
     w = np.exp(-beta * t)
     np.testing.assert_allclose(df["mass_finite_beta"], np.cumsum(w) / w.sum(), rtol=1e-12)
     T = np.sort(brute_d2q(trials, n, 5, rng(2)), axis=1)
@@ -262,8 +280,15 @@ def test_critical_laws_d3_against_exact_finite_n_laws():
     exact and Weibull ECDF rows are 1 - (1 - s/2n)^n and 1 - e^{-s/2}; the simulated ECDF of the
     nearest key stays within the 0.1% Kolmogorov bound of the exact law."""
     trials = 2000
-    out = laws.critical_laws(d=3, n_values=[2, 40], gammas=[1.0, 3.0], trials=trials,
-                            limit_trials=2000, method="sphere", root_seed=SEED)  # fmt: skip
+    out = laws.critical_laws(
+        d=3,
+        n_values=[2, 40],
+        gammas=[1.0, 3.0],
+        trials=trials,
+        limit_trials=2000,
+        method="sphere",
+        root_seed=SEED,
+    )
     e, s = out["ecdf"], out["summary"]
     top = s[(s["stat"] == "top_weight")]
     assert (top.loc[top["source"] == "poisson_limit", "n"] == 0).all()  # limit rows: n = 0
@@ -273,11 +298,16 @@ def test_critical_laws_d3_against_exact_finite_n_laws():
         (st_, src, int(n), None if np.isnan(g) else g)
         for (st_, src, n, g), _ in e.groupby(["stat", "source", "n", "gamma"], dropna=False)
     }
-    want = ({("top_weight", "poisson_limit", 0, g) for g in (1.0, 3.0)}
-            | {("top_weight", "finite_n", n, g) for n in (2, 40) for g in (1.0, 3.0)}
-            | {("nearest_scaled", "weibull_limit", 0, None)}
-            | {("nearest_scaled", src, n, None) for n in (2, 40)
-               for src in ("finite_n", "exact_finite_n")})  # fmt: skip
+    want = (
+        {("top_weight", "poisson_limit", 0, g) for g in (1.0, 3.0)}
+        | {("top_weight", "finite_n", n, g) for n in (2, 40) for g in (1.0, 3.0)}
+        | {("nearest_scaled", "weibull_limit", 0, None)}
+        | {
+            ("nearest_scaled", src, n, None)
+            for n in (2, 40)
+            for src in ("finite_n", "exact_finite_n")
+        }
+    )
     assert groups == want
     # ECDF grids: A_(1) on [0, top] with top <= 1 covering 99.9% of every sample; 201 points
     for _, g in e.groupby(["stat", "source", "n", "gamma"], dropna=False):
@@ -316,8 +346,15 @@ def test_critical_laws_d3_against_exact_finite_n_laws():
 def test_critical_laws_d5_limit_columns():
     """d = 5: the nearest-key limit mean is Gamma(3/2) / sqrt(C), the Weibull ECDF is
     1 - exp(-C s^2), and the Poisson-limit rows agree with the exact limit within 4 SE."""
-    out = laws.critical_laws(d=5, n_values=[30], gammas=[1.0], trials=200, limit_trials=2000,
-                            method="beta", root_seed=SEED)  # fmt: skip
+    out = laws.critical_laws(
+        d=5,
+        n_values=[30],
+        gammas=[1.0],
+        trials=200,
+        limit_trials=2000,
+        method="beta",
+        root_seed=SEED,
+    )
     e, s = out["ecdf"], out["summary"]
     near = s[(s["stat"] == "nearest_scaled")].iloc[0]
     assert near["limit_mean"] == pytest.approx(special.gamma(1.5) / np.sqrt(0.75), rel=1e-14)
@@ -366,8 +403,11 @@ def laguerre_att(q, beta, nodes=120, n_phi=128):
     e2 = np.cross(q, e1)
     ph = 2 * np.pi * np.arange(n_phi) / n_phi
     c, s = 1 - t, np.sqrt(t * (2 - t))
-    X = (c[:, None, None] * q + (s[:, None] * np.cos(ph))[..., None] * e1
-         + (s[:, None] * np.sin(ph))[..., None] * e2)  # fmt: skip
+    X = (
+        c[:, None, None] * q
+        + (s[:, None] * np.cos(ph))[..., None] * e1
+        + (s[:, None] * np.sin(ph))[..., None] * e2
+    )
     W = wt[:, None] * np.exp(X[..., 0] * X[..., 1])
     return (W[..., None] * X).sum(axis=(0, 1)) / W.sum()
 
@@ -382,8 +422,16 @@ def test_heat_drift_quadrature_by_another_rule_and_the_exact_table():
     """The summary's quadrature columns against Gauss-Laguerre (agreement 1e-8: the truncation
     e^{-2 beta} = 2e-9 at beta = 10 plus rule error), and the exact n = inf ratios of
     docs/paper-b.md, 0.7221 / 0.8958 / 0.9673 at beta = 10 / 30 / 100 (4-decimal rounding)."""
-    rows = drift.heat_drift(beta=10.0, n=2000, q=[1.0, 1.0, 1.0], target_se=1.0, min_contexts=2,
-                         max_contexts=2, cut=40.0, root_seed=SEED)  # fmt: skip
+    rows = drift.heat_drift(
+        beta=10.0,
+        n=2000,
+        q=[1.0, 1.0, 1.0],
+        target_se=1.0,
+        min_contexts=2,
+        max_contexts=2,
+        cut=40.0,
+        root_seed=SEED,
+    )
     out = drift.heat_drift_summary(csvs=[rows], q=[1.0, 1.0, 1.0], theory_betas=[10.0, 30.0, 100.0])
     summ, curve = out["summary"], out["curve"]
     ratio, normal = laguerre_ratio(Q3, 10.0)
@@ -410,8 +458,16 @@ def test_heat_drift_rows_match_the_quadrature_and_the_noise_law():
     standard deviation within 4 of its own standard errors (relative SE 1/sqrt(2(R - 1))) of the
     d = 3 noise law beta / |g| / sqrt(8 pi n rho(q)) that contexts_needed plans with."""
     n, beta, R = 20_000, 30.0, 48
-    rows = drift.heat_drift(beta=beta, n=n, q=[1.0, 1.0, 1.0], target_se=1e-6, min_contexts=2,
-                         max_contexts=R, cut=40.0, root_seed=SEED)  # fmt: skip
+    rows = drift.heat_drift(
+        beta=beta,
+        n=n,
+        q=[1.0, 1.0, 1.0],
+        target_se=1e-6,
+        min_contexts=2,
+        max_contexts=R,
+        cut=40.0,
+        root_seed=SEED,
+    )
     assert len(rows) == R and (rows["contexts"] == R).all()
     ratio, normal = laguerre_ratio(Q3, beta)
     m, se = mean_se(rows["ratio"])
@@ -441,8 +497,9 @@ def test_vector_fields_recomputed_by_brute_force():
     east/north components from lon/lat, the drift grad log rho / beta; sweep rows: rms over the
     grid and the theory scales (d = 3: C = 2 pi rho, noise 1/(4 pi n rho), nearest 2/(C n))."""
     n, nq = 300, 20
-    out = fields.vector_fields(n=n, beta_exponents=[1.25, 0.25], n_queries=nq,
-                            sweep_betas=[1.0, 10.0], root_seed=SEED)  # fmt: skip
+    out = fields.vector_fields(
+        n=n, beta_exponents=[1.25, 0.25], n_queries=nq, sweep_betas=[1.0, 10.0], root_seed=SEED
+    )
     p, s = out["panels"], out["sweep"]
     K = keys.sample_x1x2(n, job_rng(SEED, spawn_key(fields.VF_STREAM, n, 3)), 3)
     assert np.allclose(np.linalg.norm(K, axis=1), 1, atol=1e-14)
@@ -479,14 +536,18 @@ def test_vector_fields_recomputed_by_brute_force():
         Y = tang(beta)
         assert row["rms_disp"] == pytest.approx(np.sqrt(np.mean(np.sum(Y * Y, 1))), rel=1e-11)
         R = Y - G / beta
-        assert row["rms_dev_from_drift"] == pytest.approx(np.sqrt(np.mean(np.sum(R * R, 1))),
-                                                          rel=1e-11)  # fmt: skip
+        assert row["rms_dev_from_drift"] == pytest.approx(
+            np.sqrt(np.mean(np.sum(R * R, 1))), rel=1e-11
+        )
         assert row["rms_drift_theory"] == pytest.approx(
-            np.sqrt(np.mean(np.sum(G * G, 1))) / beta, rel=1e-13)  # fmt: skip
+            np.sqrt(np.mean(np.sum(G * G, 1))) / beta, rel=1e-13
+        )
         assert row["rms_noise_theory"] == pytest.approx(
-            np.sqrt(np.mean(1 / (4 * np.pi * n * rho))), rel=1e-13)  # fmt: skip
+            np.sqrt(np.mean(1 / (4 * np.pi * n * rho))), rel=1e-13
+        )
         assert row["rms_nearest_theory"] == pytest.approx(
-            np.sqrt(np.mean(2 / (2 * np.pi * rho * n))), rel=1e-13)  # fmt: skip
+            np.sqrt(np.mean(2 / (2 * np.pi * rho * n))), rel=1e-13
+        )
         assert row["beta_critical"] == pytest.approx(n, rel=1e-15)
         assert row["beta_drift_transition"] == pytest.approx(np.sqrt(n), rel=1e-15)
         assert row["is_panel"] == bool(np.isclose(beta, [n**1.25, n**0.25], rtol=1e-12).any())
@@ -499,7 +560,8 @@ def test_vector_fields_recomputed_by_brute_force():
         D = tang(row["beta"]) - M
         # mean-field quadrature differences ~1e-10 (library docstring) inside the rms
         assert row["rms_dev_from_mean_field"] == pytest.approx(
-            np.sqrt(np.mean(np.sum(D * D, 1))), rel=1e-6)  # fmt: skip
+            np.sqrt(np.mean(np.sum(D * D, 1))), rel=1e-6
+        )
 
 
 def test_blocked_trials_give_the_same_table(monkeypatch):
@@ -527,14 +589,25 @@ def test_heat_drift_at_an_asymmetric_query():
     quadrature at the same q (the orthogonal component is not 0 here)."""
     q = np.array([1.0, 2.0, 2.0]) / 3.0
     beta = 10.0
-    rows = drift.heat_drift(beta=beta, n=20_000, q=q.tolist(), target_se=1e-6, min_contexts=2,
-                            max_contexts=24, cut=40.0, root_seed=SEED)  # fmt: skip
+    rows = drift.heat_drift(
+        beta=beta,
+        n=20_000,
+        q=q.tolist(),
+        target_se=1e-6,
+        min_contexts=2,
+        max_contexts=24,
+        cut=40.0,
+        root_seed=SEED,
+    )
     att = laguerre_att(q, beta)
     g = score(q)
     tang = beta * (att - (att @ q) * q)
     e_perp = np.cross(q, g) / np.linalg.norm(g)
-    ref = {"ratio": tang @ g / (g @ g), "normal": beta * (att @ q - 1),
-           "perp": tang @ e_perp / np.linalg.norm(g)}  # fmt: skip
+    ref = {
+        "ratio": tang @ g / (g @ g),
+        "normal": beta * (att @ q - 1),
+        "perp": tang @ e_perp / np.linalg.norm(g),
+    }
     for col, want in ref.items():
         m, se = mean_se(rows[col])
         assert abs(m - want) < 4 * se, (col, m, se, want)

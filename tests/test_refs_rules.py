@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attnscale.experiments import paper_a_scaling_rules as par
-from attnscale.layer import scaling_rules as sr
+from attnscale.layer.scores import scaling_rules as sr
 
 
 def ministral_ref(n: int) -> float:

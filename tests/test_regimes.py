@@ -403,8 +403,9 @@ def test_ties_exact_limits():
     for n, d, rho in ((300, 8, 0.0), (1000, 32, 0.5)):
         b = finite_d.critical_beta(n, d, rho)
         bs = [0.8 * b, b, 1.3 * b]
-        assert np.array_equal(ties_exact.ties_group_weight(n, 1, d, rho, bs),
-                              finite_d.self_weight(n, d, rho, bs))  # fmt: skip
+        assert np.array_equal(
+            ties_exact.ties_group_weight(n, 1, d, rho, bs), finite_d.self_weight(n, d, rho, bs)
+        )
     for level, noise in ((0.5, 0.0), (0.3, 0.2)):
         b = ties_exact.ties_exact_critical_beta(2000, 12, 32, 0.5, copy_noise=noise, level=level)
         w = ties_exact.ties_group_weight(2000, 12, 32, 0.5, b, copy_noise=noise)
@@ -425,11 +426,20 @@ def test_first_order_line_ends_at_its_breakdown():
     """The finite-d first-order line of the theory table runs up to ln(n - 1) = d / (2 (1 + rho -
     rho^2 / 2)), where its root is 2 ln(n - 1) / (1 - rho) = (1 - rho) / s^2, and has no root
     beyond (docs/regimes.md#finite-d-where-log-n-ends)."""
-    th = rgth.theory_table(n=[100, 1000], theory_n=np.geomspace(100, 1e5, 7), gap_d=64,
-                           gap_rho=0.5, ties=[], rem_s=1.0, fd_d=[16], fd_rho=0.0,
-                           level=0.5)  # fmt: skip
-    fo = th[(th["series"] == "finite_d d=16") & (th["kind"] == "first_order")
-            & (th["role"] == "line")].sort_values("n")  # fmt: skip
+    th = rgth.theory_table(
+        n=[100, 1000],
+        theory_n=np.geomspace(100, 1e5, 7),
+        gap_d=64,
+        gap_rho=0.5,
+        ties=[],
+        rem_s=1.0,
+        fd_d=[16],
+        fd_rho=0.0,
+        level=0.5,
+    )
+    fo = th[
+        (th["series"] == "finite_d d=16") & (th["kind"] == "first_order") & (th["role"] == "line")
+    ].sort_values("n")
     ok = fo[np.isfinite(fo["beta"])]
     ln_b = gap.log_n_breakdown(16, 0.0)
     end = ok.iloc[-1]
@@ -439,7 +449,8 @@ def test_first_order_line_ends_at_its_breakdown():
     assert np.all(np.diff(ok["beta"]) > 0) and len(ok) >= len(rgth.FIRST_ORDER_END) + 3
     for n in (200.0, 2500.0):
         assert rgth.first_order_at(math.log(n - 1), 16, 0.0) == pytest.approx(
-            finite_d.first_order_critical_beta(int(n), 16, 0.0), rel=1e-12)  # fmt: skip
+            finite_d.first_order_critical_beta(int(n), 16, 0.0), rel=1e-12
+        )
     assert math.isnan(rgth.first_order_at(ln_b * (1 + 1e-9), 16, 0.0))
 
 
@@ -448,21 +459,75 @@ def _synthetic_table():
     law, one gap row set with a tie series, one REM row set."""
     rows = []
     for n, b, se in ((1e5, 60.0, 0.6), (1e6, 116.0, 1.2)):
-        rows.append({"regime": "finite_d", "series": "finite_d d=8", "kind": "simulation",
-                     "role": "point", "n": n, "d": 8, "rho": 0.0, "k": 1.0, "beta": b,
-                     "beta_se": se, "z_pred": 0.5, "spawn_keys": f"fd-{n:g}"})  # fmt: skip
+        rows.append(
+            {
+                "regime": "finite_d",
+                "series": "finite_d d=8",
+                "kind": "simulation",
+                "role": "point",
+                "n": n,
+                "d": 8,
+                "rho": 0.0,
+                "k": 1.0,
+                "beta": b,
+                "beta_se": se,
+                "z_pred": 0.5,
+                "spawn_key": f"fd-{n:g}",
+            }
+        )
     for kind, b5, b6 in (("prediction", 60.3, 117.7), ("power_law", 61.6, 119.0)):
         for n, b in ((1e5, b5), (1e6, b6)):
-            rows.append({"regime": "finite_d", "series": "finite_d d=8", "kind": kind,
-                         "role": "point", "n": n, "d": 8, "rho": 0.0, "k": 1.0, "beta": b})  # fmt: skip
+            rows.append(
+                {
+                    "regime": "finite_d",
+                    "series": "finite_d d=8",
+                    "kind": kind,
+                    "role": "point",
+                    "n": n,
+                    "d": 8,
+                    "rho": 0.0,
+                    "k": 1.0,
+                    "beta": b,
+                }
+            )
     rows += [
-        {"regime": "gap", "series": "gap", "kind": "simulation", "role": "point", "n": 1e3,
-         "d": 64, "rho": 0.5, "k": 1.0, "z_pred": 2.5, "spawn_keys": "g"},
-        {"regime": "ties", "series": "ties kappa=0.5", "kind": "simulation", "role": "point",
-         "n": 1e3, "d": 64, "rho": 0.5, "k": 32.0, "z_pred": 2.6, "spawn_keys": "g"},
-        {"regime": "rem", "series": "rem", "kind": "simulation", "role": "point", "n": 1e3,
-         "d": np.nan, "rho": np.nan, "k": 1.0, "z_pred": -1.0, "spawn_keys": "r"},
-    ]  # fmt: skip
+        {
+            "regime": "gap",
+            "series": "gap",
+            "kind": "simulation",
+            "role": "point",
+            "n": 1e3,
+            "d": 64,
+            "rho": 0.5,
+            "k": 1.0,
+            "z_pred": 2.5,
+            "spawn_key": "g",
+        },
+        {
+            "regime": "ties",
+            "series": "ties kappa=0.5",
+            "kind": "simulation",
+            "role": "point",
+            "n": 1e3,
+            "d": 64,
+            "rho": 0.5,
+            "k": 32.0,
+            "z_pred": 2.6,
+            "spawn_key": "g",
+        },
+        {
+            "regime": "rem",
+            "series": "rem",
+            "kind": "simulation",
+            "role": "point",
+            "n": 1e3,
+            "d": np.nan,
+            "rho": np.nan,
+            "k": 1.0,
+            "z_pred": -1.0,
+            "spawn_key": "r",
+        },
+    ]
     return pd.DataFrame(rows)
 
 
@@ -479,13 +544,16 @@ def test_local_exponent_and_row_sets_by_hand():
     assert e["exponent_power_law"] == pytest.approx(2.0 / 7.0)
     assert e["ratio_sim_power_law"] == pytest.approx(116.0 / 119.0)
     assert e["ln_n_over_d_hi"] == pytest.approx(math.log(1e6) / 8)
-    found = {f.key: f for f in regimes_checks.regimes_check_findings(
-        table=t, exponent=rgsum.local_exponent_table(t), rem_orders=pd.DataFrame())}  # fmt: skip
+    found = {
+        f.key: f
+        for f in regimes_checks.regimes_check_findings(
+            table=t, exponent=rgsum.local_exponent_table(t), rem_orders=pd.DataFrame()
+        )
+    }
     # three row sets (finite d at two n, gap with its tie series, REM): the tie series counts once
     assert found["regimes.row_sets_within_2se"].value == [3, 4]
     chi2 = 0.5**2 + 0.5**2 + 2.5**2 + 1.0**2
-    assert found["regimes.row_sets_chi2"].value == pytest.approx(
-        [chi2, 4, stats.chi2.sf(chi2, 4)])  # fmt: skip
+    assert found["regimes.row_sets_chi2"].value == pytest.approx([chi2, 4, stats.chi2.sf(chi2, 4)])
     assert found["regimes.finite_d8.local_exponent"].value[0] == pytest.approx(e["exponent_sim"])
     assert found["regimes.finite_d16.local_exponent"].value is None  # not in this table
 
@@ -495,8 +563,9 @@ def test_rem_orders_from_the_library():
     t = rgth.rem_orders(n=[100, 1e12], factors=[0.8, 1.5], s=2.0, level=0.5)
     r = t[(t["n"] == 1e12) & (t["factor"] == 1.5)].iloc[0]
     assert r["beta_exact"] == pytest.approx(rem.rem_critical_beta(1e12, s=2.0))
-    assert r["beta_penultimate"] == pytest.approx(rem.gaussian_tail_scale(1e12)[1]
-                                                  / rem.pd_critical_alpha() / 2.0)  # fmt: skip
+    assert r["beta_penultimate"] == pytest.approx(
+        rem.gaussian_tail_scale(1e12)[1] / rem.pd_critical_alpha() / 2.0
+    )
     assert r["top_weight"] == pytest.approx(
         rem.rem_top_weight_mean(1e12, 1.5 * rem.rem_freezing_beta(1e12, 2.0), s=2.0)
     )
@@ -620,12 +689,12 @@ def test_rerun_is_byte_identical():
     assert r1.encode() == small_rem(n=(200,), contexts=16).to_csv(index=False).encode()
 
 
-def test_table_provenance_and_spawn_keys():
+def test_table_provenance_and_spawn_key():
     df = small_rem(n=(150,), contexts=8)
     row = df.iloc[0]
     assert row["root_seed"] == str(SEED)
     prefix = "-".join(map(str, spawn_key(rgr.REM_STREAM, 150)))
-    assert row["spawn_keys"] == prefix + "-{0..7}"
+    assert row["spawn_key"] == prefix + "-{0..7}"
     for c in rgc.PROV:
         assert c in df.columns
 
@@ -658,8 +727,9 @@ def test_figure_draws_from_the_table():
     out = rgsum.critical_scale_table(
         simulations=[sim], theory=th, read_off_sim=ro, read_off_theory=rt
     )
-    fig = fr.plot_regimes(table=out["table"], read_off=out["read_off"], caption="test",
-                          exponent=out["exponent"])  # fmt: skip
+    fig = fr.plot_regimes(
+        table=out["table"], read_off=out["read_off"], caption="test", exponent=out["exponent"]
+    )
     assert len(fig.axes) == 6
     import matplotlib.pyplot as plt
 
@@ -671,7 +741,7 @@ def test_figure_draws_from_the_table():
     "call, needle",
     [
         (lambda: gap.gap_critical_beta(1, 0.5), "n must be"),
-        (lambda: gap.gap_critical_beta(10, 1.0), "rho must lie in"),
+        (lambda: gap.gap_critical_beta(10, 1.0), "rho must be a real number in"),
         (lambda: gap.gap_top_weight(10, 0.5, -1.0), "beta must lie in"),
         (lambda: ties.ties_critical_beta(10, 10, 0.5), "k must be smaller than n"),
         (lambda: ties.ties_critical_beta(10, 0.5, 0.5), "k must be finite and >= 1"),

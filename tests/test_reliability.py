@@ -39,13 +39,21 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
     target = work / "results/paper_a" / PAUSED_FILE
     marker = tmp_path / "paused"
     env = hermetic_env(work)
-    env.update({WRITE_PAUSE_ENV: PAUSED_FILE, f"{WRITE_PAUSE_ENV}_MARKER": str(marker),
-                f"{WRITE_PAUSE_ENV}_SECONDS": "300"})  # fmt: skip
+    env.update(
+        {
+            WRITE_PAUSE_ENV: PAUSED_FILE,
+            f"{WRITE_PAUSE_ENV}_MARKER": str(marker),
+            f"{WRITE_PAUSE_ENV}_SECONDS": "300",
+        }
+    )
     proc = subprocess.Popen(
         [str(BIN / "snakemake"), "--forcerun", PAUSED_RULE, "--cores", "1", *SMOKE],
-        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         t0 = time.monotonic()
         while not marker.exists():
@@ -105,13 +113,28 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
 def test_provenance_command(smoke_run):
     env = hermetic_env(smoke_run["dir"])
     proc = subprocess.run(
-        [sys.executable, "-m", "attnscale.pipeline.lineage", "figures/paper_a/figure1_lambda.png",
-         "--depth", "4"],
-        cwd=smoke_run["dir"], capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "attnscale.pipeline.lineage",
+            "figures/paper_a/figure1_lambda.png",
+            "--depth",
+            "4",
+        ],
+        cwd=smoke_run["dir"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     out = proc.stdout
-    for needle in ("paper_a_lambda_figure", "paper_a_lambda_summary", "paper_a_lambda", "paper_a_tokens",
-                   "src/attnscale/layer/attention.py"):  # fmt: skip
+    for needle in (
+        "paper_a_lambda_figure",
+        "paper_a_lambda_summary",
+        "paper_a_lambda",
+        "paper_a_tokens",
+        "src/attnscale/layer/dense/attention.py",
+    ):
         assert needle in out, needle
     import yaml
 
@@ -119,8 +142,10 @@ def test_provenance_command(smoke_run):
     assert str(seed) in out
     bad = subprocess.run(
         [sys.executable, "-m", "attnscale.pipeline.lineage", "figures/nope.png"],
-        cwd=smoke_run["dir"], capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=smoke_run["dir"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 1 and "no Snakemake record" in bad.stderr
 
 

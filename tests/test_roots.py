@@ -43,8 +43,9 @@ def test_same_root_as_scipy_bit_for_bit():
 def test_defaults_are_scipys():
     f = lambda x: math.cos(x) - x  # noqa: E731
     assert brentq(f, 0.0, 1.0) == optimize.brentq(f, 0.0, 1.0)
-    assert brentq(f, 0.0, 1.0, maxiter=5, xtol=1e-3) == optimize.brentq(f, 0.0, 1.0, maxiter=5,
-                                                                          xtol=1e-3)  # fmt: skip
+    assert brentq(f, 0.0, 1.0, maxiter=5, xtol=1e-3) == optimize.brentq(
+        f, 0.0, 1.0, maxiter=5, xtol=1e-3
+    )
 
 
 def test_an_endpoint_root_is_returned_as_is():
@@ -59,10 +60,14 @@ def test_an_endpoint_root_is_returned_as_is():
         ({"rtol": 1e-17}, lambda x: x, ValueError, "rtol too small"),
         ({}, lambda x: x * x + 1.0, ValueError, "f(a) and f(b) must have different signs"),
         ({}, lambda x: math.nan if x > 0 else -1.0, ValueError, "is NaN"),
-        ({"maxiter": 2, "xtol": 1e-15}, lambda x: math.tanh(20 * (x - 0.123)), RuntimeError,
-         "Failed to converge"),
+        (
+            {"maxiter": 2, "xtol": 1e-15},
+            lambda x: math.tanh(20 * (x - 0.123)),
+            RuntimeError,
+            "Failed to converge",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_calls_raise_like_scipy(kwargs, f, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         brentq(f, -1.0, 1.0, **kwargs)

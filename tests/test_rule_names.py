@@ -3,26 +3,26 @@
 * Plot rules, and only they, end in ``_figure``; each has its caption in
   ``workflow/report/<rule>.rst``, and every caption there belongs to a plot rule.
 * Every rule is named after its family, the rule file it is in.
-* The old names (``workflow/rules/aliases.smk``) are target-only rules of renamed rules, listed
-  in the docs' table, and a dry run of the old names schedules the jobs of the new ones.
+* No old rule name is a rule any more (0.2.0 removed the aliases; CHANGELOG.md lists them).
 * The README's figure table names current plot rules.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 
-import pytest
-
-from conftest import REPO, SMOKE, copy_repo, jobs_to_run, snakemake
+from conftest import REPO
 
 RULES_DIR = REPO / "workflow/rules"
 
 #: rule file -> the prefix of its rules' names: the file's family, which is the file's name
 #: except for a family that takes two files (docs/pipeline.md#rule-names)
-FAMILY = {"paper_a_eta": "paper_a_", "paper_b_limits": "paper_b_", "findings": "findings",
-          "benchmark": "benchmark_"}  # fmt: skip
+FAMILY = {
+    "paper_a_eta": "paper_a_",
+    "paper_b_limits": "paper_b_",
+    "findings": "findings",
+    "benchmark": "benchmark_",
+}
 
 
 def rule_blocks() -> dict[str, tuple[str, str]]:
@@ -40,12 +40,6 @@ def rule_blocks() -> dict[str, tuple[str, str]]:
     return out
 
 
-def renamed_rules() -> dict[str, str]:
-    """``RENAMED_RULES`` of aliases.smk (old name -> new name)."""
-    text = (RULES_DIR / "aliases.smk").read_text()
-    return ast.literal_eval(re.search(r"^RENAMED_RULES = (\{.*?^\})", text, re.M | re.S).group(1))
-
-
 def _outputs(block: str) -> str:
     m = re.search(r"^    output:\n((?:        .*\n?|\s*\n)*)", block, re.M)
     return m.group(1) if m else ""
@@ -56,8 +50,10 @@ def test_plot_rules_and_only_they_end_in_figure():
     assert len(blocks) > 50
     plots = {r for r, (_, b) in blocks.items() if '"figures/' in _outputs(b)}
     named = {r for r in blocks if r.endswith("_figure")}
-    assert plots == named, {"plot rules not named *_figure": sorted(plots - named),
-                            "named *_figure without a figure": sorted(named - plots)}  # fmt: skip
+    assert plots == named, {
+        "plot rules not named *_figure": sorted(plots - named),
+        "named *_figure without a figure": sorted(named - plots),
+    }
 
 
 def test_every_plot_rule_has_its_caption_and_every_caption_a_plot_rule():
@@ -71,18 +67,24 @@ def test_every_plot_rule_has_its_caption_and_every_caption_a_plot_rule():
 
 
 def test_every_rule_is_named_after_its_family():
-    bad = [f"{stem}.smk: {rule}" for rule, (stem, _) in rule_blocks().items()
-           if not rule.startswith(FAMILY.get(stem, stem + "_"))]  # fmt: skip
+    bad = [
+        f"{stem}.smk: {rule}"
+        for rule, (stem, _) in rule_blocks().items()
+        if not rule.startswith(FAMILY.get(stem, stem + "_"))
+    ]
     assert not bad, bad
 
 
-def test_old_names_are_aliases_of_renamed_rules_and_documented():
-    blocks, renamed = rule_blocks(), renamed_rules()
-    assert not set(renamed) & set(blocks), "an old name is again the name of a rule that runs"
-    assert set(renamed.values()) <= set(blocks)
-    table = dict(re.findall(r"^\| `(\w+)` \| `(\w+)` \|$",
-                            (REPO / "docs/pipeline.md").read_text(), re.M))  # fmt: skip
-    assert table == renamed, "the docs' table of old names differs from aliases.smk"
+def test_no_old_rule_name_is_a_rule_and_the_changelog_lists_them():
+    """0.2.0 removed the target-only rules of the names issue 26 retired; CHANGELOG.md keeps the
+    table (old name -> new name), and every new name in it is a rule."""
+    blocks = rule_blocks()
+    text = (REPO / "CHANGELOG.md").read_text()
+    table = dict(re.findall(r"^\| `(\w+)` \| `(\w+)` \|$", text, re.M))
+    assert len(table) >= 18
+    assert not set(table) & set(blocks), "an old name is again the name of a rule"
+    assert set(table.values()) <= set(blocks)
+    assert not (RULES_DIR / "aliases.smk").exists()
 
 
 def test_the_readme_table_names_current_plot_rules():
@@ -95,16 +97,3 @@ def test_the_readme_table_names_current_plot_rules():
         r for r in named if r not in blocks or not (r.endswith("_figure") or r == "benchmark_suite")
     ]
     assert not bad, bad
-
-
-@pytest.mark.workflow
-def test_a_dry_run_of_the_old_names_schedules_the_jobs_of_the_new_names(tmp_path):
-    """``snakemake <old name>`` builds what ``snakemake <new name>`` builds; the dry run adds one
-    line per old name (the target-only rule, as ``all``)."""
-    work = copy_repo(tmp_path / "repo")
-    renamed = renamed_rules()
-    old = jobs_to_run(snakemake(work, "-n", *renamed, *SMOKE).stdout)
-    new = jobs_to_run(snakemake(work, "-n", *renamed.values(), *SMOKE).stdout)
-    assert {r: old[r] for r in renamed} == dict.fromkeys(renamed, 1)
-    assert {r: k for r, k in old.items() if r not in renamed} == new
-    assert len(new) > 20

@@ -67,8 +67,14 @@ DUMP = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def workflow_rules(tmp_path_factory):
     work = copy_repo(tmp_path_factory.mktemp("rules") / "repo")
-    proc = subprocess.run([sys.executable, "-c", DUMP, str(work)], cwd=work, capture_output=True,
-                          text=True, env=hermetic_env(work), timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", DUMP, str(work)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(work),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rules = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len([r for r in rules if r["runs"]]) > 50
@@ -78,8 +84,12 @@ def workflow_rules(tmp_path_factory):
 def _entry(rule: dict) -> str:
     """The entry of a rule that runs (its params' ``entry``, a literal)."""
     text = "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
-    block = re.search(rf"^(?:rule {rule['rule']}:|use rule \w+ as {rule['rule']} with:)\n"
-                      r"(?:(?:    .*)?\n)*?        entry=\"([\w.:]+)\"", text, re.M)  # fmt: skip
+    block = re.search(
+        rf"^(?:rule {rule['rule']}:|use rule \w+ as {rule['rule']} with:)\n"
+        r"(?:(?:    .*)?\n)*?        entry=\"([\w.:]+)\"",
+        text,
+        re.M,
+    )
     if block is None:  # a `use rule` without its own params: the entry of the rule it reuses
         base = re.search(rf"^use rule (\w+) as {rule['rule']} with:", text, re.M).group(1)
         return _entry({"rule": base})
@@ -92,8 +102,11 @@ def keyword_problems(fn, given: set[str]) -> list[str]:
     if any(p.kind == p.VAR_KEYWORD for p in ps.values()):
         return [f"{fn.__name__} takes **kwargs: the names it uses are not visible"]
     out = [f"passes {k!r}, which {fn.__name__} does not take" for k in sorted(given - set(ps))]
-    out += [f"does not pass {k!r}, which {fn.__name__} needs" for k, p in ps.items()
-            if k not in given and p.default is p.empty]  # fmt: skip
+    out += [
+        f"does not pass {k!r}, which {fn.__name__} needs"
+        for k, p in ps.items()
+        if k not in given and p.default is p.empty
+    ]
     return out
 
 
@@ -131,8 +144,10 @@ def test_every_wildcard_reaches_the_entry_function_through_params(workflow_rules
 
 def test_wildcard_check_catches_a_job_identity_left_to_the_inputs():
     """Issue 26: ``paper_a_lambda`` read ``n`` and ``d`` from its token files only."""
-    rule = {"wildcards": ["d", "n", "part"],
-            "params": {"entry": None, "rhos": ["RHO_PARTS", "int", "part"], "gammas": None}}  # fmt: skip
+    rule = {
+        "wildcards": ["d", "n", "part"],
+        "params": {"entry": None, "rhos": ["RHO_PARTS", "int", "part"], "gammas": None},
+    }
     assert undeclared_wildcards(rule) == ["d", "n"]
     rule["params"]["n"] = ["int", "n"]
     assert undeclared_wildcards(rule) == ["d"]
@@ -215,8 +230,11 @@ def test_the_adapter_reads_only_the_backend_keys_of_the_configuration(tmp_path):
     sm.rule, sm.threads, sm.config = "paper_a_scaling_rules_data", 1, cfg
     sm.log = [str(tmp_path / "job.log")]
     sm.input, sm.output = NL(), NL(csv=str(tmp_path / "rules.csv"))
-    sm.params = NL(entry="experiments.paper_a_scaling_rules:scaling_rules_data",
-                   ns=[1024.0, 4096.0], overlay_n=2048.0)  # fmt: skip
+    sm.params = NL(
+        entry="experiments.paper_a_scaling_rules:scaling_rules_data",
+        ns=[1024.0, 4096.0],
+        overlay_n=2048.0,
+    )
     run_rule(sm)
     assert (tmp_path / "rules.csv").stat().st_size > 100
     assert cfg.read == {"backend", "backend_memory_gb"}

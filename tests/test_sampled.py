@@ -8,7 +8,7 @@ Where each tolerance comes from:
   threshold ``1e-6`` carries ``~1e-10`` relative rounding in either kernel, averaged over many
   pairs), eta to ``1e-12`` relative at moderate beta; ``R_i`` to ``10 eps (1 + beta)^2`` relative
   (``||C P_i||^2`` is a difference of O(1) terms multiplied by ``beta^2``, as in
-  ``attnscale.layer.eta_exact``).
+  ``attnscale.layer.dense.eta_exact``).
 * **Finite differences**: central differences with step ``h = 1e-6`` have truncation error
   ``~h^2`` times third derivatives (``~beta^3``) and rounding ``eps / h``: ``1e-6`` relative at
   ``beta <= 5``.
@@ -32,18 +32,23 @@ import itertools
 import numpy as np
 import pytest
 
-from attnscale.layer.attention import angle_ratio, angle_ratio_grid, forward
-from attnscale.layer.causal import angle_ratio_grid_rows, forward_rows
-from attnscale.layer.eta_exact import eta_exact_grid
-from attnscale.layer.sampled_eta import eta_sampled, row_jacobian_norms
-from attnscale.layer.sampled_lambda import angle_ratio_sampled, pair_ratio_block, sampled_outputs
-from attnscale.layer.sampled_pairs import (
+from attnscale.layer.causal.angle_ratio import angle_ratio_grid_rows
+from attnscale.layer.causal.attention import forward_rows
+from attnscale.layer.dense.attention import angle_ratio, angle_ratio_grid, forward
+from attnscale.layer.dense.eta_exact import eta_exact_grid
+from attnscale.layer.sampled.angle_ratio import (
+    angle_ratio_sampled,
+    pair_ratio_block,
+    sampled_outputs,
+)
+from attnscale.layer.sampled.eta import eta_sampled, row_jacobian_norms
+from attnscale.layer.sampled.pairs import (
     pair_block_sums,
     pair_estimate,
     pair_estimate_from_sums,
     pair_variance_from_sums,
 )
-from attnscale.layer.sampled_rows import row_sample, sample_rows, stratified_mean
+from attnscale.layer.sampled.rows import row_sample, sample_rows, stratified_mean
 from attnscale.layer.tokens import near_simplex
 
 SEED = 20261201
@@ -89,7 +94,7 @@ def _all_samples(edges, counts):
         (11, [0, 4, 11], [4, 4]),
         (12, [0, 5, 8, 12], [4, 3, 4]),
         (12, [0, 2, 12], [2, 5]),
-    ],  # fmt: skip
+    ],
 )
 def test_pair_estimator_and_its_variance_are_exactly_unbiased(n, edges, counts):
     """Enumerating every sample of the design: E[estimate] = theta and E[variance estimate] =
@@ -157,7 +162,7 @@ def test_sampled_lambda_with_all_rows_is_the_dense_kernel(d):
     At d = 2 the dense grid kernel itself is off by ~3e-12 relative (its identity
     ``sum W - sum <y', W y'>`` cancels large weights ``W = 1 / (1 - <y_i, y_j>)``; measured against
     a long-double evaluation, where the sampled kernel is off by ~2e-14), so there the reference at
-    1e-12 is the pair-by-pair :func:`attnscale.layer.attention.angle_ratio` and the dense grid is
+    1e-12 is the pair-by-pair :func:`attnscale.layer.dense.attention.angle_ratio` and the dense grid is
     matched to 1e-11."""
     n = 384
     X = near_simplex(n, d, 0.5, np.random.default_rng(SEED + d))
@@ -222,8 +227,17 @@ def test_row_norms_match_jax_jacfwd(d, causal):
             ref = np.sum(J**2, axis=(1, 2, 3))
             tol = 10 * EPS * (1 + beta) ** 2
             for route in ("exact", "probe") if d == 2 else ("exact",):
-                R, _ = row_jacobian_norms(X, bvec[None], alpha, rows=rows, route=route,
-                                          rng=rng, causal=causal, key_block=4, block_rows=3)  # fmt: skip
+                R, _ = row_jacobian_norms(
+                    X,
+                    bvec[None],
+                    alpha,
+                    rows=rows,
+                    route=route,
+                    rng=rng,
+                    causal=causal,
+                    key_block=4,
+                    block_rows=3,
+                )
                 assert np.max(np.abs(R[0] - ref)) <= tol * ref.max()
             if causal and beta <= 30:
                 got = eta_sampled(X, bvec[None], alpha, rows=n, causal=True, route="exact")
@@ -248,8 +262,9 @@ def test_row_norms_match_finite_differences():
                 else:
                     diff = forward(plus, bvec, 0.5) - forward(minus, bvec, 0.5)
                 J[:, :, c] = diff / (2 * h)
-            R, _ = row_jacobian_norms(X, bvec[None], 0.5, rows=np.arange(n), route="exact",
-                                      causal=causal)  # fmt: skip
+            R, _ = row_jacobian_norms(
+                X, bvec[None], 0.5, rows=np.arange(n), route="exact", causal=causal
+            )
             assert rel(R[0], np.sum(J**2, axis=(1, 2))) < 1e-6
 
 
@@ -261,8 +276,12 @@ def test_diagonal_term_is_not_a_function_of_per_key_scalars():
     O(n^2) per row (docs/long-context.md#the-jacobian-norm-of-one-output-row)."""
     c, s = 0.6, 0.8
     square = np.array([[0, 1, 0, 0], [0, -1, 0, 0], [0, 0, 1, 0], [0, 0, -1, 0]], dtype=float)
-    tetra = np.hstack([np.zeros((4, 1)), np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1],
-                                                    [-1, -1, 1]]) / np.sqrt(3)])  # fmt: skip
+    tetra = np.hstack(
+        [
+            np.zeros((4, 1)),
+            np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]]) / np.sqrt(3),
+        ]
+    )
     R0, scalars = [], []
     for U in (square, tetra):
         X = np.vstack([[1.0, 0, 0, 0], c * np.eye(4)[0] + s * U])
@@ -285,8 +304,9 @@ def test_probe_route_is_unbiased_per_row(d):
     betas = np.array([2.0, 8.0]) * np.log(n)
     rows = np.arange(n)
     exact, _ = row_jacobian_norms(X, betas, 0.5, rows=rows, route="exact")
-    mean, noise = row_jacobian_norms(X, betas, 0.5, rows=rows, probes=K,
-                                     rng=np.random.default_rng(SEED))  # fmt: skip
+    mean, noise = row_jacobian_norms(
+        X, betas, 0.5, rows=rows, probes=K, rng=np.random.default_rng(SEED)
+    )
     z = (mean - exact) / np.sqrt(noise)
     assert np.all(np.abs(z) < 4), z
     assert np.all(noise > 0)
@@ -307,7 +327,7 @@ def _all_row_values(X, betas, alpha, causal=False):
 def _subsample_estimates(H, keep, V, samples):
     """The estimators on each subsample's rows of the all-row values, vectorised over subsamples
     (they share one design, and only the design enters the estimators): the per-row, per-stratum
-    sums that :func:`attnscale.layer.sampled_pairs.pair_block_sums` forms from a subsample's pair
+    sums that :func:`attnscale.layer.sampled.pairs.pair_block_sums` forms from a subsample's pair
     matrix are read off ``H @ Z`` with ``Z`` the subsamples' indicator columns, then the library's
     estimators run on them."""
     design = samples[0]
@@ -326,8 +346,11 @@ def _subsample_estimates(H, keep, V, samples):
         for key, A in (("h", Hk), ("h2", H2)):
             sums[key][..., s] = (A[:, :, p0:p1] @ Z)[:, idx, cols].transpose(1, 0, 2)
         sums["n"][..., s] = (K[:, p0:p1] @ Z)[idx, cols]
-    sums = {"h": sums["h"].reshape(k * B, m, L), "h2": sums["h2"].reshape(k * B, m, L),
-            "n": np.repeat(sums["n"], B, axis=0)}  # fmt: skip
+    sums = {
+        "h": sums["h"].reshape(k * B, m, L),
+        "h2": sums["h2"].reshape(k * B, m, L),
+        "n": np.repeat(sums["n"], B, axis=0),
+    }
     lam, lam_se = pair_estimate_from_sums(sums, design)
     eta, eta_se = stratified_mean(V[:, idx].transpose(1, 0, 2).reshape(k * B, m), design)
     return [a.reshape(k, B) for a in (lam, lam_se, eta, eta_se)]
@@ -342,8 +365,9 @@ def test_sampled_kernels_equal_the_estimators_of_their_rows():
     for causal in (False, True):
         grid = gammas(0.5)[:, None] * np.log(np.arange(1, N + 1)) if causal else betas
         H, keep, V = _all_row_values(X, grid, 0.5, causal)
-        samples = [sample_rows(N, M, rng, **({"strata": 4, "head": 4} if causal else {}))
-                   for _ in range(3)]  # fmt: skip
+        samples = [
+            sample_rows(N, M, rng, **({"strata": 4, "head": 4} if causal else {})) for _ in range(3)
+        ]
         lam, lam_se, eta, eta_se = _subsample_estimates(H, keep, V, samples)
         for k, s in enumerate(samples):
             got = angle_ratio_sampled(X, grid, 0.5, rows=s, causal=causal, key_block=100)
@@ -467,20 +491,23 @@ def test_arguments_are_checked_before_any_work(func, kwargs, name):
 def test_results_do_not_depend_on_the_number_of_threads(monkeypatch):
     """The element-wise passes run on row slices in as many threads as BLAS may use; every row goes
     through the same operations whatever the split, so 1, 2 and 3 threads agree bit for bit."""
-    from attnscale.layer import sampled_eta, sampled_lambda
+    from attnscale.layer import _threads
 
     X = near_simplex(N, 16, 0.5, np.random.default_rng(SEED))
     betas = gammas(0.5)[:, None] * np.log(np.arange(1, N + 1))[None]
     runs = []
     for threads in (1, 2, 3):
-        for module in (sampled_lambda, sampled_eta):
-            monkeypatch.setattr(module, "blas_threads", lambda k=threads: k)
-        runs.append((
-            angle_ratio_sampled(X, betas, 0.5, rows=M, rng=np.random.default_rng(1),
-                                causal=True).estimate,
-            eta_sampled(X, betas, 0.5, rows=M, rng=np.random.default_rng(1), causal=True,
-                        probes=2).values,
-        ))  # fmt: skip
+        monkeypatch.setattr(_threads, "blas_threads", lambda k=threads: k)
+        runs.append(
+            (
+                angle_ratio_sampled(
+                    X, betas, 0.5, rows=M, rng=np.random.default_rng(1), causal=True
+                ).estimate,
+                eta_sampled(
+                    X, betas, 0.5, rows=M, rng=np.random.default_rng(1), causal=True, probes=2
+                ).values,
+            )
+        )
     for run in runs[1:]:
         for a, b in zip(runs[0], run, strict=True):
             assert np.array_equal(a, b)

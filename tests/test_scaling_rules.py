@@ -3,18 +3,24 @@
 import numpy as np
 import pytest
 
-from attnscale.layer import scaling_rules as sr
+from attnscale.layer.scores import scaling_rules as sr
 
 N = np.array([1024, 4096, 8192, 16384, 32768, 131072, 1048576], dtype=float)
 REFERENCE = {
-    "qwen2048": (lambda n: sr.qwen_logn(n, 2048.0), [1.000, 1.091, 1.182, 1.273, 1.364, 1.545, 1.818]),
-    "qwen8192": (lambda n: sr.qwen_logn(n, 8192.0), [1.000, 1.000, 1.000, 1.077, 1.154, 1.308, 1.538]),
+    "qwen2048": (
+        lambda n: sr.qwen_logn(n, 2048.0),
+        [1.000, 1.091, 1.182, 1.273, 1.364, 1.545, 1.818],
+    ),
+    "qwen8192": (
+        lambda n: sr.qwen_logn(n, 8192.0),
+        [1.000, 1.000, 1.000, 1.077, 1.154, 1.308, 1.538],
+    ),
     "yarn": (sr.yarn_dynamic, [1.000, 1.000, 1.143, 1.296, 1.459, 1.813, 2.417]),
     "llama4": (sr.llama4, [1.000, 1.000, 1.069, 1.110, 1.161, 1.283, 1.486]),
     "grok2": (sr.grok2, [1.000, 1.200, 1.300, 1.400, 1.500, 1.700, 2.000]),
     "su": (sr.su_entropy, [1.111, 1.333, 1.444, 1.556, 1.667, 1.889, 2.222]),
     "infoscale": (sr.infoscale, [1.051, 1.146, 1.189, 1.231, 1.271, 1.346, 1.448]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", list(REFERENCE))

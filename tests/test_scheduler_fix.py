@@ -88,8 +88,10 @@ def test_smoke_run_rounds_grow_with_jobs_plus_seconds_not_their_product(smoke_ru
     log = smoke_run["proc"].stdout + smoke_run["proc"].stderr
     rounds = log.count("Resources before job selection")
     finished = log.count("Finished jobid:")
-    stamps = [datetime.strptime(t, "%a %b %d %H:%M:%S %Y")
-              for t in re.findall(r"^\[(\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})\]$", log, re.M)]  # fmt: skip
+    stamps = [
+        datetime.strptime(t, "%a %b %d %H:%M:%S %Y")
+        for t in re.findall(r"^\[(\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})\]$", log, re.M)
+    ]
     if not os.environ.get("ATTNSCALE_SMOKE_TREE"):  # a fresh smoke run (always so in CI)
         assert finished >= 1 and rounds >= 1, (finished, rounds)
     span = (max(stamps) - min(stamps)).total_seconds() + 2 if stamps else 0.0  # 1-s resolution

@@ -89,8 +89,11 @@ def test_library_validation_fills_what_snakemake_validate_fills():
         validate_schema(ours, SCHEMAS / "config.schema.yaml")
         assert ours == _validate(cfg)
     # wrong types: both validators refuse them
-    for bad in ({"seed": 1, "paper_b": {"phase": {"beta": "x"}}},
-                {"seed": 1, "finite_d": {"transition": {"rows": 1.5}}}, {"seed": "1"}):  # fmt: skip
+    for bad in (
+        {"seed": 1, "paper_b": {"phase": {"beta": "x"}}},
+        {"seed": 1, "finite_d": {"transition": {"rows": 1.5}}},
+        {"seed": "1"},
+    ):
         with pytest.raises(Exception):  # noqa: B017, PT011 - Snakemake's WorkflowError
             _validate(bad)
         with pytest.raises(SchemaError, match="Failed validating"):
@@ -98,8 +101,10 @@ def test_library_validation_fills_what_snakemake_validate_fills():
     # out of range: the ranges live in attnscale.pipeline.config, which names key and range
     from attnscale.pipeline.config import ConfigError, load
 
-    for bad, key in (({"seed": 1, "paper_a": {"trials": 0}}, "paper_a.trials"),
-                     ({"seed": -1}, "seed")):  # fmt: skip
+    for bad, key in (
+        ({"seed": 1, "paper_a": {"trials": 0}}, "paper_a.trials"),
+        ({"seed": -1}, "seed"),
+    ):
         with pytest.raises(ConfigError, match=rf"config error: {key} must be"):
             load(copy.deepcopy(bad), schema=SCHEMAS / "config.schema.yaml")
 

@@ -27,12 +27,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
 from attnscale.experiments.findings.sharpness import sharpness_findings
 from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
-from attnscale.experiments.sharpness import critical_level, draw_curves, sharpness_curves
+from attnscale.experiments.sharpness import draw_curves, sharpness_curves
 from attnscale.experiments.sharpness_summary import (
-    crossing,
-    delta_se,
     first_order_width,
     power_fit,
     sharpness_summary,
@@ -40,10 +39,10 @@ from attnscale.experiments.sharpness_summary import (
     transition_rows,
 )
 from attnscale.layer import finite_d, theory, tokens
-from attnscale.layer.eta_exact import eta_exact_grid
-from attnscale.layer.sampled_eta import eta_sampled
-from attnscale.layer.sampled_lambda import angle_ratio_sampled
-from attnscale.layer.sampled_observables import observables_sampled
+from attnscale.layer.dense.eta_exact import eta_exact_grid
+from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
+from attnscale.layer.sampled.eta import eta_sampled
+from attnscale.layer.sampled.observables import observables_sampled
 
 SEED = 20261201
 ROOT = 271828182845904523536028747135266249775
@@ -84,10 +83,12 @@ def dense(X, betas, alpha=0.0, causal=False):
 def test_one_pass_equals_the_sampled_kernels_and_with_every_row_the_dense_ones(alpha, causal):
     X = tokens.near_simplex(200, 12, 0.5, np.random.default_rng(SEED))
     betas = np.array([0.0, 2.0, 7.0, 20.0])
-    got = observables_sampled(X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2,
-                              causal=causal)  # fmt: skip
-    eta = eta_sampled(X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2,
-                      causal=causal)  # fmt: skip
+    got = observables_sampled(
+        X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2, causal=causal
+    )
+    eta = eta_sampled(
+        X, betas, alpha, rows=64, rng=np.random.default_rng(1), probes=2, causal=causal
+    )
     assert np.array_equal(got.eta.estimate, eta.estimate)
     assert np.array_equal(got.eta.se, eta.se)
     assert np.array_equal(got.lam.rows.rows, eta.rows.rows)
@@ -129,7 +130,9 @@ def test_figure_data_at_tiny_size_against_a_dense_recomputation():
     assert rel(got["lambda"], lam) < 1e-10
     limit = (1 - 1 / d) * np.mean(1 / np.einsum("ij,ij->i", X, X))
     assert rel(got["eta"], eta_exact_grid(X, betas) / limit) < 1e-10
-    assert np.all(got[["self_weight_se", "lambda_se", "eta_se"]].to_numpy() == 0)
+    assert np.all(
+        got[["self_weight_se_within", "lambda_se_within", "eta_se_within"]].to_numpy() == 0
+    )
     # the finite-d critical point of the draw: E[A_ii | ||z_0||] = 1/2 there
     xs = got["x_star_given"].iloc[0]
     beta_star = xs * np.log(n) / (1 - rho_hat)
@@ -138,13 +141,17 @@ def test_figure_data_at_tiny_size_against_a_dense_recomputation():
 
 
 def test_sharpness_curves_is_reproducible_and_checks_its_arguments():
-    kw = dict(n=64, d=6, rhos=[0.5], x=[0.8, 1.0, 1.5], rows=16, probes=1, trials=2,
-              root_seed=ROOT)  # fmt: skip
+    kw = dict(n=64, d=6, rhos=[0.5], x=[0.8, 1.0, 1.5], rows=16, probes=1, trials=2, root_seed=ROOT)
     a, b = sharpness_curves(**kw), sharpness_curves(**kw)
     pd.testing.assert_frame_equal(a, b)
     assert sorted(a["trial"].unique()) == [0, 1] and (a["m"] == 16).all()
-    for bad, name in (({"x": [1.0, 0.8]}, "x"), ({"rows": 1}, "rows"), ({"d": 2}, "d"),
-                      ({"rhos": [1.0]}, "rhos"), ({"trials": 0}, "trials")):  # fmt: skip
+    for bad, name in (
+        ({"x": [1.0, 0.8]}, "x"),
+        ({"rows": 1}, "rows"),
+        ({"d": 2}, "d"),
+        ({"rhos": [1.0]}, "rhos"),
+        ({"trials": 0}, "trials"),
+    ):
         with pytest.raises(ValueError, match=name):
             sharpness_curves(**{**kw, **bad})
 
@@ -152,9 +159,25 @@ def test_sharpness_curves_is_reproducible_and_checks_its_arguments():
 def test_crossing_interpolates_linearly_and_finds_the_first_upward_crossing():
     x = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     F = np.array([0.0, 0.2, 0.6, 0.5, 1.0])
-    assert crossing(x, F, 0.4)[0] == pytest.approx(1.5)
-    assert crossing(x, F, 0.55)[0] == pytest.approx(1.875)  # the first, not the one after 3
-    assert crossing(x, F, 1.5) is None and crossing(x, F, -0.1) is None
+    assert first_crossing(x, F, 0.4)[0] == pytest.approx(1.5)
+    assert first_crossing(x, F, 0.55)[0] == pytest.approx(1.875)  # the first, not the one after 3
+    assert first_crossing(x, F, 1.5) is None and first_crossing(x, F, -0.1) is None
+    assert first_crossing(x, F, 0.0) is None  # the curve starts at the level: no upward crossing
+    # in log x (a geometric grid of scalings): the same bracket, the fraction taken in log x
+    xg = np.geomspace(1.0, 16.0, 5)
+    hit = first_crossing(xg, F, 0.4, log_x=True)
+    assert hit.k == 1 and hit.t == pytest.approx(0.5) and hit.x == pytest.approx(np.sqrt(2.0 * 4.0))
+
+
+def test_the_critical_level_is_the_limit_at_gamma_c():
+    """One definition (attnscale.layer.theory.critical_level), equal to Paper A's values: 1/2,
+    1/(1 + 3 rho) and 1/4, and the level of the figure's n -> inf step."""
+    for rho in (0.1, 0.5, 0.9):
+        assert theory.critical_level("self_weight", rho) == 0.5
+        assert theory.critical_level("lambda", rho) == pytest.approx(1 / (1 + 3 * rho), rel=1e-15)
+        assert theory.critical_level("eta", rho) == 0.25
+    with pytest.raises(ValueError, match="observable must be one of"):
+        theory.critical_level("cosine", 0.5)
 
 
 def _synthetic(rng, T, x, centre, spread, scale, noise):
@@ -167,29 +190,28 @@ def test_delta_method_se_of_the_width_matches_its_spread():
     rng = np.random.default_rng(SEED)
     x = np.linspace(0.5, 1.5, 26)
     T, R = 8, 2000
-    widths, spread, floored = [], [], []
+    widths, spread = [], []
     for _ in range(R):
-        f, s = _synthetic(rng, T, x, 1.0, 0.03, 0.06, 0.01)
+        f, _ = _synthetic(rng, T, x, 1.0, 0.03, 0.06, 0.01)
         F = f.mean(axis=0)
-        lo, hi = crossing(x, F, 0.1), crossing(x, F, 0.9)
-        from attnscale.experiments.sharpness_summary import _gradient, _merge
+        lo, hi = first_crossing(x, F, 0.1), first_crossing(x, F, 0.9)
+        from attnscale.experiments.sharpness_summary import _merge
 
-        coef = _merge((1.0, _gradient(x, F, hi)[0]), (-1.0, _gradient(x, F, lo)[0]))
+        coef = _merge((1.0, crossing_gradient(x, F, hi)[0]), (-1.0, crossing_gradient(x, F, lo)[0]))
         widths.append(hi[0] - lo[0])
-        spread.append(delta_se(coef, 0.0, f, 0 * s, np.zeros(T)))
-        floored.append(delta_se(coef, 0.0, f, s, np.zeros(T)))
+        spread.append(crossing_se(coef, 0.0, f, np.zeros(T)))
     sd = np.std(widths, ddof=1)
     assert 0.9 <= sd / np.sqrt(np.mean(np.square(spread))) <= 1.1
-    # the within-draw SEs no longer enter (issue 37: no |c| floor; the spread over draws has them)
-    assert np.array_equal(np.asarray(floored), np.asarray(spread))
 
 
 def test_simplex_width_shrinks_like_one_over_ln_n():
     ns = 2 ** np.arange(10, 21, 2)
     for obs in ("self_weight", "lambda", "eta"):
-        lev = critical_level(obs, 0.5)
-        w = [simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
-             for n in ns]  # fmt: skip
+        lev = theory.critical_level(obs, 0.5)
+        w = [
+            simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
+            for n in ns
+        ]
         fit = power_fit(np.log(ns), w, 1e-3 * np.asarray(w))
         if obs == "eta":  # its explicit beta terms: a little slower than 1/ln n, still to 0
             assert -1.0 < fit["p"] < -0.85, fit
@@ -211,11 +233,12 @@ def test_first_order_width_approximates_the_finite_d_theory():
     x = np.linspace(0.4, 2.0, 321)
     for n in (2**10, 2**15, 2**20):
         sw = finite_d.self_weight(n, 512, 0.5, x * np.log(n) / 0.5)
-        exact = crossing(x, sw, 0.9)[0] - crossing(x, sw, 0.1)[0]
+        exact = first_crossing(x, sw, 0.9)[0] - first_crossing(x, sw, 0.1)[0]
         assert first_order_width(n, 512, 0.5) == pytest.approx(exact, rel=0.1)
     assert np.isnan(first_order_width(2**20, 32, 0.5))
-    assert first_order_width(2**10, 10**6, 0.5) == pytest.approx(2 * np.log(9) / np.log(2**10),
-                                                                 rel=1e-5)  # fmt: skip
+    assert first_order_width(2**10, 10**6, 0.5) == pytest.approx(
+        2 * np.log(9) / np.log(2**10), rel=1e-5
+    )
 
 
 def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
@@ -226,11 +249,21 @@ def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
     for d in (32, 128):
         for n in ns:
             for t in range(T):
-                rec = {"d": d, "rho": 0.5, "n": n, "trial": t, "x": x, "m": 64, "rho_hat": 0.5,
-                       "x_star_given": 1.05, "x_star_nominal": 1.05, "lambda_critical": 0.4}  # fmt: skip
+                rec = {
+                    "d": d,
+                    "rho": 0.5,
+                    "n": n,
+                    "trial": t,
+                    "x": x,
+                    "m": 64,
+                    "rho_hat": 0.5,
+                    "x_star_given": 1.05,
+                    "x_star_nominal": 1.05,
+                    "lambda_critical": 0.4,
+                }
                 for obs in ("self_weight", "lambda", "eta"):
                     f, s = _synthetic(rng, 1, x, 1.05, 0.01, 1.0 / np.log(n), 0.005)
-                    rec[obs], rec[f"{obs}_se"] = f[0], s[0]
+                    rec[obs], rec[f"{obs}_se_within"] = f[0], s[0]
                 rec["self_weight_theory"] = 1 / (1 + np.exp(-(x - 1.05) * np.log(n)))
                 rows.append(pd.DataFrame(rec))
     return pd.concat(rows, ignore_index=True)
@@ -264,10 +297,12 @@ def test_config_refuses_bad_sizes():
     check = next(fn for fn in CHECKS if fn.__name__ == "_check_sharpness")
     good = {"sharpness": {"sizes": [{"d": 32, "n_max": 4096}], "n": [1024, 4096]}}
     check(Config(good))
-    for sizes, msg in (([{"d": 2, "n_max": 4096}], r"sharpness.sizes\[0\].d"),
-                       ([{"d": 32, "n_max": 512}], r"sharpness.sizes\[0\].n_max"),
-                       ([{"d": 64, "n_max": 4096}, {"d": 32, "n_max": 4096}], "increasing d"),
-                       ([], "non-empty")):  # fmt: skip
+    for sizes, msg in (
+        ([{"d": 2, "n_max": 4096}], r"sharpness.sizes\[0\].d"),
+        ([{"d": 32, "n_max": 512}], r"sharpness.sizes\[0\].n_max"),
+        ([{"d": 64, "n_max": 4096}, {"d": 32, "n_max": 4096}], "increasing d"),
+        ([], "non-empty"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             check(Config({"sharpness": {**good["sharpness"], "sizes": sizes}}))
 
@@ -281,3 +316,35 @@ def test_critical_beta_given_is_the_root_of_the_conditional_self_weight():
     with pytest.raises(ValueError, match="r0"):
         finite_d.critical_beta_given(4096, 64, 0.5, 0.0)
     assert theory.gamma_c(0.5) == 2.0
+
+
+def test_the_figure_draws_the_table_and_the_critical_level():
+    """The plotted mean curves are the summary's curves, the widths and centres its transitions,
+    and the open circle of Paper A's step sits at :func:`attnscale.layer.theory.critical_level`."""
+    import matplotlib.pyplot as plt
+
+    from attnscale.figures.sharpness import plot_sharpness
+    from drawn import all_lines, errorbars, lines
+
+    out = sharpness_summary(data=[_table()])
+    cur, tra = out["curves"], out["transitions"]
+    fig = plot_sharpness(curves=cur, transitions=tra, caption="t")
+    axes = np.asarray(fig.axes[:8]).reshape(4, 2)  # rows: lambda, eta, width, centre; cols: d
+    for j, d in enumerate((32, 128)):
+        for i, obs in enumerate(("lambda", "eta")):
+            drawn = lines(axes[i, j])
+            for n in (1024, 4096, 16384):
+                want = cur[(cur["observable"] == obs) & (cur["d"] == d) & (cur["n"] == n)]
+                x, y = drawn[f"n = 2^{int(np.log2(n))}"]
+                np.testing.assert_array_equal(x, want.sort_values("x")["x"].to_numpy())
+                np.testing.assert_array_equal(y, want.sort_values("x")["mean"].to_numpy())
+            circle = [ln for ln in all_lines(axes[i, j]) if ln[1].tolist() == [1.0]]
+            assert [c[2][0] for c in circle] == [theory.critical_level(obs, 0.5)]
+        for i, what in ((2, "width"), (3, "centre")):
+            drawn = errorbars(axes[i, j])
+            for obs, lab in (("lambda", "lambda"), ("eta", "eta"), ("self_weight", "A_ii")):
+                want = tra[(tra["observable"] == obs) & (tra["d"] == d)].sort_values("n")
+                x, y = drawn[f"{lab}, rho = 0.5"]
+                np.testing.assert_array_equal(x, want["n"].to_numpy())
+                np.testing.assert_array_equal(y, want[what].to_numpy())
+    plt.close(fig)

@@ -8,8 +8,9 @@ import pytest
 from scipy.optimize import brentq
 
 from attnscale.experiments import realistic, realistic_summaries
-from attnscale.layer import score_attention as sa
-from attnscale.layer import sink, tokens
+from attnscale.layer import tokens
+from attnscale.layer.scores import attention as sa
+from attnscale.layer.scores import sink
 
 
 def brute_sink_layer(X, beta, kappa, alpha):
@@ -115,9 +116,14 @@ def test_add_sink_mean_cosine_and_feasibility():
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"c_s": [1.5]}, "c_s"), ({"c_s": [-1.2]}, "c_s"), ({"kappa": [-1.0]}, "kappa"),
-     ({"trial": -1}, "trial"), ({"gammas": [0.0]}, "gammas")],
-)  # fmt: skip
+    [
+        ({"c_s": [1.5]}, "c_s"),
+        ({"c_s": [-1.2]}, "c_s"),
+        ({"kappa": [-1.0]}, "kappa"),
+        ({"trial": -1}, "trial"),
+        ({"gammas": [0.0]}, "gammas"),
+    ],
+)
 def test_entry_bad_input(kwargs, name):
     kw = dict(root_seed=1, n=12, d=8, rho=0.5, c_s=[0.2], kappa=[1.0], gammas=[1.0], trial=0)
     with pytest.raises(ValueError, match=name):
@@ -125,8 +131,16 @@ def test_entry_bad_input(kwargs, name):
 
 
 def test_entry_reproducible_and_common_tokens():
-    kw = dict(root_seed=5, n=24, d=16, rho=0.5, c_s=[0.0, 0.4], kappa=[1.0, 2.0],
-              gammas=[1.0, 2.0, 4.0], trial=0)  # fmt: skip
+    kw = dict(
+        root_seed=5,
+        n=24,
+        d=16,
+        rho=0.5,
+        c_s=[0.0, 0.4],
+        kappa=[1.0, 2.0],
+        gammas=[1.0, 2.0, 4.0],
+        trial=0,
+    )
     a = realistic.attention_sink(**kw)
     b = realistic.attention_sink(**kw)
     assert a["curves"].equals(b["curves"]) and a["critical"].equals(b["critical"])
@@ -142,17 +156,26 @@ def test_sink_figure_data_is_draw_means_and_theory_at_the_mean_rho_hat():
     """The figure data of the sink figure: plain means and ddof-1 SEs over draws (numpy), and
     the theory lines evaluated directly at the draws' mean rho_hat and score spread; the plot
     runs on them."""
-    kw = dict(root_seed=7, n=20, d=12, rho=0.5, c_s=[0.0, 0.3], kappa=[1.0, 2.0],
-              gammas=[1.0, 3.0])  # fmt: skip
+    kw = dict(root_seed=7, n=20, d=12, rho=0.5, c_s=[0.0, 0.3], kappa=[1.0, 2.0], gammas=[1.0, 3.0])
     runs = [realistic.attention_sink(**kw, trial=t) for t in range(3)]
-    out = realistic_summaries.sink_figure_data(curves=[r["curves"] for r in runs],
-                                      critical=[r["critical"] for r in runs])  # fmt: skip
+    out = realistic_summaries.sink_figure_data(
+        curves=[r["curves"] for r in runs], critical=[r["critical"] for r in runs]
+    )
     cur = out["curves"]
     assert len(cur) == 2 * 2 * 2 and (cur["trials"] == 3).all()
     for _, row in cur.iterrows():
-        v = np.array([c.loc[(c.kappa == row.kappa) & (c.c_s == row.c_s) & (c.gamma == row.gamma)
-                            & (c.gamma_kind == "grid"), "sink_mass"].iloc[0]
-                      for c in (r["curves"] for r in runs)])  # fmt: skip
+        v = np.array(
+            [
+                c.loc[
+                    (c.kappa == row.kappa)
+                    & (c.c_s == row.c_s)
+                    & (c.gamma == row.gamma)
+                    & (c.gamma_kind == "grid"),
+                    "sink_mass",
+                ].iloc[0]
+                for c in (r["curves"] for r in runs)
+            ]
+        )
         assert row["sink_mass_mean"] == pytest.approx(v.mean(), rel=1e-13)
         assert row["sink_mass_se"] == pytest.approx(v.std(ddof=1) / np.sqrt(3), rel=1e-10)
     crit = np.array([r["critical"]["rho_hat"].iloc[0] for r in runs])

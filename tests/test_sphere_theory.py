@@ -139,8 +139,14 @@ def test_poisson_limit_matches_untruncated_simulation():
 # docs/paper-b.md: the limit E[A_(1)], uniform keys, exact (Palm formula; our quadrature of it is
 # in tests/test_refs_paper_b.py), 5 decimals. The earlier Monte Carlo table (0.278 at d = 5,
 # gamma = 1) and the assumed 10^4-sample SE that excused it are gone.
-EXACT_TABLE = [(3, 0.3, 0.42207), (3, 1.0, 0.72949), (3, 3.0, 0.89414),
-               (5, 0.3, 0.04506), (5, 1.0, 0.27599), (5, 3.0, 0.66271)]  # fmt: skip
+EXACT_TABLE = [
+    (3, 0.3, 0.42207),
+    (3, 1.0, 0.72949),
+    (3, 3.0, 0.89414),
+    (5, 0.3, 0.04506),
+    (5, 1.0, 0.27599),
+    (5, 3.0, 0.66271),
+]
 
 
 @pytest.mark.parametrize("d, gamma, value", EXACT_TABLE)

@@ -113,8 +113,10 @@ def rotation_matrix(m, d, base):
     R = np.zeros((d, d))
     for ell in range(d // 2):
         a = m * base ** (-2.0 * ell / d)
-        R[2 * ell : 2 * ell + 2, 2 * ell : 2 * ell + 2] = [[np.cos(a), -np.sin(a)],
-                                                           [np.sin(a), np.cos(a)]]  # fmt: skip
+        R[2 * ell : 2 * ell + 2, 2 * ell : 2 * ell + 2] = [
+            [np.cos(a), -np.sin(a)],
+            [np.sin(a), np.cos(a)],
+        ]
     return R
 
 
@@ -135,9 +137,15 @@ def test_rope_frequencies_and_rotation_against_explicit_matrices():
 
 @pytest.mark.parametrize(
     "d,base,word",
-    [(8, 1.0, "base"), (8, 0.5, "base"), (8, float("nan"), "base"), (8, float("inf"), "base"),
-     (7, 10000.0, "d must be even"), (0, 10000.0, "d")],
-)  # fmt: skip
+    [
+        (8, 1.0, "base"),
+        (8, 0.5, "base"),
+        (8, float("nan"), "base"),
+        (8, float("inf"), "base"),
+        (7, 10000.0, "d must be even"),
+        (0, 10000.0, "d"),
+    ],
+)
 def test_rope_bad_parameters_name_the_argument(d, base, word):
     with pytest.raises(ValueError, match=word):
         sk.rope_frequencies(d, base)
@@ -169,8 +177,17 @@ def vmf_cosine_cdf(d, kappa):
     f = lambda w: np.exp(kappa * (w - 1)) * (1 - w * w) ** ((d - 3) / 2)  # noqa: E731
     Z = integrate.quad(f, -1, 1, epsabs=0, epsrel=1e-12)[0]
     grid = np.linspace(-1, 1, 4001)
-    vals = np.concatenate([[0.0], np.cumsum([integrate.quad(f, a, b, epsrel=1e-12)[0]
-                                             for a, b in zip(grid[:-1], grid[1:], strict=True)])])  # fmt: skip
+    vals = np.concatenate(
+        [
+            [0.0],
+            np.cumsum(
+                [
+                    integrate.quad(f, a, b, epsrel=1e-12)[0]
+                    for a, b in zip(grid[:-1], grid[1:], strict=True)
+                ]
+            ),
+        ]
+    )
     return lambda w: np.interp(w, grid, vals / Z)
 
 
@@ -216,8 +233,9 @@ def test_rope_vmf_limits_uniform_and_repeated():
     crit = KS_C / np.sqrt(size)
     assert ks(T0[:, 11], beta_cdf(d)) < crit
     assert ks(T0[:, 11], beta_cdf(d - 4)) > crit
-    np.testing.assert_array_equal(sk.rope_vmf_d2q(mu, np.inf, n, rng(13)),
-                                  sk.rope_repeated_d2q(mu, n))  # fmt: skip
+    np.testing.assert_array_equal(
+        sk.rope_vmf_d2q(mu, np.inf, n, rng(13)), sk.rope_repeated_d2q(mu, n)
+    )
 
 
 @pytest.mark.parametrize("kappa", [-1.0, float("nan")])

@@ -52,101 +52,338 @@ FD_FLAGS = ["within_2se_fd", "within_3se_fd", "accept_fd"]
 COLUMNS = {
     # Paper A, Figure 1 (lambda)
     "lambda_rows": [
-        "d", "n", "rho", "rho_hat", "q_hat", "trial", "gamma_kind", "gamma", "gamma_over_gc_hat",
-        "beta", "alpha", "lambda", "lambda_simplex_n", "lambda_limit", "n_near_pairs",
-        "n_excluded_pairs", *PROV,
+        "d",
+        "n",
+        "rho",
+        "rho_hat",
+        "q_hat",
+        "trial",
+        "gamma_kind",
+        "gamma",
+        "gamma_over_gc_hat",
+        "beta",
+        "alpha",
+        "lambda",
+        "lambda_simplex_n",
+        "lambda_limit",
+        "n_near_pairs",
+        "n_excluded_pairs",
+        *PROV,
     ],
     "figure1": [
-        *CELL, "lambda_mean", "lambda_se", "rho_hat_mean", "rho_hat_se", "lambda_simplex_n_mean",
-        "lambda_simplex_n_se", "trials", "gamma_c_nominal", *CELL_PROV,
+        *CELL,
+        "lambda_mean",
+        "lambda_se",
+        "rho_hat_mean",
+        "rho_hat_se",
+        "lambda_simplex_n_mean",
+        "lambda_simplex_n_se",
+        "trials",
+        "gamma_c_nominal",
+        *CELL_PROV,
     ],
     "lambda_critical": [
-        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "gamma", "beta", "lambda",
-        "lambda_simplex_n", "lambda_limit", "diff_vs_simplex_n", *PROV,
+        "d",
+        "n",
+        "alpha",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "gamma",
+        "beta",
+        "lambda",
+        "lambda_simplex_n",
+        "lambda_limit",
+        "diff_vs_simplex_n",
+        *PROV,
     ],
     # Paper A, Figure 2 (eta)
     "eta_rows": [
-        "d", "n", "rho", "rho_hat", "q_hat", "mean_inv_sq_norm", "trial", "gamma_kind", "gamma",
-        "gamma_over_gc_hat", "beta", "alpha", "method", "probes", "eta", "eta_se", "eta_plateau",
-        "eta_rel", "eta_limit", "eta_simplex_n", "eta_simplex_n_norms", *PROV,
+        "d",
+        "n",
+        "rho",
+        "rho_hat",
+        "q_hat",
+        "mean_inv_sq_norm",
+        "trial",
+        "gamma_kind",
+        "gamma",
+        "gamma_over_gc_hat",
+        "beta",
+        "alpha",
+        "method",
+        "probes",
+        "eta",
+        "eta_se_within",
+        "eta_plateau",
+        "eta_rel",
+        "eta_limit",
+        "eta_simplex_n",
+        "eta_simplex_n_norms",
+        *PROV,
     ],
     "figure2": [
-        *CELL, "eta_mean", "eta_se", "eta_rel_mean", "eta_rel_se", "eta_plateau_mean",
-        "eta_plateau_se", "rho_hat_mean", "rho_hat_se", "eta_simplex_n_norms_mean",
-        "eta_simplex_n_norms_se", "trials", "gamma_c_nominal", *CELL_PROV, "method", "probes",
+        *CELL,
+        "eta_mean",
+        "eta_se",
+        "eta_rel_mean",
+        "eta_rel_se",
+        "eta_plateau_mean",
+        "eta_plateau_se",
+        "rho_hat_mean",
+        "rho_hat_se",
+        "eta_simplex_n_norms_mean",
+        "eta_simplex_n_norms_se",
+        "trials",
+        "gamma_c_nominal",
+        *CELL_PROV,
+        "method",
+        "probes",
     ],
     "eta_critical": [
-        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "gamma",
-        "beta", "method", "probes", "eta", "eta_se", "eta_plateau", "eta_limit", "eta_simplex_n",
-        "eta_simplex_n_norms", *PROV,
+        "d",
+        "n",
+        "alpha",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "mean_inv_sq_norm",
+        "gamma",
+        "beta",
+        "method",
+        "probes",
+        "eta",
+        "eta_se_within",
+        "eta_plateau",
+        "eta_limit",
+        "eta_simplex_n",
+        "eta_simplex_n_norms",
+        *PROV,
     ],
     # Paper A, theorem table (per-draw rows, then one row per key x quantity)
     "theory_rows": [
-        "d", "n", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "alpha", "gamma_factor",
-        "gamma", "beta",
-        "self_weight", "self_weight_limit", "self_weight_simplex_n",
-        "cosine", "cosine_limit", "cosine_simplex_n",
-        "lambda", "lambda_limit", "lambda_simplex_n",
-        "eta", "eta_limit", "eta_simplex_n", "eta_simplex_n_norms",
-        "self_weight_finite_d", "cosine_finite_d", "lambda_finite_d", "eta_finite_d", *PROV,
+        "d",
+        "n",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "mean_inv_sq_norm",
+        "alpha",
+        "gamma_factor",
+        "gamma",
+        "beta",
+        "self_weight",
+        "self_weight_limit",
+        "self_weight_simplex_n",
+        "cosine",
+        "cosine_limit",
+        "cosine_simplex_n",
+        "lambda",
+        "lambda_limit",
+        "lambda_simplex_n",
+        "eta",
+        "eta_limit",
+        "eta_simplex_n",
+        "eta_simplex_n_norms",
+        "self_weight_finite_d",
+        "cosine_finite_d",
+        "lambda_finite_d",
+        "eta_finite_d",
+        *PROV,
     ],
     "theorem_table": [
-        "d", "n", "rho", "alpha", "gamma_factor", "quantity", "trials", "rho_hat_mean",
-        "q_hat_mean", "gamma_mean", "sim_mean", "sim_se", "simplex_n", "limit", "diff_mean",
-        "diff_se", "z", "within_2se", "simplex_n_norms", "z_norms",
-        "root_seed", "spawn_keys", "params_hashes", "attnscale_version", "git_commit",
-        *FD_NUM, *FD_FLAGS,
+        "d",
+        "n",
+        "rho",
+        "alpha",
+        "gamma_factor",
+        "quantity",
+        "trials",
+        "rho_hat_mean",
+        "q_hat_mean",
+        "gamma_mean",
+        "sim_mean",
+        "sim_se",
+        "simplex_n",
+        "limit",
+        "diff_mean",
+        "diff_se",
+        "z",
+        "within_2se",
+        "simplex_n_norms",
+        "z_norms",
+        "root_seed",
+        "spawn_keys",
+        "params_hashes",
+        "attnscale_version",
+        "git_commit",
+        *FD_NUM,
+        *FD_FLAGS,
     ],
     # the d = 2 table: every row takes the "no finite-d theory" branch
     "theorem_table_d2": "theorem_table",
     # scaling rules (no random draw: no root_seed / spawn_key)
     "scaling_rules": [
-        "rule", "order", "L", "n", "m", "gamma_ratio", "rho", "gamma_eff", "is_overlay_n",
-        "params_hash", "attnscale_version", "git_commit",
+        "rule",
+        "order",
+        "L",
+        "n",
+        "m",
+        "gamma_ratio",
+        "rho",
+        "gamma_eff",
+        "is_overlay_n",
+        "params_hash",
+        "attnscale_version",
+        "git_commit",
     ],
     # Paper B
     "heat_drift": [
-        "beta", "n", "context", "contexts", "t_c", "keys_in_cap", "ratio", "perp", "normal",
-        "neglected_mass_bound", *PROV,
+        "beta",
+        "n",
+        "context",
+        "contexts",
+        "t_c",
+        "keys_in_cap",
+        "ratio",
+        "perp",
+        "normal",
+        "neglected_mass_bound",
+        *PROV,
     ],
     "heat_drift_summary": [
-        "beta", "n", "contexts", "ratio_mean", "ratio_se", "perp_mean", "perp_se", "normal_mean",
-        "normal_se", "ratio_quadrature", "normal_quadrature", "max_neglected_mass_bound", *PROV,
+        "beta",
+        "n",
+        "contexts",
+        "ratio_mean",
+        "ratio_se",
+        "perp_mean",
+        "perp_se",
+        "normal_mean",
+        "normal_se",
+        "ratio_quadrature",
+        "normal_quadrature",
+        "max_neglected_mass_bound",
+        *PROV,
     ],
     "heat_drift_curve": [
-        "beta", "ratio_quadrature", "normal_quadrature", "correction_quadrature", "params_hash",
-        "attnscale_version", "git_commit",
+        "beta",
+        "ratio_quadrature",
+        "normal_quadrature",
+        "correction_quadrature",
+        "params_hash",
+        "attnscale_version",
+        "git_commit",
     ],
     "vf_panels": [
-        "panel", "beta_exponent", "beta", "n", "query", "qx", "qy", "qz", "lon", "lat", "disp_x",
-        "disp_y", "disp_z", "disp_east", "disp_north", "drift_east", "drift_north", "rho", "m_n",
+        "panel",
+        "beta_exponent",
+        "beta",
+        "n",
+        "query",
+        "qx",
+        "qy",
+        "qz",
+        "lon",
+        "lat",
+        "disp_x",
+        "disp_y",
+        "disp_z",
+        "disp_east",
+        "disp_north",
+        "drift_east",
+        "drift_north",
+        "rho",
+        "m_n",
         *PROV,
     ],
     "vf_sweep": [
-        "beta", "n", "context", "is_panel", "rms_disp", "rms_dev_from_drift",
-        "rms_dev_from_mean_field", "mean_cos_disp_drift", "rms_drift_theory", "rms_noise_theory",
-        "rms_nearest_theory", "beta_drift_transition", "beta_critical", *PROV,
+        "beta",
+        "n",
+        "context",
+        "is_panel",
+        "rms_disp",
+        "rms_dev_from_drift",
+        "rms_dev_from_mean_field",
+        "mean_cos_disp_drift",
+        "rms_drift_theory",
+        "rms_noise_theory",
+        "rms_nearest_theory",
+        "beta_drift_transition",
+        "beta_critical",
+        *PROV,
     ],
     "laws_ecdf": ["d", "n", "gamma", "stat", "source", "x", "cdf", *PROV],
     # the first summary row (Poisson limit) fixes the order; the finite-n rows add their own
     "laws_summary": [
-        "d", "n", "gamma", "stat", "source", "samples", "mean", "se", *PROV, "beta",
-        "limit_mean", "limit_se", "ks_vs_limit", "ks_pvalue", "ks_vs_exact", "ks_exact_pvalue",
+        "d",
+        "n",
+        "gamma",
+        "stat",
+        "source",
+        "samples",
+        "mean",
+        "se",
+        *PROV,
+        "beta",
+        "limit_mean",
+        "limit_se",
+        "ks_vs_limit",
+        "ks_pvalue",
+        "ks_vs_exact",
+        "ks_exact_pvalue",
     ],
     "weight_profile": [
-        "d", "n", "beta", "m_n", "trials", "method", "k", "x", "ratio_mean", "ratio_se",
-        "ratio_limit", "ratio_finite_beta", "ratio_finite_beta_shifted", "mass_mean", "mass_se",
-        "mass_limit", "mass_finite_beta", *PROV,
+        "d",
+        "n",
+        "beta",
+        "m_n",
+        "trials",
+        "method",
+        "k",
+        "x",
+        "ratio_mean",
+        "ratio_se",
+        "ratio_limit",
+        "ratio_finite_beta",
+        "ratio_finite_beta_shifted",
+        "mass_mean",
+        "mass_se",
+        "mass_limit",
+        "mass_finite_beta",
+        *PROV,
     ],
     "phase_column": [
-        "d", "n", "kind", "beta", "gamma", "trials", "method", "top_weight_mean", "top_weight_se",
-        "m_n", "subcritical_asymptote", *PROV,
+        "d",
+        "n",
+        "kind",
+        "beta",
+        "gamma",
+        "trials",
+        "method",
+        "top_weight_mean",
+        "top_weight_se",
+        "m_n",
+        "subcritical_asymptote",
+        *PROV,
     ],
     "poisson_limit_table": [
-        "d", "gamma", "c", "trials", "top_weight_mean", "top_weight_se", "inv_top_weight_mean",
-        "inv_top_weight_se", "inv_top_weight_closed_form", "subcritical_asymptote", *PROV,
+        "d",
+        "gamma",
+        "c",
+        "trials",
+        "top_weight_mean",
+        "top_weight_se",
+        "inv_top_weight_mean",
+        "inv_top_weight_se",
+        "inv_top_weight_closed_form",
+        "subcritical_asymptote",
+        *PROV,
     ],
-}  # fmt: skip
+}
 
 
 def key_str(stream: str, *ids: int) -> str:
@@ -199,18 +436,22 @@ class Tables(dict):
 
 def _lambda_rows(t):
     return pd.concat(
-        [pa.lambda_rows(draws=draws(n, D_A), rhos=[0.3, RHO_A], gammas=GAMMAS, alpha=0.0)
-         for n in (N_A, 8)],
+        [
+            pa.lambda_rows(draws=draws(n, D_A), rhos=[0.3, RHO_A], gammas=GAMMAS, alpha=0.0)
+            for n in (N_A, 8)
+        ],
         ignore_index=True,
-    )  # fmt: skip
+    )
 
 
 def _eta_rows(t):
     return pd.concat(
-        [pe.eta_rows(draws=draws(N_A, D_A), rhos=[RHO_A], method="exact", **ETA_ARGS),
-         pe.eta_rows(draws=draws(8, D_A), rhos=[RHO_A], method="hutchinson", **ETA_ARGS)],
+        [
+            pe.eta_rows(draws=draws(N_A, D_A), rhos=[RHO_A], method="exact", **ETA_ARGS),
+            pe.eta_rows(draws=draws(8, D_A), rhos=[RHO_A], method="hutchinson", **ETA_ARGS),
+        ],
         ignore_index=True,
-    )  # fmt: skip
+    )
 
 
 def _theory(d):
@@ -248,13 +489,28 @@ Q = [1.0, 1.0, 1.0]
 HEAT = dict(n=50, q=Q, target_se=1.0, min_contexts=2, max_contexts=3, cut=40.0, root_seed=SEED)
 HEAT_BETAS = (3.0, 30.0)
 THEORY_BETAS = [1.0, 10.0]
-FIELDS = dict(n=20, beta_exponents=[1.0, 0.5], n_queries=5, sweep_betas=[2.0], root_seed=SEED,
-              sweep_contexts=2)  # fmt: skip
-LAWS = dict(d=3, n_values=[5, 10], gammas=[0.5, 1.0], trials=4, limit_trials=6, method="sphere",
-            root_seed=SEED, grid_points=5)  # fmt: skip
+FIELDS = dict(
+    n=20,
+    beta_exponents=[1.0, 0.5],
+    n_queries=5,
+    sweep_betas=[2.0],
+    root_seed=SEED,
+    sweep_contexts=2,
+)
+LAWS = dict(
+    d=3,
+    n_values=[5, 10],
+    gammas=[0.5, 1.0],
+    trials=4,
+    limit_trials=6,
+    method="sphere",
+    root_seed=SEED,
+    grid_points=5,
+)
 PROFILE = dict(n=8, d=3, beta_exponent=0.25, trials=3, method="sphere", root_seed=SEED)
-PHASE = dict(n=10, d=3, betas=[0.5, 5.0], line_gammas=[1.0], trials=3, method="sphere",
-             root_seed=SEED)  # fmt: skip
+PHASE = dict(
+    n=10, d=3, betas=[0.5, 5.0], line_gammas=[1.0], trials=3, method="sphere", root_seed=SEED
+)
 LIMIT = dict(d=3, gammas=[0.5, 1.0], trials=3, root_seed=SEED)
 
 
@@ -300,8 +556,17 @@ def test_token_draw_npz_content_and_provenance():
     """The cached draw (rule ``paper_a_tokens``) holds the Gaussians, its identity and its
     provenance: root seed as a decimal string, the spawn key of ``(n, d, trial)``."""
     draw = ptok.draw_tokens(n=5, d=3, trial=1, root_seed=SEED)
-    assert set(draw) == {"z0", "Z", "n", "d", "trial", "root_seed", "spawn_key",
-                         "attnscale_version", "git_commit"}  # fmt: skip
+    assert set(draw) == {
+        "z0",
+        "Z",
+        "n",
+        "d",
+        "trial",
+        "root_seed",
+        "spawn_key",
+        "attnscale_version",
+        "git_commit",
+    }
     assert str(draw["root_seed"]) == str(SEED)
     assert "-".join(str(k) for k in draw["spawn_key"]) == token_key(5, 3, 1)
     assert (int(draw["n"]), int(draw["d"]), int(draw["trial"])) == (5, 3, 1)
@@ -341,13 +606,20 @@ def test_lambda_critical_table_holds_every_critical_row(paper_a):
     want = lam[lam["gamma_kind"] == "critical"]
     assert len(crit) == len(want) == 2 * 2 * 2 - 1  # one n = 6 draw has rho_hat < 0 at 0.3
     for (n, t), sub in crit.groupby(["n", "trial"]):
-        assert_prov(sub, SEED, token_key(int(n), D_A, int(t)),
-                    {"gammas": GAMMAS, "alpha": 0.0, "n": int(n)})  # fmt: skip
+        assert_prov(
+            sub, SEED, token_key(int(n), D_A, int(t)), {"gammas": GAMMAS, "alpha": 0.0, "n": int(n)}
+        )
 
 
 def eta_params(n: int, method: str) -> dict:
-    return {"gammas": GAMMAS, "alpha": 0.0, "n": n, "method": method, "probes": 1,
-            "probe_kind": "rademacher"}  # fmt: skip
+    return {
+        "gammas": GAMMAS,
+        "alpha": 0.0,
+        "n": n,
+        "method": method,
+        "probes": 1,
+        "probe_kind": "rademacher",
+    }
 
 
 def test_eta_rows_provenance_follows_the_method(paper_a):
@@ -437,8 +709,9 @@ def test_theory_rows_finite_d_columns_are_the_theory_of_each_draw(paper_a):
             np.testing.assert_allclose(sa["eta_finite_d"], want_eta, rtol=1e-12)
     assert rows.loc[rows["alpha"] > 0, fd_cols].isna().all().all()
     assert paper_a["theory_rows_d2"][[*fd_cols, "eta_finite_d"]].isna().all().all()
-    no_r0 = pth.theory_rows(ptok.tokens_at(draws(N_A, 3)[0], RHO_A), FACTORS, [0.0],
-                           theory_params())  # fmt: skip
+    no_r0 = pth.theory_rows(
+        ptok.tokens_at(draws(N_A, 3)[0], RHO_A), FACTORS, [0.0], theory_params()
+    )
     assert no_r0[[*fd_cols, "eta_finite_d"]].isna().all().all() and len(no_r0) == len(FACTORS)
 
 
@@ -511,14 +784,29 @@ def synthetic_rows() -> pd.DataFrame:
     * 4.0: one draw off by 0.001: SE and z NaN, accept True (|mean| <= 0.002);
     * 8.0: one draw off by 0.01: accept False.
     """
-    cases = {0.5: [0.25, 0.25, 0.25], 1.0: [0.9, 1.0, 1.1], 2.0: [0.01, -0.02, 0.015],
-             4.0: [0.001], 8.0: [0.01]}  # fmt: skip
+    cases = {
+        0.5: [0.25, 0.25, 0.25],
+        1.0: [0.9, 1.0, 1.1],
+        2.0: [0.01, -0.02, 0.015],
+        4.0: [0.001],
+        8.0: [0.01],
+    }
     frames = []
     for f, diffs in cases.items():
         t = len(diffs)
         sim = np.array([0.5, 0.75, 0.625][:t])
-        cols = {"d": 8, "n": 16, "rho": 0.5, "alpha": 0.0, "gamma_factor": f, "trial": range(t),
-                "rho_hat": 0.5, "q_hat": 1.0, "gamma": 2.0 * f, "eta_simplex_n_norms": 0.4}  # fmt: skip
+        cols = {
+            "d": 8,
+            "n": 16,
+            "rho": 0.5,
+            "alpha": 0.0,
+            "gamma_factor": f,
+            "trial": range(t),
+            "rho_hat": 0.5,
+            "q_hat": 1.0,
+            "gamma": 2.0 * f,
+            "eta_simplex_n_norms": 0.4,
+        }
         for q in pth.QUANTITIES:
             cols[q] = sim
             cols[f"{q}_simplex_n"] = 0.5
@@ -556,8 +844,9 @@ def test_theorem_table_without_finite_d_columns():
 # ------------------------------------------------------------------ scaling rules
 def test_scaling_rules_provenance(paper_a):
     df = paper_a["scaling_rules"]
-    assert (df["params_hash"] == params_hash({"ns": [1024.0, 4096.0, 8192.0],
-                                              "overlay_n": 4096.0})).all()  # fmt: skip
+    assert (
+        df["params_hash"] == params_hash({"ns": [1024.0, 4096.0, 8192.0], "overlay_n": 4096.0})
+    ).all()
     assert (df["attnscale_version"] == __version__).all()
     assert (df["git_commit"] == git_commit()).all()
     assert df.loc[df["is_overlay_n"], "n"].unique().tolist() == [4096.0]
@@ -566,9 +855,15 @@ def test_scaling_rules_provenance(paper_a):
 # ------------------------------------------------------------------ Paper B provenance
 def heat_params(beta: float) -> dict:
     q = np.asarray(Q) / np.linalg.norm(Q)
-    return {"beta": beta, "n": HEAT["n"], "q": q.tolist(), "target_se": HEAT["target_se"],
-            "min_contexts": HEAT["min_contexts"], "max_contexts": HEAT["max_contexts"],
-            "cut": HEAT["cut"]}  # fmt: skip
+    return {
+        "beta": beta,
+        "n": HEAT["n"],
+        "q": q.tolist(),
+        "target_se": HEAT["target_se"],
+        "min_contexts": HEAT["min_contexts"],
+        "max_contexts": HEAT["max_contexts"],
+        "cut": HEAT["cut"],
+    }
 
 
 def test_heat_drift_provenance_and_contexts(paper_b):
@@ -586,8 +881,9 @@ def test_heat_drift_summary_carries_each_betas_provenance(paper_b):
         row = summ[summ["beta"] == beta]
         assert row["contexts"].item() == len(df)
         assert row["perp_mean"].item() == pytest.approx(df["perp"].mean(), rel=1e-14)
-        assert_prov(row, SEED, key_str("paper_b/heat_drift", value_id(beta), HEAT["n"]),
-                    heat_params(beta))  # fmt: skip
+        assert_prov(
+            row, SEED, key_str("paper_b/heat_drift", value_id(beta), HEAT["n"]), heat_params(beta)
+        )
     curve = paper_b["heat_drift_curve"]
     q = (np.asarray(Q) / np.linalg.norm(Q)).tolist()
     assert curve["beta"].tolist() == THEORY_BETAS
@@ -602,31 +898,48 @@ def test_heat_drift_summary_of_a_single_context(paper_b):
     one = paper_b["heat_drift_by_beta"][0].iloc[:1]
     summ = pbd.heat_drift_summary(csvs=[one], q=Q, theory_betas=THEORY_BETAS)["summary"]
     assert summ["contexts"].item() == 1
-    assert_prov(summ, SEED, key_str("paper_b/heat_drift", value_id(HEAT_BETAS[0]), HEAT["n"]),
-                heat_params(HEAT_BETAS[0]))  # fmt: skip
+    assert_prov(
+        summ,
+        SEED,
+        key_str("paper_b/heat_drift", value_id(HEAT_BETAS[0]), HEAT["n"]),
+        heat_params(HEAT_BETAS[0]),
+    )
 
 
 def test_vector_fields_provenance_per_context(paper_b):
     """Context 0 (the panels' context) has key ``(stream, n, d)``; sweep context r >= 1 has key
     ``(stream, n, d, r)`` and the job parameters plus ``context = r``."""
     n = FIELDS["n"]
-    params = {"n": n, "d": 3, "beta_exponents": FIELDS["beta_exponents"],
-              "n_queries": FIELDS["n_queries"], "sweep_betas": FIELDS["sweep_betas"]}  # fmt: skip
+    params = {
+        "n": n,
+        "d": 3,
+        "beta_exponents": FIELDS["beta_exponents"],
+        "n_queries": FIELDS["n_queries"],
+        "sweep_betas": FIELDS["sweep_betas"],
+    }
     panels, sweep = paper_b["vf_panels"], paper_b["vf_sweep"]
     assert (panels["n"] == n).all() and len(panels) == 2 * FIELDS["n_queries"]
     assert_prov(panels, SEED, key_str("paper_b/vector_fields", n, 3), params)
     assert sweep["context"].unique().tolist() == [0, 1] and (sweep["n"] == n).all()
     assert_prov(sweep[sweep["context"] == 0], SEED, key_str("paper_b/vector_fields", n, 3), params)
-    assert_prov(sweep[sweep["context"] == 1], SEED, key_str("paper_b/vector_fields", n, 3, 1),
-                {**params, "context": 1})  # fmt: skip
+    assert_prov(
+        sweep[sweep["context"] == 1],
+        SEED,
+        key_str("paper_b/vector_fields", n, 3, 1),
+        {**params, "context": 1},
+    )
     # a new context is a new draw: the displacements differ
     rms = sweep.pivot(index="beta", columns="context", values="rms_disp")
     assert (rms[0] != rms[1]).all()
 
 
 def laws_base() -> dict:
-    return {"d": LAWS["d"], "trials": LAWS["trials"], "limit_trials": LAWS["limit_trials"],
-            "method": LAWS["method"]}  # fmt: skip
+    return {
+        "d": LAWS["d"],
+        "trials": LAWS["trials"],
+        "limit_trials": LAWS["limit_trials"],
+        "method": LAWS["method"],
+    }
 
 
 def test_critical_laws_curves_and_provenance(paper_b):
@@ -646,8 +959,9 @@ def test_critical_laws_curves_and_provenance(paper_b):
         | {("nearest_scaled", src, n, "-") for n in ns for src in ("finite_n", "exact_finite_n")}
         | {("nearest_scaled", "weibull_limit", 0, "-")}
     )
-    assert (ecdf.groupby(["stat", "source", "n", "gamma"], dropna=False).size()
-            == LAWS["grid_points"]).all()  # fmt: skip
+    assert (
+        ecdf.groupby(["stat", "source", "n", "gamma"], dropna=False).size() == LAWS["grid_points"]
+    ).all()
     weibull = ecdf[ecdf["source"] == "weibull_limit"]
     assert weibull[PROV].isna().all().all()
     for table in (ecdf, summ):
@@ -655,12 +969,20 @@ def test_critical_laws_curves_and_provenance(paper_b):
         for g in gs:
             lim = table[(table["source"] == "poisson_limit") & (table["gamma"] == g)]
             assert (lim["n"] == 0).all()
-            assert_prov(lim, SEED, key_str("paper_b/critical_laws/limit", d, value_id(g)),
-                        {**laws_base(), "gamma": g})  # fmt: skip
+            assert_prov(
+                lim,
+                SEED,
+                key_str("paper_b/critical_laws/limit", d, value_id(g)),
+                {**laws_base(), "gamma": g},
+            )
         for n in ns:
             fin = table[table["n"] == n]
-            assert_prov(fin, SEED, key_str("paper_b/critical_laws", d, n),
-                        {**laws_base(), "n": n, "gammas": gs})  # fmt: skip
+            assert_prov(
+                fin,
+                SEED,
+                key_str("paper_b/critical_laws", d, n),
+                {**laws_base(), "n": n, "gammas": gs},
+            )
     assert (summ.loc[summ["source"] == "poisson_limit", "samples"] == LAWS["limit_trials"]).all()
     fin = summ[summ["source"] == "finite_n"]
     assert (fin["samples"] == LAWS["trials"]).all()
@@ -674,15 +996,27 @@ def test_critical_laws_curves_and_provenance(paper_b):
 @pytest.mark.parametrize(
     ("name", "key", "params"),
     [
-        pytest.param("weight_profile", ("paper_b/profile", 3, 8),
-                     {"n": 8, "d": 3, "beta_exponent": 0.25, "trials": 3, "method": "sphere"},
-                     id="weight_profile"),
-        pytest.param("phase_column", ("paper_b/phase", 3, 10),
-                     {"n": 10, "d": 3, "betas": [0.5, 5.0], "line_gammas": [1.0], "trials": 3,
-                      "method": "sphere"},
-                     id="phase_column"),
+        pytest.param(
+            "weight_profile",
+            ("paper_b/profile", 3, 8),
+            {"n": 8, "d": 3, "beta_exponent": 0.25, "trials": 3, "method": "sphere"},
+            id="weight_profile",
+        ),
+        pytest.param(
+            "phase_column",
+            ("paper_b/phase", 3, 10),
+            {
+                "n": 10,
+                "d": 3,
+                "betas": [0.5, 5.0],
+                "line_gammas": [1.0],
+                "trials": 3,
+                "method": "sphere",
+            },
+            id="phase_column",
+        ),
     ],
-)  # fmt: skip
+)
 def test_single_job_tables_provenance(paper_b, name, key, params):
     df = paper_b[name]
     assert (df["d"] == params["d"]).all() and (df["n"] == params["n"]).all()
@@ -694,8 +1028,12 @@ def test_poisson_limit_table_provenance_per_gamma(paper_b):
     df = paper_b["poisson_limit_table"]
     assert df["gamma"].tolist() == LIMIT["gammas"] and (df["trials"] == LIMIT["trials"]).all()
     for g in LIMIT["gammas"]:
-        assert_prov(df[df["gamma"] == g], SEED, key_str("paper_b/poisson_limit", 3, value_id(g)),
-                    {"d": 3, "gamma": g, "trials": LIMIT["trials"]})  # fmt: skip
+        assert_prov(
+            df[df["gamma"] == g],
+            SEED,
+            key_str("paper_b/poisson_limit", 3, value_id(g)),
+            {"d": 3, "gamma": g, "trials": LIMIT["trials"]},
+        )
 
 
 @pytest.mark.parametrize(("method", "sizes"), [("sphere", [4, 4, 2]), ("beta", [10])])
@@ -722,3 +1060,22 @@ def test_phase_summary_stacks_the_columns_sorted_by_kind_n_beta(paper_b):
         out[out["n"] == 10].reset_index(drop=True),
         small.sort_values(["kind", "n", "beta"]).reset_index(drop=True),
     )
+
+
+def test_the_provenance_columns_write_spawn_key_in_one_format():
+    import re
+
+    from attnscale.pipeline.io import SPAWN_KEY_PATTERN, provenance_columns
+
+    one = provenance_columns(7, (3, 1, 4), {"a": 1})
+    assert list(one) == PROV and one["spawn_key"] == "3-1-4" and one["root_seed"] == "7"
+    several = provenance_columns(7, [(3, 1, 0), (3, 1, 1)], {"a": 1})["spawn_key"]
+    assert several == "3-1-0;3-1-1"
+    prefix = provenance_columns(7, (3, 1), {"a": 1}, contexts=8)["spawn_key"]
+    assert prefix == "3-1-{0..7}"
+    for text in ("3-1-4", several, prefix):
+        assert re.match(SPAWN_KEY_PATTERN, text)
+    for wrong in ("[3, 1, 4]", "(3, 1)", "3,1"):
+        assert not re.match(SPAWN_KEY_PATTERN, wrong)
+    fixed = provenance_columns(None, None, {"a": 1})
+    assert list(fixed) == ["params_hash", "attnscale_version", "git_commit"]

@@ -32,8 +32,10 @@ BIN = Path(sys.executable).parent
 def test_snakefmt_check():
     proc = subprocess.run(
         [str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules"],
-        cwd=REPO, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -41,8 +43,10 @@ def test_ruff_clean():
     for args in (["check"], ["format", "--check"]):
         proc = subprocess.run(
             [str(BIN / "ruff"), *args, "--no-cache", "src", "workflow", "tests", "tools"],
-            cwd=REPO, capture_output=True, text=True,
-        )  # fmt: skip
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -125,11 +129,15 @@ def test_every_golden_column_is_classified(rel):
 # (config fragment over tests/smoke.yaml, the jobs a dry run must schedule and nothing else)
 # (the findings read the tables of every family, so they rerun too: docs/pipeline.md#numbers-in-the-prose)
 PARAM_CHANGES = [
-    ({"paper_a": {"scaling_rules": {"overlay_n": 16384}}},
-     {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules_figure": 1, "findings": 1}),
-    ({"paper_b": {"profile": {"trials": 41}}},
-     {"paper_b_profile": 2, "paper_b_profile_figure": 1, "findings": 1}),
-]  # fmt: skip
+    (
+        {"paper_a": {"scaling_rules": {"overlay_n": 16384}}},
+        {"paper_a_scaling_rules_data": 1, "paper_a_scaling_rules_figure": 1, "findings": 1},
+    ),
+    (
+        {"paper_b": {"profile": {"trials": 41}}},
+        {"paper_b_profile": 2, "paper_b_profile_figure": 1, "findings": 1},
+    ),
+]
 
 
 @pytest.mark.parametrize("frag, expected", PARAM_CHANGES, ids=["overlay_n", "profile-trials"])
@@ -164,8 +172,12 @@ def test_build_one_figure_by_rule_name(smoke_run, tmp_path):
     snakemake(
         work, "paper_b_profile_figure", "--cores", "2", *SMOKE
     )  # target first: --configfile takes several values
-    made = {str(p.relative_to(work)) for d in ("results", "figures") for p in (work / d).rglob("*")
-            if p.is_file()}  # fmt: skip
+    made = {
+        str(p.relative_to(work))
+        for d in ("results", "figures")
+        for p in (work / d).rglob("*")
+        if p.is_file()
+    }
     assert made == {
         "results/paper_b/profile_d5.csv",
         "results/paper_b/profile_d3.csv",
@@ -188,3 +200,26 @@ def test_benchmark_suite_smoke(smoke_run):
     # lambda is O(1), so reordered sums leave ~1e-13 on any CPU (1e-10 leaves a margin of 1e3)
     assert lam["max_abs_diff_vs_baseline"] < 1e-10
     assert (work / "results/benchmarks/suite.md").read_text().startswith("| benchmark")
+
+
+def test_every_table_writes_spawn_key_in_one_format(smoke_run):
+    """Every table's provenance comes from :func:`attnscale.pipeline.io.provenance_columns`, so
+    ``spawn_key`` (and the summaries' ``spawn_keys``, the draws' keys joined with ``;``) has one
+    format everywhere (``SPAWN_KEY_PATTERN``); no table has another name for it."""
+    import re
+
+    from attnscale.pipeline.io import SPAWN_KEY_PATTERN
+
+    tables = sorted((smoke_run["dir"] / "results").rglob("*.csv"))
+    seen, bad = 0, []
+    for path in tables:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for col in ("spawn_key", "spawn_keys"):
+            if col not in df.columns:
+                continue
+            seen += 1
+            for v in set(df[col]) - {""}:
+                if not re.match(SPAWN_KEY_PATTERN, v):
+                    bad.append(f"{path.relative_to(smoke_run['dir'])}: {col} = {v!r}")
+    assert seen > 15, seen
+    assert not bad, bad[:10]

@@ -104,8 +104,9 @@ def main(argv=None) -> int:
         metavar="OLD=NEW",
         help="a file renamed by the change (path relative to the tree)",
     )
-    parser.add_argument("--list", action="store_true",
-                        help="print the sha256 of every file of AFTER")  # fmt: skip
+    parser.add_argument(
+        "--list", action="store_true", help="print the sha256 of every file of AFTER"
+    )
     args = parser.parse_args(argv)
     mapping = dict(m.split("=", 1) for m in args.map)
     lines, bad = compare(args.before, args.after, mapping)

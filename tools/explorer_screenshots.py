@@ -31,8 +31,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 def screenshots(site: Path, out: Path, head: str) -> list[Path]:
     """Serve ``site`` and save one screenshot per entry of :data:`SIZES` into ``out``."""
-    exe = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                if shutil.which(n)), None)  # fmt: skip
+    exe = next(
+        (
+            shutil.which(n)
+            for n in ("chromium", "chromium-browser", "google-chrome")
+            if shutil.which(n)
+        ),
+        None,
+    )
     if exe is None:
         raise SystemExit("Chromium is not installed (apt-get install -y chromium)")
     d, n, rho, rule = head.split(",")
@@ -45,11 +51,24 @@ def screenshots(site: Path, out: Path, head: str) -> list[Path]:
         for name, (w, h) in SIZES.items():
             path = out / f"explorer-{name}.png"
             with tempfile.TemporaryDirectory() as profile:
-                subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu",
-                                "--hide-scrollbars", "--no-first-run",
-                                f"--user-data-dir={profile}", "--virtual-time-budget=20000",
-                                f"--window-size={w},{h}", f"--screenshot={path}", url],
-                               check=True, capture_output=True, timeout=120)  # fmt: skip
+                subprocess.run(
+                    [
+                        exe,
+                        "--headless",
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--hide-scrollbars",
+                        "--no-first-run",
+                        f"--user-data-dir={profile}",
+                        "--virtual-time-budget=20000",
+                        f"--window-size={w},{h}",
+                        f"--screenshot={path}",
+                        url,
+                    ],
+                    check=True,
+                    capture_output=True,
+                    timeout=120,
+                )
             paths.append(path)
             print(path)
     finally:

@@ -51,16 +51,26 @@ def machine() -> str:
                 model = line.split(":", 1)[1].strip()
             if line.startswith("flags"):
                 flags = set(line.split(":", 1)[1].split())
-    blas = sorted({f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
-                   for i in threadpool_info() if i.get("user_api") == "blas"})  # fmt: skip
+    blas = sorted(
+        {
+            f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        }
+    )
     from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 
     simd = [k for k in __cpu_dispatch__ if __cpu_features__.get(k)]  # as numpy.show_runtime()
-    env = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")
-           if k in os.environ}  # fmt: skip
-    return (f"CPU: {model}; flags: {' '.join(f for f in FLAGS if f in flags)}\n"
-            f"BLAS: {'; '.join(blas)}\nnumpy {np.__version__} SIMD dispatch: {' '.join(simd)}\n"
-            f"environment: {env or 'no kernel overrides'}")  # fmt: skip
+    env = {
+        k: os.environ[k]
+        for k in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")
+        if k in os.environ
+    }
+    return (
+        f"CPU: {model}; flags: {' '.join(f for f in FLAGS if f in flags)}\n"
+        f"BLAS: {'; '.join(blas)}\nnumpy {np.__version__} SIMD dispatch: {' '.join(simd)}\n"
+        f"environment: {env or 'no kernel overrides'}"
+    )
 
 
 def report(results, show_all: bool) -> float:
@@ -70,8 +80,10 @@ def report(results, show_all: bool) -> float:
     for r in results:
         if show_all or r.ratio > 0 or not r.ok:
             flag = "" if r.ok else "  FAIL rows " + str(r.rows[:10])
-            print(f"{r.file.removeprefix('results/'):45s} {r.column:28s} {r.kind:12s} "
-                  f"{r.rel:12.3g} {r.ratio:11.3g}{flag} {r.note}")  # fmt: skip
+            print(
+                f"{r.file.removeprefix('results/'):45s} {r.column:28s} {r.kind:12s} "
+                f"{r.rel:12.3g} {r.ratio:11.3g}{flag} {r.note}"
+            )
     worst: dict[str, tuple[float, str]] = {}
     for r in results:
         if r.ratio >= worst.get(r.kind, (-1.0, ""))[0]:

@@ -36,14 +36,40 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SKIP = {".git", ".venv", "results", "figures", ".snakemake", "logs", "benchmarks", "build",
-        "results-gpu", "mutants", ".pytest_cache", ".ruff_cache", "report.html"}  # fmt: skip
+SKIP = {
+    ".git",
+    ".venv",
+    "results",
+    "figures",
+    ".snakemake",
+    "logs",
+    "benchmarks",
+    "build",
+    "results-gpu",
+    "mutants",
+    ".pytest_cache",
+    ".ruff_cache",
+    "report.html",
+}
 #: Rules whose jobs run JAX kernels: one at a time on the one GPU.
-GPU_RULES = ["paper_a_lambda", "paper_a_eta", "paper_a_theorem_rows", "paper_a_finite_size_rows",
-             "finite_d_transition_points", "finite_d_intermediate_rows", "causal_lambda",
-             "causal_self_weight", "causal_rules_simulated", "realistic_learned_qk",
-             "realistic_sink", "realistic_depth", "paper_b_vector_fields", "paper_b_phase_column",
-             "paper_b_profile", "paper_b_critical_laws"]  # fmt: skip
+GPU_RULES = [
+    "paper_a_lambda",
+    "paper_a_eta",
+    "paper_a_theorem_rows",
+    "paper_a_finite_size_rows",
+    "finite_d_transition_points",
+    "finite_d_intermediate_rows",
+    "causal_lambda",
+    "causal_self_weight",
+    "causal_rules_simulated",
+    "realistic_learned_qk",
+    "realistic_sink",
+    "realistic_depth",
+    "paper_b_vector_fields",
+    "paper_b_phase_column",
+    "paper_b_profile",
+    "paper_b_critical_laws",
+]
 
 
 def env() -> dict:
@@ -59,8 +85,14 @@ def run(cmd, timeout: float, log: Path, cwd=REPO, environ=None) -> int:
     t0 = time.time()
     with open(log, "w") as fh:
         try:
-            proc = subprocess.run(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
-                                  timeout=max(1.0, timeout), env=environ or env())  # fmt: skip
+            proc = subprocess.run(
+                cmd,
+                cwd=cwd,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                timeout=max(1.0, timeout),
+                env=environ or env(),
+            )
             rc = proc.returncode
         except subprocess.TimeoutExpired:
             rc = 124
@@ -88,8 +120,10 @@ def targets(cfg: dict) -> tuple[list[str], list[str]]:
     n = c.value("paper_a.n")
     first = []
     for d in sorted(c.ints("paper_a.d")):
-        first += [f"results/paper_a/lambda/n{n}/d{d}/part0.csv",
-                  f"results/paper_a/eta/n{n}/d{d}/part0.csv"]  # fmt: skip
+        first += [
+            f"results/paper_a/lambda/n{n}/d{d}/part0.csv",
+            f"results/paper_a/eta/n{n}/d{d}/part0.csv",
+        ]
     first += [
         f"results/finite_d/transition/d{d}.csv" for d in sorted(c.ints("finite_d.transition.d"))
     ]
@@ -97,8 +131,13 @@ def targets(cfg: dict) -> tuple[list[str], list[str]]:
         f"results/realistic/rules_simulated/n{max(c.ints('causal.rules_simulated.n'))}.csv"
     )
     first.append("results/paper_b_exponent/sphere.csv")
-    figures = ["paper_a_lambda_figure", "paper_a_eta_figure", "finite_d_transition_figure",
-               "causal_rules_simulated_figure", "paper_b_exponent_figure"]  # fmt: skip
+    figures = [
+        "paper_a_lambda_figure",
+        "paper_a_eta_figure",
+        "finite_d_transition_figure",
+        "causal_rules_simulated_figure",
+        "paper_b_exponent_figure",
+    ]
     return first, figures
 
 
@@ -121,8 +160,12 @@ def job_times(work: Path) -> list[dict]:
         if len(lines) >= 2:
             head, vals = lines[0].split("\t"), lines[1].split("\t")
             rec = dict(zip(head, vals, strict=False))
-            rows.append({"job": str(tsv.relative_to(work / "benchmarks")),
-                         "seconds": float(rec.get("s", "nan"))})  # fmt: skip
+            rows.append(
+                {
+                    "job": str(tsv.relative_to(work / "benchmarks")),
+                    "seconds": float(rec.get("s", "nan")),
+                }
+            )
     return rows
 
 
@@ -143,8 +186,11 @@ def benchmark_patterns() -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "results-gpu"))
-    ap.add_argument("--tiny", action="store_true",
-                    default=os.environ.get("ATTNSCALE_GPU_RUN_TINY", "") not in ("", "0"))  # fmt: skip
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        default=os.environ.get("ATTNSCALE_GPU_RUN_TINY", "") not in ("", "0"),
+    )
     ap.add_argument("--budget", type=float, default=540.0, help="seconds for the whole script")
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
@@ -158,9 +204,18 @@ def main(argv=None) -> int:
     summary = {"tiny": args.tiny, "budget_s": args.budget, "steps": {}}
     py = sys.executable
     # ---- 1. machine and benchmark
-    info = subprocess.run([py, "-c", "import json; from attnscale.bench.jax import machine_info;"
-                           " print(json.dumps(machine_info()))"], capture_output=True, text=True,
-                          env=env(), cwd=REPO)  # fmt: skip
+    info = subprocess.run(
+        [
+            py,
+            "-c",
+            "import json; from attnscale.bench.jax import machine_info;"
+            " print(json.dumps(machine_info()))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env(),
+        cwd=REPO,
+    )
     machine = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr[-2000:]}
     bench = [
         py,
@@ -186,21 +241,44 @@ def main(argv=None) -> int:
     sm = [str(Path(py).parent / "snakemake"), "--configfile", *configs]
     wenv = env()
     wenv["PYTHONPATH"] = os.pathsep.join([str(work / "src"), os.environ.get("PYTHONPATH", "")])
-    dry = subprocess.run([*sm, "-n", "--quiet", "rules"], cwd=work, capture_output=True, text=True,
-                         env=wenv)  # fmt: skip
+    dry = subprocess.run(
+        [*sm, "-n", "--quiet", "rules"], cwd=work, capture_output=True, text=True, env=wenv
+    )
     sys.path.insert(0, str(REPO / "src"))
     from attnscale.pipeline.deps import jobs_to_run
 
     counts = jobs_to_run(dry.stdout)
     setres = [f"{r}:gpu=1" for r in GPU_RULES]
-    common = ["--cores", str(args.cores), "--resources", "gpu=1", "--set-resources", *setres,
-              "--keep-going", "--rerun-incomplete"]  # fmt: skip
+    common = [
+        "--cores",
+        str(args.cores),
+        "--resources",
+        "gpu=1",
+        "--set-resources",
+        *setres,
+        "--keep-going",
+        "--rerun-incomplete",
+    ]
     ps = out / "paper-scale"
     ps.mkdir(exist_ok=True)
-    rc1 = run([*sm, *common, "--prioritize", *first, "--", *first], left() - 60.0,
-              ps / "snakemake-first.log", cwd=work, environ=wenv)  # fmt: skip
-    rc2 = run([*sm, *common, "--", *figures], left() - 45.0, ps / "snakemake-figures.log",
-              cwd=work, environ=wenv) if left() > 90 else None  # fmt: skip
+    rc1 = run(
+        [*sm, *common, "--prioritize", *first, "--", *first],
+        left() - 60.0,
+        ps / "snakemake-first.log",
+        cwd=work,
+        environ=wenv,
+    )
+    rc2 = (
+        run(
+            [*sm, *common, "--", *figures],
+            left() - 45.0,
+            ps / "snakemake-figures.log",
+            cwd=work,
+            environ=wenv,
+        )
+        if left() > 90
+        else None
+    )
     summary["steps"]["paper_scale_first"] = rc1
     summary["steps"]["paper_scale_figures"] = rc2
     # ---- 3. collect
@@ -228,12 +306,20 @@ def main(argv=None) -> int:
     )
     (ps / "projection.json").write_text(json.dumps(projection, indent=2) + "\n")
     done = [t for t in first if (work / t).is_file()]
-    summary.update(first_targets=first, first_done=done, figures=figures,
-                   figures_done=sorted(p.name for p in (work / "figures").rglob("*.png")),
-                   elapsed_s=time.time() - t0, machine=machine)  # fmt: skip
+    summary.update(
+        first_targets=first,
+        first_done=done,
+        figures=figures,
+        figures_done=sorted(p.name for p in (work / "figures").rglob("*.png")),
+        elapsed_s=time.time() - t0,
+        machine=machine,
+    )
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({k: summary[k] for k in ("steps", "first_done", "figures_done", "elapsed_s")},
-                     indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {k: summary[k] for k in ("steps", "first_done", "figures_done", "elapsed_s")}, indent=2
+        )
+    )
     shutil.rmtree(work.parent, ignore_errors=True)
     return 0 if summary["steps"]["benchmark"] == 0 else 1
 

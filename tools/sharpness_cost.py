@@ -40,8 +40,12 @@ def gemm_peak(size: int = 1024, repeat: int = 3) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configfile", action="append", default=[],
-                    help="configuration files merged over config.yaml (in order)")  # fmt: skip
+    ap.add_argument(
+        "--configfile",
+        action="append",
+        default=[],
+        help="configuration files merged over config.yaml (in order)",
+    )
     ap.add_argument("--out", default=None, help="also write the table as CSV here")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
@@ -65,14 +69,30 @@ def main(argv=None) -> int:
                     continue
                 peak = gemm_peak()
                 c0, w0 = time.process_time(), time.perf_counter()
-                sharpness_curves(n=n, d=d, rhos=rhos, x=x, rows=s["rows"], probes=s["probes"],
-                                 trials=s["trials"], root_seed=cfg["seed"])  # fmt: skip
+                sharpness_curves(
+                    n=n,
+                    d=d,
+                    rhos=rhos,
+                    x=x,
+                    rows=s["rows"],
+                    probes=s["probes"],
+                    trials=s["trials"],
+                    root_seed=cfg["seed"],
+                )
                 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
                 m, P, B = min(s["rows"], n), s["probes"], len(x)
                 flops = len(rhos) * s["trials"] * (2 * (1 + P) + 2 * (2 + P) * B) * m * n * d
-                rows.append({"d": d, "n": n, "cpu_s": cpu, "wall_s": wall,
-                             "gemm_gflop": flops / 1e9, "peak_gflops": peak,
-                             "fraction_of_peak": flops / 1e9 / (cpu * peak)})  # fmt: skip
+                rows.append(
+                    {
+                        "d": d,
+                        "n": n,
+                        "cpu_s": cpu,
+                        "wall_s": wall,
+                        "gemm_gflop": flops / 1e9,
+                        "peak_gflops": peak,
+                        "fraction_of_peak": flops / 1e9 / (cpu * peak),
+                    }
+                )
                 print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
     print(df.to_string(index=False, float_format=lambda v: f"{v:.3g}"))

@@ -143,12 +143,41 @@ def gallery_markdown(readme: Path, figdir: Path) -> str:
 
 #: Names written out in the README that are TeX macros in maths.
 TEX_WORDS = {
-    **{g: "\\" + g for g in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta",
-                              "theta", "kappa", "lambda", "mu", "nu", "xi", "pi", "rho", "sigma",
-                              "tau", "phi", "chi", "psi", "omega", "Gamma", "Lambda")},
-    "eps": "\\epsilon", "inf": "\\infty", "ln": "\\ln", "log": "\\log", "exp": "\\exp",
+    **{
+        g: "\\" + g
+        for g in (
+            "alpha",
+            "beta",
+            "gamma",
+            "delta",
+            "epsilon",
+            "zeta",
+            "eta",
+            "theta",
+            "kappa",
+            "lambda",
+            "mu",
+            "nu",
+            "xi",
+            "pi",
+            "rho",
+            "sigma",
+            "tau",
+            "phi",
+            "chi",
+            "psi",
+            "omega",
+            "Gamma",
+            "Lambda",
+        )
+    },
+    "eps": "\\epsilon",
+    "inf": "\\infty",
+    "ln": "\\ln",
+    "log": "\\log",
+    "exp": "\\exp",
     "grad": "\\nabla",
-}  # fmt: skip
+}
 _MATH_LEX = re.compile(r"\s+|\d+(?:\.\d+)?(?:e\d+)?|[A-Za-z]+|\.\.|.")
 _EDGE_PUNCT = ",;:"
 
@@ -336,8 +365,11 @@ def package_order() -> list[str]:
     level first), ``attnscale`` itself first; packages it does not list follow alphabetically."""
     import attnscale
 
-    listed = [ln.split()[0] for ln in (attnscale.__doc__ or "").splitlines()
-              if ln.strip() and not ln[0].isspace() and ln.split()[0].isidentifier()]  # fmt: skip
+    listed = [
+        ln.split()[0]
+        for ln in (attnscale.__doc__ or "").splitlines()
+        if ln.strip() and not ln[0].isspace() and ln.split()[0].isidentifier()
+    ]
     return ["attnscale", *listed]
 
 
@@ -358,7 +390,7 @@ def api_pages() -> dict[str, list[str]]:
 def public_names(module_name: str) -> list[str]:
     """The names of a module's ``__all__`` for autosummary: relative to the module, or the full
     name at its home for a name re-exported from another module (like ``eta_exact`` in
-    ``attnscale.layer.jacobian``), which links to where it is documented."""
+    ``attnscale.layer.dense.jacobian``), which links to where it is documented."""
     import importlib
 
     module = importlib.import_module(module_name)
@@ -366,8 +398,13 @@ def public_names(module_name: str) -> list[str]:
     for attr in getattr(module, "__all__", ()):
         obj = getattr(module, attr)
         home = getattr(obj, "__module__", None)
-        if (callable(obj) and isinstance(home, str) and home != module_name
-                and home.startswith("attnscale.") and hasattr(obj, "__qualname__")):  # fmt: skip
+        if (
+            callable(obj)
+            and isinstance(home, str)
+            and home != module_name
+            and home.startswith("attnscale.")
+            and hasattr(obj, "__qualname__")
+        ):
             out.append(f"~{home}.{obj.__qualname__}")
         else:
             out.append(attr)  # relative to the module (autosummary's current module)
@@ -385,8 +422,15 @@ def module_section(name: str, level: int) -> list[str]:
     names = public_names(name)
     table = []
     if names:
-        table = ["", "   .. rubric:: Public names (``__all__``)", "", "   .. autosummary::",
-                 "      :nosignatures:", "", *[f"      {n}" for n in names]]  # fmt: skip
+        table = [
+            "",
+            "   .. rubric:: Public names (``__all__``)",
+            "",
+            "   .. autosummary::",
+            "      :nosignatures:",
+            "",
+            *[f"      {n}" for n in names],
+        ]
     return [
         f"{'#' * level} `{name}`",
         "",
@@ -415,8 +459,9 @@ def api_page_markdown(page: str, modules: list[str]) -> str:
 
 def api_index_markdown() -> str:
     """The toctree of ``api.md``: the generated pages in :func:`package_order`."""
-    return "\n".join(["", "```{toctree}", ":maxdepth: 2", "", *[f"api/{p}" for p in api_pages()],
-                      "```", ""])  # fmt: skip
+    return "\n".join(
+        ["", "```{toctree}", ":maxdepth: 2", "", *[f"api/{p}" for p in api_pages()], "```", ""]
+    )
 
 
 def write_api_pages(app) -> None:
@@ -440,9 +485,21 @@ def write_api_pages(app) -> None:
 
 #: Section names that numpydoc understands; any other underlined heading becomes a rubric.
 NUMPYDOC_SECTIONS = {
-    "parameters", "returns", "yields", "receives", "raises", "warns", "other parameters",
-    "attributes", "methods", "see also", "notes", "warnings", "references", "examples",
-}  # fmt: skip
+    "parameters",
+    "returns",
+    "yields",
+    "receives",
+    "raises",
+    "warns",
+    "other parameters",
+    "attributes",
+    "methods",
+    "see also",
+    "notes",
+    "warnings",
+    "references",
+    "examples",
+}
 
 
 def headings_to_rubrics(app, what, name, obj, options, lines) -> None:
@@ -510,13 +567,21 @@ def docs_citation_role(name, rawtext, text, lineno, inliner, options=None, conte
     like a MyST Markdown link (an unknown page or section is a build warning, so ``-W`` fails)."""
     m = DOCS_CITATION.fullmatch(text)
     if m is None:
-        msg = inliner.reporter.error(f"not a docs/<page>.md#<section> citation: {text!r}",
-                                     line=lineno)  # fmt: skip
+        msg = inliner.reporter.error(
+            f"not a docs/<page>.md#<section> citation: {text!r}", line=lineno
+        )
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
     env = inliner.document.settings.env
-    node = addnodes.pending_xref(rawtext, refdomain="doc", reftarget=m.group(1),
-                                 reftargetid=m.group(2), refdoc=env.docname, reftype="myst",
-                                 refexplicit=True, classes=["xref", "myst"])  # fmt: skip
+    node = addnodes.pending_xref(
+        rawtext,
+        refdomain="doc",
+        reftarget=m.group(1),
+        reftargetid=m.group(2),
+        refdoc=env.docname,
+        reftype="myst",
+        refexplicit=True,
+        classes=["xref", "myst"],
+    )
     node += nodes.inline(text, "", nodes.literal(text, text))
     return [node], []
 
@@ -604,9 +669,14 @@ def cache_numpydoc_template() -> None:
             templates[key] = probe.template
         config["template"] = templates[key]
         return nds.get_doc_object_orig(
-            obj, what=what, doc=doc, config=config, class_doc=nds.SphinxClassDoc,
-            func_doc=nds.SphinxFunctionDoc, obj_doc=nds.SphinxObjDoc,
-        )  # fmt: skip
+            obj,
+            what=what,
+            doc=doc,
+            config=config,
+            class_doc=nds.SphinxClassDoc,
+            func_doc=nds.SphinxFunctionDoc,
+            obj_doc=nds.SphinxObjDoc,
+        )
 
     nd.get_doc_object = get_doc_object
 

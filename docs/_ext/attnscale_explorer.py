@@ -45,8 +45,10 @@ def data_block(path: Path) -> str:
         ) from exc
     text = json.dumps(doc, separators=(",", ":"), sort_keys=True, allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return (f'\n\n```{{raw}} html\n<script type="application/json" id="{SCRIPT_ID}">{text}'
-            "</script>\n```\n")  # fmt: skip
+    return (
+        f'\n\n```{{raw}} html\n<script type="application/json" id="{SCRIPT_ID}">{text}'
+        "</script>\n```\n"
+    )
 
 
 def source_read(app, docname, source) -> None:

@@ -5,7 +5,7 @@
  * and draws SVG. The maths are twins of Python code, checked by tests/test_explorer.py:
  *   betaStar, powerLaw      attnscale/experiments/explorer/grid.py (interpolate_beta_star,
  *                           interpolate_power_law)
- *   RULE_M, gammaEff, side  attnscale/layer/scaling_rules.py and attnscale/cli.py (calibration A)
+ *   RULE_M, gammaEff, side  attnscale/layer/scores/scaling_rules.py and attnscale/cli.py (calibration A)
  *   fmt                     attnscale/cli.py (_num)
  */
 (function () {
@@ -96,7 +96,7 @@
 
   // ------------------------------------------------------------------ scaling rules
 
-  // m(n) of every rule attnscale critical knows (attnscale.layer.scaling_rules)
+  // m(n) of every rule attnscale critical knows (attnscale.layer.scores.scaling_rules)
   var RULE_M = {
     qwen: function (n) { return Math.max(1, Math.log(n) / Math.log(8192)); },
     longrope: function (n) { return Math.log(n) / Math.log(4096); },

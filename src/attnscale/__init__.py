@@ -2,7 +2,7 @@
 
 The folder tree is the architecture (docs/pipeline.md#the-package-layout). A package imports only
 packages above it in this list, not the other one of its floor (core and backend, layer and
-sphere, regimes and pipeline, figures and bench), and :mod:`attnscale._moved` (old module paths and old names):
+sphere, regimes and pipeline, figures and bench), and :mod:`attnscale._moved` (old module paths):
 
 core
     argument checks, random streams from a job's identity, the mean and its standard error,
@@ -30,23 +30,15 @@ The command line ``attnscale`` (:mod:`attnscale.cli`, docs/ask-the-theory.md) is
 module outside this list: it imports ``layer`` only, and no module imports it. Every public
 module lists its public names in ``__all__`` (docs/pipeline.md#the-package-layout).
 
-Old flat paths (``attnscale.attention``, ``attnscale.sphere_theory``, ...) still import, with a
-DeprecationWarning naming the new home (:mod:`attnscale._moved`).
+Old paths of the public API (docs/api.md#public-api) still import for one minor version, with a
+DeprecationWarning naming the new home (:mod:`attnscale._moved`, the one deprecation mechanism;
+CHANGELOG.md lists what moved).
 """
-
-import importlib as _importlib
 
 from attnscale import _moved
 
 __all__: list[str] = []
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _moved.install()
-
-
-def __getattr__(name: str):
-    # ``attnscale.theory`` as an attribute of the package (old flat layout)
-    if name in _moved.MOVED:
-        return _importlib.import_module(f"attnscale.{name}")
-    raise AttributeError(f"module 'attnscale' has no attribute {name!r}")

@@ -32,8 +32,15 @@ from attnscale.layer.token_files import SAVE_HINT, load_tokens  # no NumPy at im
 # ``attnscale --help`` and ``--version`` start in a few hundredths of a second and ``critical``
 # loads only what it uses (docs/ask-the-theory.md#start-up-time).
 
-__all__ = ["SIGNIFICANT", "critical_report", "estimate_report", "format_critical",
-           "format_estimate", "load_tokens", "main"]  # fmt: skip
+__all__ = [
+    "SIGNIFICANT",
+    "critical_report",
+    "estimate_report",
+    "format_critical",
+    "format_estimate",
+    "load_tokens",
+    "main",
+]
 
 #: Significant digits of every number ``--json`` prints: the exact theory is accurate to about
 #: 1e-4 relative (docs/finite-d.md#exact-self-weight), so more digits would only be noise.
@@ -103,7 +110,8 @@ def critical_report(n, d, rho=None) -> dict:
     """
     import numpy as np
 
-    from attnscale.layer import finite_d, scaling_rules
+    from attnscale.layer import finite_d
+    from attnscale.layer.scores import scaling_rules
 
     rho_given = rho is not None
     n, d, rho = finite_d.check_args(n, d, 0.0 if rho is None else rho)
@@ -141,11 +149,18 @@ def critical_report(n, d, rho=None) -> dict:
         else:  # calibration A: beta_n = gamma_c ln L m(n)
             gamma_eff = gc * float(scaling_rules.gamma_ratio(rule, float(n)))
         ratio = gamma_eff / gamma_star if gamma_star > 0 else None
-        rules.append({
-            "key": rule.key, "name": rule.name, "calibration": rule.calibration,
-            "L": _finite(rule.L), "m": m, "gamma_eff": gamma_eff,
-            "gamma_eff_over_gamma_star": ratio, "side": _side(ratio),
-        })  # fmt: skip
+        rules.append(
+            {
+                "key": rule.key,
+                "name": rule.name,
+                "calibration": rule.calibration,
+                "L": _finite(rule.L),
+                "m": m,
+                "gamma_eff": gamma_eff,
+                "gamma_eff_over_gamma_star": ratio,
+                "side": _side(ratio),
+            }
+        )
     return {
         "n": n,
         "d": d,
@@ -194,8 +209,14 @@ def estimate_report(path) -> dict:
         note = "rho_hat < 0 is outside the theory's [0, 1); the nearest model is rho = 0"
     elif est.rho_hat >= 1:
         note = "rho_hat = 1: every token points the same way; no critical scale exists"
-    return {"path": str(path), "n": est.n, "d": est.d, "rho_hat": est.rho_hat,
-            "q_hat": est.q_hat, "note": note}  # fmt: skip
+    return {
+        "path": str(path),
+        "n": est.n,
+        "d": est.d,
+        "rho_hat": est.rho_hat,
+        "q_hat": est.q_hat,
+        "note": note,
+    }
 
 
 # --------------------------------------------------------------------------- text output
@@ -257,14 +278,26 @@ def format_critical(report: dict) -> str:
     rho_here = "" if r["rho"] == 0 else f"; here rho = {r['rho']:g}"
     rows = [
         ["", "beta", "vs beta*", ""],
-        ["annealed", _num(a["annealed"]["beta"]), _pct(a["annealed"]["rel_diff"]),
-         f"rho = 0, d not small{rho_here}"],
+        [
+            "annealed",
+            _num(a["annealed"]["beta"]),
+            _pct(a["annealed"]["rel_diff"]),
+            f"rho = 0, d not small{rho_here}",
+        ],
         ["first order", _num(fo["beta"]), _pct(fo["rel_diff"]), fo_where],
-        ["Paper A gamma_c ln n", _num(a["paper_a_asymptote"]["beta"]),
-         _pct(a["paper_a_asymptote"]["rel_diff"]), "ln n << d"],
-        ["power law (Paper B)", _num(a["power_law"]["beta"]), _pct(a["power_law"]["rel_diff"]),
-         f"rho = 0, ln n >> d{rho_here}"],
-    ]  # fmt: skip
+        [
+            "Paper A gamma_c ln n",
+            _num(a["paper_a_asymptote"]["beta"]),
+            _pct(a["paper_a_asymptote"]["rel_diff"]),
+            "ln n << d",
+        ],
+        [
+            "power law (Paper B)",
+            _num(a["power_law"]["beta"]),
+            _pct(a["power_law"]["rel_diff"]),
+            f"rho = 0, ln n >> d{rho_here}",
+        ],
+    ]
     out += _table(rows, right={1, 2})
     out += [
         "",
@@ -282,8 +315,9 @@ def format_critical(report: dict) -> str:
     for rule in r["scaling_rules"]:
         name = rule["name"] + (" [absolute]" if rule["calibration"] == "absolute" else "")
         ratio = rule["gamma_eff_over_gamma_star"]
-        rows.append([name, _num(rule["m"]), _num(rule["gamma_eff"]),
-                     _num(ratio, 3), rule["side"] or ""])  # fmt: skip
+        rows.append(
+            [name, _num(rule["m"]), _num(rule["gamma_eff"]), _num(ratio, 3), rule["side"] or ""]
+        )
     out += _table(rows, right={1, 2, 3})
     if any(rule["calibration"] == "absolute" for rule in r["scaling_rules"]):
         out.append("  [absolute]: beta_n = m(n) on unit-norm scores, no calibration")

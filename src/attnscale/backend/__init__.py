@@ -16,13 +16,13 @@ so, imports its twin by an explicit statement and hands it the validated arrays:
 
     X, r, _, alpha = check_layer_inputs(X, None, alpha)      # validate once, for both backends
     if uses_jax(backend):
-        from attnscale.layer import attention_jax             # the twin, beside its module
+        from attnscale.layer.dense import attention_jax  # the twin, beside its module
 
         return attention_jax.angle_ratio_grid(X, r, betas, alpha, ...)
     ...                                                       # the numpy code
 
 The twins are the ``*_jax`` modules beside the modules they mirror
-(:mod:`attnscale.layer.attention_jax`, :mod:`attnscale.sphere.keys_jax`, ...). Because the
+(:mod:`attnscale.layer.dense.attention_jax`, :mod:`attnscale.sphere.keys_jax`, ...). Because the
 import is a statement of the numpy module, :mod:`attnscale.pipeline.deps` counts the JAX code as
 code of exactly the rules whose kernels can run on JAX; and JAX is imported only when a call
 selects it. Every twin module imports JAX through :func:`jax_float64`, which switches JAX to
@@ -290,8 +290,16 @@ def lambda_bytes(n: int, d: int, betas: int = 1, tile: int = 1024, itemsize: int
     return itemsize * (resident + per_tile)
 
 
-def plan_lambda(n: int, d: int, m: int, *, tile: int | None = None, budget: int | None = None,
-                itemsize: int = 8, what: str = "lambda") -> dict:  # fmt: skip
+def plan_lambda(
+    n: int,
+    d: int,
+    m: int,
+    *,
+    tile: int | None = None,
+    budget: int | None = None,
+    itemsize: int = 8,
+    what: str = "lambda",
+) -> dict:
     """Tile size and betas per group of the JAX lambda kernel within the memory budget.
 
     The tile is ``tile`` if given, else the largest of 1024, 512, ..., 32 (at most ``n``
@@ -314,9 +322,13 @@ def plan_lambda(n: int, d: int, m: int, *, tile: int | None = None, budget: int 
         per_beta = lambda_bytes(n, d, 1, t, itemsize) - fixed  # lambda_bytes is linear in B
         if fixed + per_beta <= budget:
             B = int(min(m, (budget - fixed) // per_beta))
-            return {"tile": int(t), "betas_per_group": B,
-                    "bytes": lambda_bytes(n, d, B, t, itemsize), "budget": int(budget),
-                    "source": source}  # fmt: skip
+            return {
+                "tile": int(t),
+                "betas_per_group": B,
+                "bytes": lambda_bytes(n, d, B, t, itemsize),
+                "budget": int(budget),
+                "source": source,
+            }
     need = lambda_bytes(n, d, 1, tiles[-1], itemsize)
     raise BackendError(
         f"backend: jax: {what} at n = {n}, d = {d} needs {need / 1e9:.2f} GB with one beta and "
@@ -362,23 +374,3 @@ def check_jax_fits(jobs, memory_gb: float | None = None, key: str = "backend") -
                     "run on a device with more memory, lower the sizes, or set "
                     "backend_memory_gb (docs/gpu.md#memory-sizing)"
                 )
-
-
-#: Functions that knew the workflow's configuration keys and moved to the pipeline (issue 26):
-#: still importable from here, with a DeprecationWarning naming their new home.
-MOVED_TO_PIPELINE = {
-    "workflow_jobs": ("attnscale.pipeline.config_checks", "lambda_jobs"),
-    "check_workflow": ("attnscale.pipeline.config_checks", "check_backend"),
-}
-
-
-def __getattr__(name: str):
-    if name in MOVED_TO_PIPELINE:
-        import importlib
-        import warnings
-
-        module, new = MOVED_TO_PIPELINE[name]
-        warnings.warn(f"attnscale.backend.{name} moved to {module}.{new}; import it from there",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
-        return getattr(importlib.import_module(module), new)
-    raise AttributeError(f"module 'attnscale.backend' has no attribute {name!r}")

@@ -15,7 +15,9 @@ import numpy as np
 
 from attnscale.bench.timing import best_time
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer import attention, causal, tokens
+from attnscale.layer import tokens
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.dense import attention
 
 __all__ = ["bench_causal"]
 
@@ -60,10 +62,20 @@ def bench_causal(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> l
     diff = causal.forward_rows(X, beta_rows) - dense_masked_forward(X, beta_rows)
     err = float(np.max(np.abs(diff)))
     gf = 2.0 * n * n * d / fast / 1e9
-    rows.append({"benchmark": "causal_forward", "variant": "beta_i = 2 ln i", "n": n, "d": d,
-                 "seconds": fast, "gflops": gf, "fraction_of_gemm_peak": gf / peak,
-                 "baseline_seconds": base, "speedup_vs_baseline": base / fast,
-                 "max_abs_diff_vs_baseline": err})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "causal_forward",
+            "variant": "beta_i = 2 ln i",
+            "n": n,
+            "d": d,
+            "seconds": fast,
+            "gflops": gf,
+            "fraction_of_gemm_peak": gf / peak,
+            "baseline_seconds": base,
+            "speedup_vs_baseline": base / fast,
+            "max_abs_diff_vs_baseline": err,
+        }
+    )
     grid = np.geomspace(0.25, 12.0, gammas)[:, None] * ln_i[None, :]
     fast = best_time(lambda: attention.angle_ratio_grid(X, grid, causal=True), repeat)
     gf = 2.0 * n * n * d * gammas / fast / 1e9
@@ -81,8 +93,18 @@ def bench_causal(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> l
 
     base = best_time(baseline, 1)
     err = float(np.max(np.abs(attention.angle_ratio_grid(X, grid, causal=True) - baseline())))
-    rows.append({"benchmark": "causal_lambda_grid",
-                 "variant": f"{gammas} gammas, beta_i = gamma ln i", "n": n, "d": d, "seconds": fast, "gflops": gf, "fraction_of_gemm_peak": gf / peak,
-                 "baseline_seconds": base, "speedup_vs_baseline": base / fast,
-                 "max_abs_diff_vs_baseline": err})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "causal_lambda_grid",
+            "variant": f"{gammas} gammas, beta_i = gamma ln i",
+            "n": n,
+            "d": d,
+            "seconds": fast,
+            "gflops": gf,
+            "fraction_of_gemm_peak": gf / peak,
+            "baseline_seconds": base,
+            "speedup_vs_baseline": base / fast,
+            "max_abs_diff_vs_baseline": err,
+        }
+    )
     return rows

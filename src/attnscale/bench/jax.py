@@ -71,8 +71,11 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
 
     key = jax.random.PRNGKey(0)
     s = min(n, 8192)
-    shapes = [("(n x n) @ (n x d)", (n, n), (n, d)), ("(n x d) @ (d x n)", (n, d), (d, n)),
-              (f"square {s} x {s}", (s, s), (s, s))]  # fmt: skip
+    shapes = [
+        ("(n x n) @ (n x d)", (n, n), (n, d)),
+        ("(n x d) @ (d x n)", (n, d), (d, n)),
+        (f"square {s} x {s}", (s, s), (s, s)),
+    ]
     rows = []
     mm = jax.jit(jnp.matmul)
     for name, sa, sb in shapes:
@@ -81,15 +84,24 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
         B = jax.random.normal(k2, sb, dtype=jnp.float64)
         t, _ = timed(lambda A=A, B=B: mm(A, B).block_until_ready(), repeat)
         flops = 2.0 * sa[0] * sa[1] * sb[1]
-        rows.append({"benchmark": "gemm", "variant": name, "n": n, "d": d, "seconds": t,
-                     "gflops": flops / t / 1e9})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": "gemm",
+                "variant": name,
+                "n": n,
+                "d": d,
+                "seconds": t,
+                "gflops": flops / t / 1e9,
+            }
+        )
     return rows
 
 
 def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat: int = 3) -> list:
     """lambda grid, Hutchinson eta and causal lambda grid on JAX, as fractions of ``peak``."""
     from attnscale.core.seeding import job_rng, spawn_key
-    from attnscale.layer import attention, jacobian, tokens
+    from attnscale.layer import tokens
+    from attnscale.layer.dense import attention, jacobian
 
     X = tokens.near_simplex(n, d, 0.5, job_rng(0, spawn_key("benchmark/jax", n, d)))
     betas = np.geomspace(0.25, 12.0, gammas) * np.log(n)
@@ -97,41 +109,75 @@ def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat:
     grid = np.geomspace(0.25, 12.0, gammas)[:, None] * ln_i[None, :]
     beta = 2.0 * np.log(n)
     cases = [
-        ("lambda_grid", f"{gammas} gammas", 4.0 * n * n * d * gammas,
-         lambda: attention.angle_ratio_grid(X, betas, backend="jax")),
-        ("eta_hutchinson", f"{probes} probes, 1 beta (jax.jvp)", 6.0 * n * n * d * probes,
-         lambda: jacobian.eta_hutchinson(X, beta, probes=probes, rng=np.random.default_rng(1),
-                                         backend="jax")),
-        ("causal_lambda_grid", f"{gammas} gammas, beta_i = gamma ln i", 2.0 * n * n * d * gammas,
-         lambda: attention.angle_ratio_grid(X, grid, causal=True, backend="jax")),
-    ]  # fmt: skip
+        (
+            "lambda_grid",
+            f"{gammas} gammas",
+            4.0 * n * n * d * gammas,
+            lambda: attention.angle_ratio_grid(X, betas, backend="jax"),
+        ),
+        (
+            "eta_hutchinson",
+            f"{probes} probes, 1 beta (jax.jvp)",
+            6.0 * n * n * d * probes,
+            lambda: jacobian.eta_hutchinson(
+                X, beta, probes=probes, rng=np.random.default_rng(1), backend="jax"
+            ),
+        ),
+        (
+            "causal_lambda_grid",
+            f"{gammas} gammas, beta_i = gamma ln i",
+            2.0 * n * n * d * gammas,
+            lambda: attention.angle_ratio_grid(X, grid, causal=True, backend="jax"),
+        ),
+    ]
     rows = []
     for name, variant, flops, fn in cases:
         t, first = timed(fn, repeat)
         gf = flops / t / 1e9
-        rows.append({"benchmark": name, "variant": variant, "n": n, "d": d, "seconds": t,
-                     "compile_seconds": max(0.0, first - t), "gflops": gf,
-                     "fraction_of_gemm_peak": gf / peak})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": name,
+                "variant": variant,
+                "n": n,
+                "d": d,
+                "seconds": t,
+                "compile_seconds": max(0.0, first - t),
+                "gflops": gf,
+                "fraction_of_gemm_peak": gf / peak,
+            }
+        )
     return rows
 
 
 def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
     """One gamma of lambda against ``n``: seconds, GFLOP/s, fraction of the peak, planned bytes."""
     from attnscale.core.seeding import job_rng, spawn_key
-    from attnscale.layer import attention, tokens
+    from attnscale.layer import tokens
+    from attnscale.layer.dense import attention
 
     rows = []
     for n in ns:
         X = tokens.near_simplex(n, d, 0.5, job_rng(0, spawn_key("benchmark/jax", n, d)))
         beta = 2.0 * np.log(n)
         plan = backend.plan_lambda(n, d, 1)
-        t, first = timed(lambda X=X, beta=beta: attention.angle_ratio_grid(X, [beta], backend="jax"),
-                         repeat)  # fmt: skip
+        t, first = timed(
+            lambda X=X, beta=beta: attention.angle_ratio_grid(X, [beta], backend="jax"), repeat
+        )
         gf = 4.0 * n * n * d / t / 1e9
-        rows.append({"benchmark": "scaling_lambda", "variant": "1 gamma", "n": n, "d": d,
-                     "seconds": t, "compile_seconds": max(0.0, first - t), "gflops": gf,
-                     "fraction_of_gemm_peak": gf / peak, "planned_bytes": plan["bytes"],
-                     "tile": plan["tile"]})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": "scaling_lambda",
+                "variant": "1 gamma",
+                "n": n,
+                "d": d,
+                "seconds": t,
+                "compile_seconds": max(0.0, first - t),
+                "gflops": gf,
+                "fraction_of_gemm_peak": gf / peak,
+                "planned_bytes": plan["bytes"],
+                "tile": plan["tile"],
+            }
+        )
     return rows
 
 
@@ -160,9 +206,13 @@ def machine_info(peak: float | None = None) -> dict:
     if stats:
         info["device_bytes_limit"] = stats.get("bytes_limit")
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                              "--format=csv,noheader"], capture_output=True, text=True,
-                             timeout=30, check=True).stdout.strip()  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
         info["nvidia_smi"] = out.splitlines()
     except (OSError, subprocess.SubprocessError):
         info["nvidia_smi"] = None
@@ -171,8 +221,17 @@ def machine_info(peak: float | None = None) -> dict:
 
 def markdown(df) -> str:
     """The suite as a markdown table."""
-    cols = ["benchmark", "variant", "n", "d", "seconds", "compile_seconds", "gflops",
-            "fraction_of_gemm_peak", "planned_bytes"]  # fmt: skip
+    cols = [
+        "benchmark",
+        "variant",
+        "n",
+        "d",
+        "seconds",
+        "compile_seconds",
+        "gflops",
+        "fraction_of_gemm_peak",
+        "planned_bytes",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in df.to_dict("records"):
         cells = []
@@ -188,8 +247,18 @@ def markdown(df) -> str:
     return "\n".join(lines)
 
 
-def run(out_dir, *, n: int, d: int, gammas: int, probes: int, scaling_n, scaling_d: int,
-        repeat: int = 3, log=print):  # fmt: skip
+def run(
+    out_dir,
+    *,
+    n: int,
+    d: int,
+    gammas: int,
+    probes: int,
+    scaling_n,
+    scaling_d: int,
+    repeat: int = 3,
+    log=print,
+):
     """Run the JAX suite and write ``suite.csv``, ``suite.md``, ``machine.json`` to ``out_dir``."""
     import pandas as pd
 
@@ -225,8 +294,14 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling-d", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
-    sizes = dict(n=args.lambda_n, d=args.lambda_d, gammas=args.lambda_gammas,
-                 probes=args.eta_probes, scaling_n=args.scaling_n, scaling_d=args.scaling_d)  # fmt: skip
+    sizes = dict(
+        n=args.lambda_n,
+        d=args.lambda_d,
+        gammas=args.lambda_gammas,
+        probes=args.eta_probes,
+        scaling_n=args.scaling_n,
+        scaling_d=args.scaling_d,
+    )
     if args.tiny:
         sizes = dict(TINY)
     df = run(args.out, repeat=args.repeat, **sizes)

@@ -9,7 +9,7 @@ resident memory) under the current BLAS thread limit, and reports ratios, not ju
 
 * ``gemm``: throughput of ``(n x n) @ (n x d)`` and ``(n x d) @ (d x n)`` — the shapes of the
   workload — and of ``exp``; the best of these GEMMs is the reference "peak".
-* ``lambda_grid``: :func:`attnscale.layer.attention.angle_ratio_grid` counted at ``4 n^2 d`` flops per
+* ``lambda_grid``: :func:`attnscale.layer.dense.attention.angle_ratio_grid` counted at ``4 n^2 d`` flops per
   gamma, its fraction of the GEMM peak, and its speed-up over :func:`naive_angle_ratio_grid`.
 * ``eta_hutchinson``: counted at ``6 n^2 d`` flops per probe, fraction of peak, speed-up over an
   unbatched per-probe loop.
@@ -34,7 +34,8 @@ import numpy as np
 
 from attnscale.bench.timing import best_time, machine_info
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer import attention, tokens
+from attnscale.layer import tokens
+from attnscale.layer.dense import attention
 
 __all__ = [
     "machine_info",
@@ -66,15 +67,33 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
     out_nn = np.empty((n, n))
     rows = []
     t = best_time(lambda: np.matmul(A, B, out=out_nd), repeat)
-    rows.append({"benchmark": "gemm", "variant": "(n x n) @ (n x d)", "seconds": t,
-                 "gflops": 2 * n * n * d / t / 1e9})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "gemm",
+            "variant": "(n x n) @ (n x d)",
+            "seconds": t,
+            "gflops": 2 * n * n * d / t / 1e9,
+        }
+    )
     t = best_time(lambda: np.matmul(B, C, out=out_nn), repeat)
-    rows.append({"benchmark": "gemm", "variant": "(n x d) @ (d x n)", "seconds": t,
-                 "gflops": 2 * n * n * d / t / 1e9})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "gemm",
+            "variant": "(n x d) @ (d x n)",
+            "seconds": t,
+            "gflops": 2 * n * n * d / t / 1e9,
+        }
+    )
     M = -np.abs(rng.standard_normal((n, n)))
     t = best_time(lambda: np.exp(M, out=out_nn), repeat)
-    rows.append({"benchmark": "exp", "variant": "exp in place, n x n", "seconds": t,
-                 "gexp_per_s": n * n / t / 1e9})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "exp",
+            "variant": "exp in place, n x n",
+            "seconds": t,
+            "gexp_per_s": n * n / t / 1e9,
+        }
+    )
     for r in rows:
         r.update(n=n, d=d)
     return rows
@@ -108,16 +127,24 @@ def bench_lambda(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> d
         np.max(np.abs(attention.angle_ratio_grid(X, betas) - naive_angle_ratio_grid(X, betas)))
     )
     gflops = 4 * n * n * d * gammas / fast / 1e9
-    return {"benchmark": "lambda_grid", "variant": f"{gammas} gammas", "n": n, "d": d,
-            "seconds": fast, "gflops": gflops, "fraction_of_gemm_peak": gflops / peak,
-            "baseline_seconds": naive, "speedup_vs_baseline": naive / fast,
-            "max_abs_diff_vs_baseline": err}  # fmt: skip
+    return {
+        "benchmark": "lambda_grid",
+        "variant": f"{gammas} gammas",
+        "n": n,
+        "d": d,
+        "seconds": fast,
+        "gflops": gflops,
+        "fraction_of_gemm_peak": gflops / peak,
+        "baseline_seconds": naive,
+        "speedup_vs_baseline": naive / fast,
+        "max_abs_diff_vs_baseline": err,
+    }
 
 
 def bench_eta(n: int, d: int, probes: int, peak: float, repeat: int = 3) -> dict:
-    """:func:`attnscale.layer.jacobian.eta_hutchinson` (all probes batched) against an unbatched loop
-    that calls :func:`attnscale.layer.jacobian.jvp` once per probe on the same probes."""
-    from attnscale.layer import jacobian
+    """:func:`attnscale.layer.dense.jacobian.eta_hutchinson` (all probes batched) against an unbatched loop
+    that calls :func:`attnscale.layer.dense.jacobian.jvp` once per probe on the same probes."""
+    from attnscale.layer.dense import jacobian
 
     X = _tokens(n, d)
     beta = 2.0 * np.log(n)
@@ -134,10 +161,18 @@ def bench_eta(n: int, d: int, probes: int, peak: float, repeat: int = 3) -> dict
     fast = best_time(batched, repeat)
     slow = best_time(looped, 1)
     gflops = 6 * n * n * d * probes / fast / 1e9
-    return {"benchmark": "eta_hutchinson", "variant": f"{probes} probes", "n": n, "d": d,
-            "seconds": fast, "gflops": gflops, "fraction_of_gemm_peak": gflops / peak,
-            "baseline_seconds": slow, "speedup_vs_baseline": slow / fast,
-            "max_abs_diff_vs_baseline": float(abs(batched() - looped()) / looped())}  # fmt: skip
+    return {
+        "benchmark": "eta_hutchinson",
+        "variant": f"{probes} probes",
+        "n": n,
+        "d": d,
+        "seconds": fast,
+        "gflops": gflops,
+        "fraction_of_gemm_peak": gflops / peak,
+        "baseline_seconds": slow,
+        "speedup_vs_baseline": slow / fast,
+        "max_abs_diff_vs_baseline": float(abs(batched() - looped()) / looped()),
+    }
 
 
 def bench_paper_b(repeat: int = 3) -> list[dict]:
@@ -164,12 +199,24 @@ def bench_paper_b(repeat: int = 3) -> list[dict]:
     K = keys.sample_uniform_sphere(10_000, 3, rng)
     t_vf = best_time(lambda: keys.attention_output(Q, K, 100.0), repeat)
     return [
-        {"benchmark": "paper_b_phase", "variant": f"d=5, {trials} contexts, {nb} betas", "n": n,
-         "d": d, "seconds": t_phase, "keys_per_s": trials * n / t_phase,
-         "key_betas_per_s": trials * n * nb / t_phase},
-        {"benchmark": "paper_b_vector_field", "variant": "500 queries, one context", "n": 10_000,
-         "d": 3, "seconds": t_vf, "keys_per_s": 500 * 10_000 / t_vf},
-    ]  # fmt: skip
+        {
+            "benchmark": "paper_b_phase",
+            "variant": f"d=5, {trials} contexts, {nb} betas",
+            "n": n,
+            "d": d,
+            "seconds": t_phase,
+            "keys_per_s": trials * n / t_phase,
+            "key_betas_per_s": trials * n * nb / t_phase,
+        },
+        {
+            "benchmark": "paper_b_vector_field",
+            "variant": "500 queries, one context",
+            "n": 10_000,
+            "d": 3,
+            "seconds": t_vf,
+            "keys_per_s": 500 * 10_000 / t_vf,
+        },
+    ]
 
 
 def scaling_one(n: int, d: int, what: str) -> dict:
@@ -181,7 +228,7 @@ def scaling_one(n: int, d: int, what: str) -> dict:
         val = float(attention.angle_ratio_grid(X, [beta])[0])
         flops = 4 * n * n * d
     elif what == "eta":
-        from attnscale.layer import jacobian
+        from attnscale.layer.dense import jacobian
 
         est, _ = jacobian.eta_hutchinson(X, beta, probes=1, rng=np.random.default_rng(1))
         val = float(est)
@@ -190,25 +237,53 @@ def scaling_one(n: int, d: int, what: str) -> dict:
         raise ValueError(f"what must be 'lambda' or 'eta', got {what!r}")
     t = time.perf_counter() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    return {"benchmark": f"scaling_{what}", "variant": "1 gamma" if what == "lambda" else "1 probe",
-            "n": n, "d": d, "seconds": t, "gflops": flops / t / 1e9, "peak_mem_mb": peak_mb,
-            "value": val}  # fmt: skip
+    return {
+        "benchmark": f"scaling_{what}",
+        "variant": "1 gamma" if what == "lambda" else "1 probe",
+        "n": n,
+        "d": d,
+        "seconds": t,
+        "gflops": flops / t / 1e9,
+        "peak_mem_mb": peak_mb,
+        "value": val,
+    }
 
 
 def bench_scaling(ns, d: int, what: str) -> list[dict]:
     rows = []
     for n in ns:
         proc = subprocess.run(
-            [sys.executable, "-m", "attnscale.bench.kernels", "--scaling-one", what, str(n), str(d)],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "attnscale.bench.kernels",
+                "--scaling-one",
+                what,
+                str(n),
+                str(d),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     return rows
 
 
-def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_n: int,
-              eta_d: int, eta_probes: int, scaling_ns, scaling_d: int,
-              paper_b: bool = True, log=None):  # fmt: skip
+def run_suite(
+    out_dir,
+    *,
+    lambda_n: int,
+    lambda_d: int,
+    lambda_gammas: int,
+    eta_n: int,
+    eta_d: int,
+    eta_probes: int,
+    scaling_ns,
+    scaling_d: int,
+    paper_b: bool = True,
+    log=None,
+):
     """Run every benchmark; write ``suite.csv``, ``suite.md`` and ``machine.json`` into
     ``out_dir`` (unless it is ``None``) and return the table."""
     import pandas as pd
@@ -233,7 +308,7 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
         rows.append(bench_eta(eta_n, eta_d, eta_probes, peak[(eta_n, eta_d)]))
         say(f"eta: {rows[-1]}")
     except ImportError:
-        say("eta: attnscale.layer.jacobian not available, skipped")
+        say("eta: attnscale.layer.dense.jacobian not available, skipped")
     from attnscale.bench.causal import bench_causal
 
     rows += bench_causal(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)])
@@ -254,22 +329,43 @@ def run_suite(out_dir, *, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_
     return df
 
 
-def suite(*, lambda_n: int, lambda_d: int, lambda_gammas: int, eta_n: int, eta_d: int,
-          eta_probes: int, scaling_ns, scaling_d: int) -> dict:  # fmt: skip
+def suite(
+    *,
+    lambda_n: int,
+    lambda_d: int,
+    lambda_gammas: int,
+    eta_n: int,
+    eta_d: int,
+    eta_probes: int,
+    scaling_ns,
+    scaling_d: int,
+) -> dict:
     """Entry of rule ``benchmark_suite``: the suite table, its markdown summary and the machine
     description (outputs ``csv``, ``md``, ``machine``)."""
     from attnscale.pipeline.runtime import LOG
 
-    df = run_suite(None, lambda_n=lambda_n, lambda_d=lambda_d, lambda_gammas=lambda_gammas,
-                   eta_n=eta_n, eta_d=eta_d, eta_probes=eta_probes, scaling_ns=scaling_ns,
-                   scaling_d=scaling_d, log=LOG)  # fmt: skip
+    df = run_suite(
+        None,
+        lambda_n=lambda_n,
+        lambda_d=lambda_d,
+        lambda_gammas=lambda_gammas,
+        eta_n=eta_n,
+        eta_d=eta_d,
+        eta_probes=eta_probes,
+        scaling_ns=scaling_ns,
+        scaling_d=scaling_d,
+        log=LOG,
+    )
     return {"csv": df, "md": markdown_table(df) + "\n", "machine": machine_info()}
 
 
 def markdown_table(df) -> str:
     """A short table of the ratios for the README."""
-    lines = ["| benchmark | n | d | variant | seconds | GFLOP/s | fraction of GEMM peak | "
-             "speed-up vs baseline | peak MB | keys/s |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| benchmark | n | d | variant | seconds | GFLOP/s | fraction of GEMM peak | "
+        "speed-up vs baseline | peak MB | keys/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def f(v, fmt):
         return "" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, fmt)
@@ -296,8 +392,12 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling-n", type=int, nargs="+", default=[2**k for k in range(10, 16)])
     ap.add_argument("--scaling-d", type=int, default=512)
     ap.add_argument("--scaling-one", nargs=3, metavar=("WHAT", "N", "D"), help=argparse.SUPPRESS)
-    ap.add_argument("--backend", choices=["numpy", "jax"], default="numpy",
-                    help="jax: the JAX suite, attnscale.bench.jax (docs/gpu.md#benchmark)")  # fmt: skip
+    ap.add_argument(
+        "--backend",
+        choices=["numpy", "jax"],
+        default="numpy",
+        help="jax: the JAX suite, attnscale.bench.jax (docs/gpu.md#benchmark)",
+    )
     args, rest = ap.parse_known_args(argv)
     if args.backend == "jax":
         from attnscale.bench.jax import main as jax_main
@@ -309,10 +409,17 @@ def main(argv=None) -> int:
         what, n, d = args.scaling_one
         print(json.dumps(scaling_one(int(n), int(d), what)))
         return 0
-    run_suite(args.out, lambda_n=args.lambda_n, lambda_d=args.lambda_d,
-              lambda_gammas=args.lambda_gammas, eta_n=args.eta_n, eta_d=args.eta_d,
-              eta_probes=args.eta_probes, scaling_ns=args.scaling_n,
-              scaling_d=args.scaling_d)  # fmt: skip
+    run_suite(
+        args.out,
+        lambda_n=args.lambda_n,
+        lambda_d=args.lambda_d,
+        lambda_gammas=args.lambda_gammas,
+        eta_n=args.eta_n,
+        eta_d=args.eta_d,
+        eta_probes=args.eta_probes,
+        scaling_ns=args.scaling_n,
+        scaling_d=args.scaling_d,
+    )
     print(markdown_table(__import__("pandas").read_csv(Path(args.out) / "suite.csv")))
     return 0
 

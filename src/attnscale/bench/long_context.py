@@ -72,13 +72,13 @@ def units(cfg) -> list[dict]:
         out += [
             {"part": "Figure 1 (lambda)", "d": d, "n": n, "count": rhos * trials, "jobs": jobs},
             {"part": "Figure 2 (eta)", "d": d, "n": n, "count": rhos * eta_trials, "jobs": jobs},
-            {"part": "theorem table", "d": d, "n": nt, "count": th_rho * th_trials,
-             "jobs": th_rho},
+            {"part": "theorem table", "d": d, "n": nt, "count": th_rho * th_trials, "jobs": th_rho},
             {"part": "intermediate phase", "d": d, "n": n, "count": rhos * inter, "jobs": 1},
-        ]  # fmt: skip
+        ]
         if nt < regen and nt != n:
-            out.append({"part": "token draw", "d": d, "n": nt, "count": th_trials,
-                        "jobs": th_trials})  # fmt: skip
+            out.append(
+                {"part": "token draw", "d": d, "n": nt, "count": th_trials, "jobs": th_trials}
+            )
     return out
 
 
@@ -105,25 +105,44 @@ def measure(cfg, part: str, n: int, d: int, tmp: Path) -> float:
         draws = [] if regen else [_draw(n, d)]
         t0 = time.perf_counter() if not regen else t0
         paper_a_theorem.theory_rows_all(
-            draws=draws, rho=0.5, gamma_factors=cfg.grid("paper_a.theorem_table.gamma_factors"),
-            alphas=cfg.grid("paper_a.theorem_table.alpha"), n=n, d=d, trials=1,
-            root_seed=ROOT_SEED, **kw)  # fmt: skip
+            draws=draws,
+            rho=0.5,
+            gamma_factors=cfg.grid("paper_a.theorem_table.gamma_factors"),
+            alphas=cfg.grid("paper_a.theorem_table.alpha"),
+            n=n,
+            d=d,
+            trials=1,
+            root_seed=ROOT_SEED,
+            **kw,
+        )
         return time.perf_counter() - t0
     draw = _draw(n, d)
     t0 = time.perf_counter()
     if part == "Figure 1 (lambda)":
-        paper_a.lambda_rows(draws=[draw], rhos=[0.5], gammas=gammas,
-                            alpha=cfg.value("paper_a.alpha"), **kw)  # fmt: skip
+        paper_a.lambda_rows(
+            draws=[draw], rhos=[0.5], gammas=gammas, alpha=cfg.value("paper_a.alpha"), **kw
+        )
     elif part == "Figure 2 (eta)":
-        paper_a_eta.eta_rows(draws=[draw], rhos=[0.5], gammas=gammas,
-                             alpha=cfg.value("paper_a.alpha"), method=cfg.get("paper_a.eta.method"),
-                             probes=cfg.get("paper_a.eta.probes"),
-                             probe_kind=cfg.get("paper_a.eta.probe_kind"), root_seed=ROOT_SEED,
-                             **kw)  # fmt: skip
+        paper_a_eta.eta_rows(
+            draws=[draw],
+            rhos=[0.5],
+            gammas=gammas,
+            alpha=cfg.value("paper_a.alpha"),
+            method=cfg.get("paper_a.eta.method"),
+            probes=cfg.get("paper_a.eta.probes"),
+            probe_kind=cfg.get("paper_a.eta.probe_kind"),
+            root_seed=ROOT_SEED,
+            **kw,
+        )
     elif part == "intermediate phase":
-        finite_d.intermediate_phase(draws=[draw], rho=[0.5], gamma=gammas,
-                                    rows=cfg.value("finite_d.intermediate.rows"),
-                                    mass=cfg.value("finite_d.intermediate.mass"), theory=False)  # fmt: skip
+        finite_d.intermediate_phase(
+            draws=[draw],
+            rho=[0.5],
+            gamma=gammas,
+            rows=cfg.value("finite_d.intermediate.rows"),
+            mass=cfg.value("finite_d.intermediate.mass"),
+            theory=False,
+        )
     else:
         raise ValueError(f"unknown part {part!r}")
     return time.perf_counter() - t0
@@ -146,12 +165,18 @@ def estimate(cfg, *, cores: int = 2, say=print):
             t = measure(cfg, u["part"], u["n"], u["d"], Path(tmp))
             cpu = t * u["count"] + JOB_STARTUP_S * u["jobs"]
             rows.append({**u, "unit_seconds": t, "unit_peak_gflop": t * peak, "cpu_seconds": cpu})
-            say(f"{u['part']}, n = {u['n']}, d = {u['d']}: {t:.2f} s per unit x {u['count']} "
-                f"+ {u['jobs']} jobs -> {cpu:.0f} CPU-s")  # fmt: skip
+            say(
+                f"{u['part']}, n = {u['n']}, d = {u['d']}: {t:.2f} s per unit x {u['count']} "
+                f"+ {u['jobs']} jobs -> {cpu:.0f} CPU-s"
+            )
     df = pd.DataFrame(rows)
     total = float(df["cpu_seconds"].sum())
-    return df, {"gemm_peak_gflops": peak, "cpu_seconds": total, "cores": cores,
-                "wall_seconds_if_busy": total / cores}  # fmt: skip
+    return df, {
+        "gemm_peak_gflops": peak,
+        "cpu_seconds": total,
+        "cores": cores,
+        "wall_seconds_if_busy": total / cores,
+    }
 
 
 def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed: int = 1):
@@ -164,7 +189,7 @@ def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed:
     import pandas as pd
 
     from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
-    from attnscale.layer.sampled_lambda import angle_ratio_sampled
+    from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
 
     gam = np.asarray(gammas, dtype=float)
     est = {mode: [] for mode in ("gaussian", "fixed_norm")}
@@ -173,32 +198,55 @@ def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed:
         draw = draw_tokens(n=n, d=d, trial=t, root_seed=root_seed)
         r2.append(float(draw["z0"] @ draw["z0"]))
         for mode in est:
-            res = angle_ratio_sampled(tokens_at(draw, rho, z0=mode)["X"], gam * np.log(n),
-                                      rows=m, rng=np.random.default_rng([root_seed, t]))  # fmt: skip
+            res = angle_ratio_sampled(
+                tokens_at(draw, rho, z0=mode)["X"],
+                gam * np.log(n),
+                rows=m,
+                rng=np.random.default_rng([root_seed, t]),
+            )
             est[mode].append(res.estimate)
             if mode == "fixed_norm":
                 se.append(res.se)
     g, f = np.array(est["gaussian"]), np.array(est["fixed_norm"])
     fit = [np.corrcoef(r2, g[:, k])[0, 1] ** 2 for k in range(gam.size)]
-    return pd.DataFrame({"n": n, "d": d, "rho": rho, "gamma": gam, "draws": draws, "m": m,
-                         "mean_gaussian": g.mean(0), "sd_gaussian": g.std(0, ddof=1),
-                         "mean_fixed_norm": f.mean(0), "sd_fixed_norm": f.std(0, ddof=1),
-                         "rms_se_within": np.sqrt((np.array(se) ** 2).mean(0)),
-                         "variance_ratio": g.var(0, ddof=1) / f.var(0, ddof=1),
-                         "r2_on_z0_norm": fit})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "n": n,
+            "d": d,
+            "rho": rho,
+            "gamma": gam,
+            "draws": draws,
+            "m": m,
+            "mean_gaussian": g.mean(0),
+            "sd_gaussian": g.std(0, ddof=1),
+            "mean_fixed_norm": f.mean(0),
+            "sd_fixed_norm": f.std(0, ddof=1),
+            "rms_se_within": np.sqrt((np.array(se) ** 2).mean(0)),
+            "variance_ratio": g.var(0, ddof=1) / f.var(0, ddof=1),
+            "r2_on_z0_norm": fit,
+        }
+    )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("overlay", nargs="?", default="config/long-context.yaml")
     p.add_argument("--cores", type=int, default=2)
-    p.add_argument("--tiny", action="store_true",
-                   help="the overlay at tiny sizes (n = 512, 2 rho, 3 gammas; for the tests)")  # fmt: skip
+    p.add_argument(
+        "--tiny",
+        action="store_true",
+        help="the overlay at tiny sizes (n = 512, 2 rho, 3 gammas; for the tests)",
+    )
     p.add_argument("--out", default=None, help="write the table here (CSV)")
-    p.add_argument("--z0-spread", nargs=5, type=float, default=None,
-                   metavar=("N", "D", "RHO", "DRAWS", "M"),
-                   help="instead: the draw-to-draw spread of lambda with and without ||z_0|| = 1 "
-                        "at gamma = 1.6 .. 2.4 (docs/long-context.md#variance-reduction)")  # fmt: skip
+    p.add_argument(
+        "--z0-spread",
+        nargs=5,
+        type=float,
+        default=None,
+        metavar=("N", "D", "RHO", "DRAWS", "M"),
+        help="instead: the draw-to-draw spread of lambda with and without ||z_0|| = 1 "
+        "at gamma = 1.6 .. 2.4 (docs/long-context.md#variance-reduction)",
+    )
     a = p.parse_args(argv)
     if a.z0_spread is not None:
         n, d, rho, draws, m = a.z0_spread
@@ -222,9 +270,11 @@ def main(argv=None) -> int:
     if a.out:
         df.to_csv(a.out, index=False)
     print(df.groupby("part")[["cpu_seconds"]].sum().round(0).to_string())
-    print(f"total {total['cpu_seconds']:.0f} CPU-s; {total['wall_seconds_if_busy']:.0f} s "
-          f"({total['wall_seconds_if_busy'] / 60:.1f} min) on {a.cores} busy cores at a GEMM "
-          f"peak of {total['gemm_peak_gflops']:.1f} GFLOP/s")  # fmt: skip
+    print(
+        f"total {total['cpu_seconds']:.0f} CPU-s; {total['wall_seconds_if_busy']:.0f} s "
+        f"({total['wall_seconds_if_busy'] / 60:.1f} min) on {a.cores} busy cores at a GEMM "
+        f"peak of {total['gemm_peak_gflops']:.1f} GFLOP/s"
+    )
     return 0
 
 

@@ -6,7 +6,7 @@
 The *counted work* of the Paper A rules (the bulk of the default run) is computed from the
 configuration with the kernels' own operation counts: per draw and grid point, lambda costs
 ``4 n^2 d`` flops (plus ``2 n^2 d`` per draw for the Gram matrix) and ``n^2`` exponentials; exact
-eta ``6 n^2 d + min(2 n^3, n^2 d (d + 1))`` flops (:func:`attnscale.layer.eta_exact.exact_cost` without
+eta ``6 n^2 d + min(2 n^3, n^2 d (d + 1))`` flops (:func:`attnscale.layer.dense.eta_exact.exact_cost` without
 its elementwise term) and ``n^2`` exponentials; a Hutchinson probe ``4 n^2 d`` flops. Its
 *roofline time* is the counted flops over the machine's GEMM peak (measured here, in the same
 process, with all cores) plus, in the second variant, the exponentials over the exp throughput
@@ -77,13 +77,23 @@ def counted_work(cfg) -> list[dict]:
             ex += trials_ * n_rho_ * factors * (na + 2) * n_ * n_
         return fl, ex
 
-    tt = theory(n, cfg.value("paper_a.theorem_table.trials"), len(cfg.grid("paper_a.theorem_table.rho")),
-                len(cfg.grid("paper_a.theorem_table.gamma_factors")), cfg.grid("paper_a.theorem_table.alpha"))  # fmt: skip
+    tt = theory(
+        n,
+        cfg.value("paper_a.theorem_table.trials"),
+        len(cfg.grid("paper_a.theorem_table.rho")),
+        len(cfg.grid("paper_a.theorem_table.gamma_factors")),
+        cfg.grid("paper_a.theorem_table.alpha"),
+    )
     rows.append({"rule": "paper_a_theorem_rows", "flops": tt[0], "exps": tt[1]})
     fs_fl = fs_ex = 0.0
     for nn in cfg.ints("paper_a.finite_size.n"):
-        f = theory(float(nn), cfg.value("paper_a.finite_size.trials"),
-                   len(cfg.grid("paper_a.finite_size.rho")), 1, cfg.grid("paper_a.finite_size.alpha"))  # fmt: skip
+        f = theory(
+            float(nn),
+            cfg.value("paper_a.finite_size.trials"),
+            len(cfg.grid("paper_a.finite_size.rho")),
+            1,
+            cfg.grid("paper_a.finite_size.alpha"),
+        )
         fs_fl, fs_ex = fs_fl + f[0], fs_ex + f[1]
     rows.append({"rule": "paper_a_finite_size_rows", "flops": fs_fl, "exps": fs_ex})
     return rows
@@ -118,8 +128,14 @@ BENCH_DIRS = {
 }
 
 
-def efficiency(work: list[dict], seconds: dict, gemm_gflops: float, exp_gexps: float,
-               cores: int, wall_s: float | None = None) -> dict:  # fmt: skip
+def efficiency(
+    work: list[dict],
+    seconds: dict,
+    gemm_gflops: float,
+    exp_gexps: float,
+    cores: int,
+    wall_s: float | None = None,
+) -> dict:
     """Roofline times of the counted work and the measured times (see the module doc)."""
     flops = sum(r["flops"] for r in work)
     exps = sum(r["exps"] for r in work)

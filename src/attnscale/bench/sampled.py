@@ -5,8 +5,8 @@
     snakemake --cores all benchmark_sampled                                  # the same, as a rule
 
 In one process, under the current BLAS thread limit: the GEMM peak on the kernels' own shapes
-(:func:`gemm_peak`), then :func:`attnscale.layer.sampled_lambda.angle_ratio_sampled` and
-:func:`attnscale.layer.sampled_eta.eta_sampled` (probe route, one probe) for a grid of betas at
+(:func:`gemm_peak`), then :func:`attnscale.layer.sampled.angle_ratio.angle_ratio_sampled` and
+:func:`attnscale.layer.sampled.eta.eta_sampled` (probe route, one probe) for a grid of betas at
 each ``(n, d)`` whose tokens fit ``max_gib``. Flops are counted honestly
 (docs/long-context.md#cost-and-memory): lambda ``2 m n d`` per beta for ``A Y`` plus the Gram
 tiles once per grid, ``2 m n d``; eta ``2 (2 + P) m n d`` per beta plus ``2 (1 + P) m n d`` once.
@@ -28,7 +28,9 @@ import numpy as np
 
 from attnscale.bench.timing import best_time, machine_info
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer import sampled_eta, sampled_lambda, tokens
+from attnscale.layer import tokens
+from attnscale.layer.sampled import angle_ratio as sampled_lambda
+from attnscale.layer.sampled import eta as sampled_eta
 
 __all__ = ["TINY", "gemm_peak", "bench_sampled", "run", "suite", "markdown_table", "main"]
 
@@ -37,8 +39,9 @@ ROOT_SEED = 0  # benchmark inputs are not results; any fixed seed will do
 TINY = {"ns": [1024, 2048], "ds": [64, 16], "m": 64, "gammas": 3, "max_gib": 1.0, "work": 0.02}
 
 
-def gemm_peak(d: int, rows: int = 256, keys: int = 1024, repeat: int = 5,
-              work: float = 2.0) -> dict:  # fmt: skip
+def gemm_peak(
+    d: int, rows: int = 256, keys: int = 1024, repeat: int = 5, work: float = 2.0
+) -> dict:
     """float64 GEMM throughput on the sampled kernels' shapes: the Gram tile
     ``(rows x d) @ (d x keys)``, the weights' product ``(rows x keys) @ (keys x d)`` and a large
     ``(2048 x 2048) @ (2048 x d)``, each timed over about ``work`` GFLOP; the best is the run's
@@ -71,28 +74,41 @@ def bench_sampled(n: int, d: int, m: int, gammas: int, peak: float, repeat: int 
     probes = 1
     kernels = {
         "sampled_lambda": (
-            lambda: sampled_lambda.angle_ratio_sampled(X, betas, rows=m,
-                                                       rng=np.random.default_rng(1)),
+            lambda: sampled_lambda.angle_ratio_sampled(
+                X, betas, rows=m, rng=np.random.default_rng(1)
+            ),
             2.0 * m * n * d * (gammas + 1),
         ),
         "sampled_eta": (
-            lambda: sampled_eta.eta_sampled(X, betas, rows=m, rng=np.random.default_rng(1),
-                                            probes=probes),
+            lambda: sampled_eta.eta_sampled(
+                X, betas, rows=m, rng=np.random.default_rng(1), probes=probes
+            ),
             2.0 * m * n * d * ((2 + probes) * gammas + 1 + probes),
         ),
-    }  # fmt: skip
+    }
     rows = []
     for kernel, (fn, flops) in kernels.items():
         t = best_time(fn, repeat)
-        rows.append({"benchmark": kernel, "n": n, "d": d, "m": m, "betas": gammas,
-                     "seconds": t, "seconds_per_beta": t / gammas, "gflops": flops / t / 1e9,
-                     "fraction_of_gemm_peak": flops / t / 1e9 / peak,
-                     "ns_per_mnd_per_beta": t / gammas / (m * n * d) * 1e9})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": kernel,
+                "n": n,
+                "d": d,
+                "m": m,
+                "betas": gammas,
+                "seconds": t,
+                "seconds_per_beta": t / gammas,
+                "gflops": flops / t / 1e9,
+                "fraction_of_gemm_peak": flops / t / 1e9 / peak,
+                "ns_per_mnd_per_beta": t / gammas / (m * n * d) * 1e9,
+            }
+        )
     return rows
 
 
-def run(*, ns, ds, m: int, gammas: int, max_gib: float, repeat: int = 1, work: float = 2.0,
-        say=print):  # fmt: skip
+def run(
+    *, ns, ds, m: int, gammas: int, max_gib: float, repeat: int = 1, work: float = 2.0, say=print
+):
     """The benchmark table (a :class:`pandas.DataFrame`) and the machine record: the GEMM peak
     per ``d`` in this process, then every ``(n, d)`` with ``8 n d`` bytes of tokens within
     ``max_gib`` GiB (``work``: GFLOP per timing of the peak)."""
@@ -104,14 +120,22 @@ def run(*, ns, ds, m: int, gammas: int, max_gib: float, repeat: int = 1, work: f
         peak = gemm_peak(d, work=work)
         machine[f"gemm_peak_d{d}"] = peak
         say(f"d = {d}: GEMM peak {peak['peak_gflops']:.1f} GFLOP/s")
-        out.append({"benchmark": "gemm_peak", "d": d, "gflops": peak["peak_gflops"],
-                    "fraction_of_gemm_peak": 1.0})  # fmt: skip
+        out.append(
+            {
+                "benchmark": "gemm_peak",
+                "d": d,
+                "gflops": peak["peak_gflops"],
+                "fraction_of_gemm_peak": 1.0,
+            }
+        )
         for n in ns:
             if 8 * n * d > max_gib * 2**30:
                 continue
             for row in bench_sampled(n, d, m, gammas, peak["peak_gflops"], repeat):
-                say(f"{row['benchmark']} n = {n}, d = {d}, m = {m}: {row['seconds_per_beta']:.3f} "
-                    f"s per beta, {row['fraction_of_gemm_peak']:.2f} of peak")  # fmt: skip
+                say(
+                    f"{row['benchmark']} n = {n}, d = {d}, m = {m}: {row['seconds_per_beta']:.3f} "
+                    f"s per beta, {row['fraction_of_gemm_peak']:.2f} of peak"
+                )
                 out.append(row)
     df = pd.DataFrame(out)
     for col in ("n", "m", "betas"):
@@ -121,12 +145,16 @@ def run(*, ns, ds, m: int, gammas: int, max_gib: float, repeat: int = 1, work: f
 
 def markdown_table(df) -> str:
     """The benchmark table as Markdown (docs/long-context.md#benchmark)."""
-    lines = ["| kernel | n | d | m | s per beta | GFLOP/s (counted) | fraction of peak | ns per m n d |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| kernel | n | d | m | s per beta | GFLOP/s (counted) | fraction of peak | ns per m n d |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in df[df["benchmark"] != "gemm_peak"].itertuples():
-        lines.append(f"| {r.benchmark} | {r.n} | {r.d} | {r.m} | {r.seconds_per_beta:.3f} | "
-                     f"{r.gflops:.1f} | {r.fraction_of_gemm_peak:.2f} | "
-                     f"{r.ns_per_mnd_per_beta:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {r.benchmark} | {r.n} | {r.d} | {r.m} | {r.seconds_per_beta:.3f} | "
+            f"{r.gflops:.1f} | {r.fraction_of_gemm_peak:.2f} | "
+            f"{r.ns_per_mnd_per_beta:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -146,8 +174,11 @@ def main(argv=None) -> int:
     p.add_argument("--gammas", type=int, default=8)
     p.add_argument("--max-gib", type=float, default=1.0)
     a = p.parse_args(argv)
-    sizes = dict(TINY) if a.tiny else {"ns": a.n, "ds": a.d, "m": a.m, "gammas": a.gammas,
-                                        "max_gib": a.max_gib}  # fmt: skip
+    sizes = (
+        dict(TINY)
+        if a.tiny
+        else {"ns": a.n, "ds": a.d, "m": a.m, "gammas": a.gammas, "max_gib": a.max_gib}
+    )
     df, machine = run(**sizes)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

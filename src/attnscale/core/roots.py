@@ -25,8 +25,9 @@ RTOL = 4 * 2.220446049250313e-16
 LEVEL = 0.5
 
 
-def brentq(f, a: float, b: float, *, xtol: float = 2e-12, rtol: float = RTOL,
-           maxiter: int = 100) -> float:  # fmt: skip
+def brentq(
+    f, a: float, b: float, *, xtol: float = 2e-12, rtol: float = RTOL, maxiter: int = 100
+) -> float:
     """A root of ``f`` in ``[a, b]`` where ``f(a)`` and ``f(b)`` differ in sign; the same iterates
     and the same result as ``scipy.optimize.brentq(f, a, b, xtol=xtol, rtol=rtol,
     maxiter=maxiter)``.

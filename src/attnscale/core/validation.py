@@ -15,6 +15,11 @@ __all__ = [
     "check_vector",
     "check_layer_inputs",
     "check_rhos",
+    "check_integer_in",
+    "check_rho",
+    "check_beta_array",
+    "check_positive",
+    "check_rng",
 ]
 
 
@@ -123,3 +128,60 @@ def check_rhos(rho) -> np.ndarray:
     if np.any(rho >= 1.0):
         raise ValueError(f"every entry of rho must lie in [0, 1), got {rho[rho >= 1.0][0]:g}")
     return rho
+
+
+def _bound(v: int) -> str:
+    """A range bound as the messages write it (``1e+07`` from a million on)."""
+    return f"{v:.0e}" if abs(v) >= 10**6 else str(v)
+
+
+def check_integer_in(
+    name: str, value, low: int, high: int, *, integral_floats: bool = False
+) -> int:
+    """Return ``value`` as an ``int`` in ``[low, high]``, or raise ``ValueError`` naming ``name``
+    and the range. ``integral_floats``: a float with an integer value counts (a count written
+    ``1e6`` on a command line); otherwise only integers do."""
+    msg = f"{name} must be an integer in [{low}, {_bound(high)}], got"
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        ok = integral_floats and isinstance(value, Real) and not isinstance(value, bool)
+        if not ok or not math.isfinite(float(value)) or not float(value).is_integer():
+            raise ValueError(f"{msg} {value!r}")
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(f"{msg} {value}")
+    return value
+
+
+def check_rho(rho) -> float:
+    """One token correlation ``rho`` in ``[0, 1)`` as a float, or ``ValueError`` naming it."""
+    if isinstance(rho, bool) or not isinstance(rho, Real) or not (0.0 <= float(rho) < 1.0):
+        raise ValueError(f"rho must be a real number in [0, 1), got {rho!r}")
+    return float(rho)
+
+
+def check_beta_array(beta, name: str = "beta") -> np.ndarray:
+    """``beta`` (a scalar or an array of any shape) as float64, every entry finite and ``>= 0``,
+    or ``ValueError`` naming it."""
+    b = np.asarray(beta)
+    if b.dtype.kind not in "fiu" or b.dtype == np.bool_:
+        raise ValueError(f"{name} must be real and finite, >= 0, got dtype {b.dtype}")
+    b = b.astype(np.float64)
+    if not np.all(np.isfinite(b)) or np.any(b < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {beta!r}")
+    return b
+
+
+def check_positive(name: str, value) -> float:
+    """A finite real number ``> 0`` as a float, or ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not (0 < float(value) < np.inf):
+        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
+    return float(value)
+
+
+def check_rng(rng, purpose: str = "") -> np.random.Generator:
+    """``rng`` if it is a :class:`numpy.random.Generator` (every random draw comes from one,
+    docs/pipeline.md#reproducibility), else ``TypeError`` naming it (``purpose``: what it is for,
+    e.g. ``" for the probe route"``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator{purpose}, got {type(rng).__name__}")
+    return rng

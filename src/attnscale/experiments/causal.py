@@ -14,8 +14,11 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_vector
 from attnscale.experiments.summaries import mean_se_table
-from attnscale.layer import attention, causal, causal_theory, theory, tokens
-from attnscale.pipeline.io import provenance
+from attnscale.layer import theory, tokens
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.causal import theory as causal_theory
+from attnscale.layer.dense import attention
+from attnscale.pipeline.io import provenance_columns
 
 __all__ = ["causal_lambda", "causal_self_weight", "causal_summary"]
 
@@ -46,7 +49,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
     scalings, plus the point ``gamma = gamma_c(rho_hat)`` (``kind = "critical"``).
 
     Each row carries the exact causal simplex lambda at the draw's ``rho_hat``
-    (:func:`attnscale.layer.causal_theory.causal_simplex_lambda`) and, for comparison, the bidirectional
+    (:func:`attnscale.layer.causal.theory.causal_simplex_lambda`) and, for comparison, the bidirectional
     finite-n simplex lambda at ``beta = gamma ln n`` (:func:`attnscale.layer.theory.simplex_lambda`).
     """
     n = check_int("n", n, minimum=2)
@@ -56,8 +59,9 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
     if np.any(rhos >= 1.0):
         raise ValueError("every entry of rhos must be < 1")
     key, z0, Z = _draw(n, d, trial, root_seed)
-    prov = provenance(root_seed, key, {"n": n, "d": d, "rhos": rhos, "gammas": gammas,
-                                        "trial": trial})  # fmt: skip
+    prov = provenance_columns(
+        root_seed, key, {"n": n, "d": d, "rhos": rhos, "gammas": gammas, "trial": trial}
+    )
     rows = []
     for rho in rhos:
         X = tokens.from_draw(z0, Z, rho)
@@ -70,16 +74,28 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
         for k, (s, g, kind) in enumerate(
             (s, g, kind) for s in SCALINGS for g, kind in zip(gam, kinds, strict=True)
         ):
-            rows.append({
-                "scaling": s, "kind": kind, "n": n, "d": d, "trial": trial, "rho": float(rho),
-                "rho_hat": rho_hat, "q_hat": q_hat, "gamma": float(g),
-                "gamma_over_gamma_c": float(g) / gc, "lambda": float(lam[k]),
-                "lambda_simplex_causal": causal_theory.causal_simplex_lambda(rho_hat, grid[k]),
-                "lambda_simplex_bidirectional": theory.simplex_lambda(n, rho_hat, g * np.log(n)),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "scaling": s,
+                    "kind": kind,
+                    "n": n,
+                    "d": d,
+                    "trial": trial,
+                    "rho": float(rho),
+                    "rho_hat": rho_hat,
+                    "q_hat": q_hat,
+                    "gamma": float(g),
+                    "gamma_over_gamma_c": float(g) / gc,
+                    "lambda": float(lam[k]),
+                    "lambda_simplex_causal": causal_theory.causal_simplex_lambda(rho_hat, grid[k]),
+                    "lambda_simplex_bidirectional": theory.simplex_lambda(
+                        n, rho_hat, g * np.log(n)
+                    ),
+                }
+            )
     df = pd.DataFrame(rows)
     for k, v in prov.items():
-        df[k] = str(v) if k == "spawn_key" else v
+        df[k] = v
     return df
 
 
@@ -90,8 +106,9 @@ def position_bins(n: int, bins: int) -> np.ndarray:
     return edges
 
 
-def causal_self_weight(*, n: int, d: int, rhos, gamma_factors, trial: int, root_seed: int,
-                       bins: int) -> pd.DataFrame:  # fmt: skip
+def causal_self_weight(
+    *, n: int, d: int, rhos, gamma_factors, trial: int, root_seed: int, bins: int
+) -> pd.DataFrame:
     """Entry of the self-weight panel: ``A_ii`` against position ``i`` under a causal mask at
     ``gamma = f gamma_c(rho_hat)`` for each factor ``f``, both scalings, averaged in log-spaced
     position bins, with the simplex prediction ``1 / (1 + (i - 1) e^{beta_i (rho_hat - 1)})``
@@ -104,9 +121,11 @@ def causal_self_weight(*, n: int, d: int, rhos, gamma_factors, trial: int, root_
     if np.any(rhos >= 1.0):
         raise ValueError("every entry of rhos must be < 1")
     key, z0, Z = _draw(n, d, trial, root_seed)
-    prov = provenance(root_seed, key, {"n": n, "d": d, "rhos": rhos,
-                                        "gamma_factors": factors, "trial": trial,
-                                        "bins": bins})  # fmt: skip
+    prov = provenance_columns(
+        root_seed,
+        key,
+        {"n": n, "d": d, "rhos": rhos, "gamma_factors": factors, "trial": trial, "bins": bins},
+    )
     edges = position_bins(n, bins)
     rows = []
     for rho in rhos:
@@ -120,17 +139,26 @@ def causal_self_weight(*, n: int, d: int, rhos, gamma_factors, trial: int, root_
             pred = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])
             for lo, hi in zip(edges[:-1], edges[1:], strict=True):
                 sl = slice(lo - 1, hi - 1)
-                rows.append({
-                    "scaling": s, "n": n, "d": d, "trial": trial, "rho": float(rho),
-                    "rho_hat": rho_hat, "gamma_factor": float(f), "gamma": float(f * gc),
-                    "pos_lo": int(lo), "pos_hi": int(hi - 1),
-                    "position": float(np.exp(np.mean(np.log(np.arange(lo, hi))))),
-                    "self_weight": float(sw[k, sl].mean()),
-                    "self_weight_simplex": float(pred[sl].mean()),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "scaling": s,
+                        "n": n,
+                        "d": d,
+                        "trial": trial,
+                        "rho": float(rho),
+                        "rho_hat": rho_hat,
+                        "gamma_factor": float(f),
+                        "gamma": float(f * gc),
+                        "pos_lo": int(lo),
+                        "pos_hi": int(hi - 1),
+                        "position": float(np.exp(np.mean(np.log(np.arange(lo, hi))))),
+                        "self_weight": float(sw[k, sl].mean()),
+                        "self_weight_simplex": float(pred[sl].mean()),
+                    }
+                )
     df = pd.DataFrame(rows)
     for k, v in prov.items():
-        df[k] = str(v) if k == "spawn_key" else v
+        df[k] = v
     return df
 
 

@@ -2,7 +2,7 @@
 multipliers under a causal mask at head dimension ``d``, measured on the last query block.
 
 Implements ``docs/realistic-attention.md#real-models-scaling-rules-simulated``. For each rule
-(:data:`attnscale.layer.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
+(:data:`attnscale.layer.scores.scaling_rules.RULE_KEYS`), the query at 1-indexed position ``i`` sees ``i`` keys
 and uses ``beta_i = gamma_c(rho) ln L m(i)`` (calibration A at the *nominal* rho, fixed constants
 as in a real model) or ``beta_i = m(i)`` (absolute rules, SSMax). Only the last ``block`` queries
 are computed (memory ``O(block x n)``); one Gram block is shared by every rule. Theory per row:
@@ -19,8 +19,12 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
-from attnscale.layer import causal, causal_theory, finite_d, scaling_rules, theory, tokens
-from attnscale.pipeline.io import provenance
+from attnscale.layer import finite_d, theory, tokens
+from attnscale.layer.causal import angle_ratio as causal_lambda
+from attnscale.layer.causal import attention as causal
+from attnscale.layer.causal import theory as causal_theory
+from attnscale.layer.scores import scaling_rules
+from attnscale.pipeline.io import provenance_columns
 
 from .summaries import mean_se_table
 
@@ -32,9 +36,15 @@ STREAM = "realistic/rules_tokens"
 SUMMARY_KEYS = ["d", "block", "rho", "rule", "n"]
 #: ... with the mean and standard error over draws of these per-draw columns.
 SUMMARY_COLUMNS = [
-    "gamma_ratio", "self_weight", "self_weight_cv", "self_weight_simplex", "self_weight_finite_d",
-    "lambda_block", "lambda_block_simplex", "beta_critical_finite_d",
-]  # fmt: skip
+    "gamma_ratio",
+    "self_weight",
+    "self_weight_cv",
+    "self_weight_simplex",
+    "self_weight_finite_d",
+    "lambda_block",
+    "lambda_block_simplex",
+    "beta_critical_finite_d",
+]
 
 
 def draw_key(d: int, rho: float, trial: int) -> tuple[int, ...]:
@@ -45,13 +55,14 @@ def draw_key(d: int, rho: float, trial: int) -> tuple[int, ...]:
     return spawn_key(STREAM, d, value_id(rho), trial)
 
 
-def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
-                    root_seed: int) -> pd.DataFrame:  # fmt: skip
+def rules_simulated(
+    *, n: int, d: int, rhos, rules, block: int, trials: int, root_seed: int
+) -> pd.DataFrame:
     """Entry of the simulated-rules table for one context length ``n``.
 
     For each ``rho``, trial and rule: the mean self-weight ``A_ii`` and the angle ratio lambda
     (pairs inside the block) of the last ``block`` queries, the same two quantities for simplex
-    tokens at the draw's ``rho_hat`` (:mod:`attnscale.layer.causal_theory`), the finite-d ``E[A_ii]``
+    tokens at the draw's ``rho_hat`` (:mod:`attnscale.layer.causal.theory`), the finite-d ``E[A_ii]``
     at the block's middle position and the finite-d critical beta (:mod:`attnscale.layer.finite_d`,
     nominal rho), the rule's ``beta`` at the last position and
     ``gamma_eff / gamma_c = beta_n / (gamma_c ln n)`` at the nominal rho (``gamma_ratio``) and at
@@ -70,7 +81,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
     rhos : sequence of float
         Token correlations, each in (0, 1).
     rules : sequence of str
-        Rule keys (:data:`attnscale.layer.scaling_rules.RULE_KEYS`).
+        Rule keys (:data:`attnscale.layer.scores.scaling_rules.RULE_KEYS`).
     block : int
         Number of last queries measured, ``2 <= block <= n``.
     trials : int
@@ -92,8 +103,7 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
     if isinstance(rules, str) or len(rules) == 0:
         raise ValueError("rules must be a non-empty list of rule keys")
     chosen = [scaling_rules.rule_by_key(k, "rules") for k in rules]
-    params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block,
-              "trials": trials}  # fmt: skip
+    params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block, "trials": trials}
     pos = np.arange(1, n + 1, dtype=float)
     start = n - block
     mid = n - block // 2  # 1-indexed middle position of the block, where finite-d is evaluated
@@ -115,30 +125,40 @@ def rules_simulated(*, n: int, d: int, rhos, rules, block: int, trials: int,
             gc_hat = theory.gamma_c(rho_hat)
             res = causal.query_block(X, grid, start, n, causal=True)
             Yb = X[start:] / np.linalg.norm(X[start:], axis=1, keepdims=True)
-            prov = provenance(root_seed, key, params)
+            prov = provenance_columns(root_seed, key, params)
             for k, r in enumerate(chosen):
                 a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
-                rows.append({
-                    "rule": r.name, "rule_key": r.key, "calibration": r.calibration,
-                    "n": n, "d": d, "rho": rho, "trial": trial, "rho_hat": rho_hat,
-                    "block": block, "beta_last": float(grid[k, -1]),
-                    "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
-                    "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
-                    "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
-                    "beta_critical_finite_d": beta_fd,
-                    "self_weight": float(res["self_weight"][k].mean()),
-                    "self_weight_cv": float(res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]),
-                    "self_weight_given_finite_d": float(sw_given[k]), "r0": r0,
-                    "self_weight_simplex": float(a_simplex.mean()),
-                    "self_weight_finite_d": float(sw_fd[k]),
-                    "lambda_block": causal.pair_ratio_mean(Yb, res["outputs"][k]),
-                    "lambda_block_simplex": causal_theory.causal_simplex_lambda(
-                        rho_hat, grid[k], positions=np.arange(start + 1, n + 1)),
-                    "root_seed": prov["root_seed"], "spawn_key": str(prov["spawn_key"]),
-                    "params_hash": prov["params_hash"],
-                    "attnscale_version": prov["attnscale_version"],
-                    "git_commit": prov["git_commit"],
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "rule": r.name,
+                        "rule_key": r.key,
+                        "calibration": r.calibration,
+                        "n": n,
+                        "d": d,
+                        "rho": rho,
+                        "trial": trial,
+                        "rho_hat": rho_hat,
+                        "block": block,
+                        "beta_last": float(grid[k, -1]),
+                        "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
+                        "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
+                        "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
+                        "beta_critical_finite_d": beta_fd,
+                        "self_weight": float(res["self_weight"][k].mean()),
+                        "self_weight_cv": float(
+                            res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]
+                        ),
+                        "self_weight_given_finite_d": float(sw_given[k]),
+                        "r0": r0,
+                        "self_weight_simplex": float(a_simplex.mean()),
+                        "self_weight_finite_d": float(sw_fd[k]),
+                        "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
+                        "lambda_block_simplex": causal_theory.causal_simplex_lambda(
+                            rho_hat, grid[k], positions=np.arange(start + 1, n + 1)
+                        ),
+                        **prov,
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -8,13 +8,13 @@ Two simulations, both on Paper A's Gaussian near-simplex tokens
   mean self-weight ``<A_ii>`` over query rows and draws equals 1/2) by root finding on beta with
   common random numbers: every draw's Gram rows are computed once and ``<A_ii>(beta)`` is
   evaluated at any beta from them. ``<A_ii>`` increases with beta in every row
-  (:func:`attnscale.layer.weight_stats.self_weight_curve`), so the crossing is unique. Its standard
+  (:func:`attnscale.layer.scores.weight_stats.self_weight_curve`), so the crossing is unique. Its standard
   error comes from the delta method, ``SE(beta*) = SE(<A_ii>) / |d<A_ii>/dbeta|`` at ``beta*``,
   with ``SE(<A_ii>)`` from the spread of the per-draw means (draws are the independent units;
   rows of one draw share ``z_0``).
 * :func:`intermediate_phase` measures the effective number of attended keys
   ``N_eff = 1 / sum_j A_ij^2`` and the number of keys holding 90 % of a row's mass per cell of
-  Figure 1's ``(rho, gamma)`` grid (:func:`attnscale.layer.weight_stats.row_weight_stats`).
+  Figure 1's ``(rho, gamma)`` grid (:func:`attnscale.layer.scores.weight_stats.row_weight_stats`).
 
 The theory side (tables and lines from ``attnscale.layer.finite_d``) is in
 :mod:`attnscale.experiments.finite_d_theory`.
@@ -29,9 +29,10 @@ from attnscale.core.roots import LEVEL
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_rhos, check_vector
-from attnscale.layer import tokens, weight_stats
+from attnscale.layer import tokens
+from attnscale.layer.scores import weight_stats
 from attnscale.layer.theory import gamma_c
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 
 from .paper_a_tokens import check_draws
 
@@ -55,7 +56,7 @@ def simulated_critical_beta(
     """The beta at which the mean self-weight over rows and draws equals ``level``.
 
     Safeguarded Newton iteration on the pooled mean ``f(beta) = <A_ii>(beta) - level`` with the
-    analytic slope of :func:`attnscale.layer.weight_stats.self_weight_curve`: a bracket
+    analytic slope of :func:`attnscale.layer.scores.weight_stats.self_weight_curve`: a bracket
     ``f(lo) < 0 < f(hi)`` is kept (``f(0) = 1/n - level < 0``; ``hi`` doubles until ``f > 0``) and
     a Newton step leaving it is replaced by bisection. ``f`` is increasing, so the root is unique.
 
@@ -63,7 +64,7 @@ def simulated_critical_beta(
     ----------
     gaps_by_draw : list of numpy.ndarray
         Per draw, the score gaps of its query rows from
-        :func:`attnscale.layer.weight_stats.self_weight_scores` (shape ``(m, n - 1)``, same ``n``).
+        :func:`attnscale.layer.scores.weight_stats.self_weight_scores` (shape ``(m, n - 1)``, same ``n``).
     level : float, optional
         Target mean self-weight, ``1/n < level < 1``.
     guess : float, optional
@@ -93,8 +94,9 @@ def simulated_critical_beta(
         return a, float(np.mean([c[1].mean() for c in curves]))
 
     lo, hi = 0.0, np.inf
-    beta = max(1.0, np.log(n)) if guess is None else check_real("guess", guess, low=0.0,
-                                                                 low_open=True)  # fmt: skip
+    beta = (
+        max(1.0, np.log(n)) if guess is None else check_real("guess", guess, low=0.0, low_open=True)
+    )
     for _ in range(200):
         a, slope = f(beta)
         fb = a.mean() - level
@@ -175,8 +177,8 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
     """:func:`transition_points` for one ``n`` (arguments already checked)."""
     m = min(rows, n)
     params = {"n": n, "d": d, "rho": rhos.tolist(), "trials": trials, "rows": m, "level": LEVEL}
-    keys = ";".join("-".join(map(str, transition_key(n, d, t))) for t in range(trials))
-    prov = provenance(root_seed, None, params)
+    keys = [transition_key(n, d, t) for t in range(trials)]
+    prov = provenance_columns(root_seed, keys, params)
     # one draw at a time: memory is the query rows' score gaps, trials x rows x n per rho
     gaps_by_rho = [[] for _ in rhos]
     for t in range(trials):
@@ -211,13 +213,7 @@ def _transition_one(n, d, rhos, trials, rows, root_seed, theory) -> pd.DataFrame
             a_mean, a_se = mean_se(a)
             rec["a_at_theory"] = float(a_mean)
             rec["a_at_theory_se"] = float(a_se)
-        rec.update(
-            root_seed=prov["root_seed"],
-            spawn_keys=keys,
-            params_hash=prov["params_hash"],
-            attnscale_version=prov["attnscale_version"],
-            git_commit=prov["git_commit"],
-        )
+        rec.update(prov)
         out.append(rec)
     return pd.DataFrame(out)
 
@@ -239,7 +235,7 @@ def intermediate_phase(
     :func:`attnscale.layer.tokens.from_draw`, common random numbers across ``rho``) and every ``gamma``
     (``beta = gamma ln n``): the mean over the first ``rows`` query rows of the self-weight
     ``A_ii``, of ``N_eff = 1 / sum_j A_ij^2`` and of the number of keys holding ``mass`` of the
-    row's weight (:func:`attnscale.layer.weight_stats.row_weight_stats`), then the mean over draws.
+    row's weight (:func:`attnscale.layer.scores.weight_stats.row_weight_stats`), then the mean over draws.
 
     Parameters
     ----------

@@ -12,8 +12,10 @@ from attnscale.experiments.summaries import (
     mean_se_table,
     se_components,
 )
-from attnscale.layer import attention, sampled_lambda, theory
-from attnscale.pipeline.io import provenance
+from attnscale.layer import theory
+from attnscale.layer.dense import attention
+from attnscale.layer.sampled import angle_ratio as sampled_lambda
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import LOG, Progress
 
 from .paper_a_tokens import job_draws, tokens_at
@@ -63,8 +65,8 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
     (:func:`attnscale.layer.theory.lambda_limit`, piecewise constant in gamma).
 
     ``rows="all"`` computes lambda with the dense kernel
-    (:func:`attnscale.layer.attention.angle_ratio_grid`); a number ``m`` estimates it from ``m``
-    sampled rows (:func:`attnscale.layer.sampled_lambda.angle_ratio_sampled`, rows drawn from the
+    (:func:`attnscale.layer.dense.attention.angle_ratio_grid`); a number ``m`` estimates it from ``m``
+    sampled rows (:func:`attnscale.layer.sampled.angle_ratio.angle_ratio_sampled`, rows drawn from the
     job's generator with key :func:`rows_key`, docs/long-context.md#the-rows-choice), adds the
     columns ``rows`` (``m``) and ``lambda_se_within`` (the within-draw SE) and records the row
     generator's key as the provenance; the near-pair counts are then those of the sampled pairs.
@@ -85,8 +87,13 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
         gam = np.concatenate([gam, [gc_hat]])
         kind.append("critical")
     else:
-        LOG.warning("draw d=%d rho=%g trial=%d has rho_hat=%g <= 0: no critical row",
-                    d, tok["rho"], tok["trial"], rho_hat)  # fmt: skip
+        LOG.warning(
+            "draw d=%d rho=%g trial=%d has rho_hat=%g <= 0: no critical row",
+            d,
+            tok["rho"],
+            tok["trial"],
+            rho_hat,
+        )
     betas = theory.beta_of_gamma(gam, n)
 
     def theory_col(fn, values):
@@ -95,14 +102,15 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
     extra = {}
     if rows == "all":
         lam, diag = attention.angle_ratio_grid(X, betas, alpha, return_diagnostics=True)
-        prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+        prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     else:
         key = rows_key(ROWS_STREAM, n, d, tok["trial"])
-        res = sampled_lambda.angle_ratio_sampled(X, betas, alpha, rows=rows,
-                                                 rng=job_rng(tok["root_seed"], key))  # fmt: skip
+        res = sampled_lambda.angle_ratio_sampled(
+            X, betas, alpha, rows=rows, rng=job_rng(tok["root_seed"], key)
+        )
         lam = res.estimate
         diag = {"n_near_pairs": res.n_near_pairs, "n_excluded_pairs": res.n_excluded_pairs}
-        prov = provenance(tok["root_seed"], key, params)
+        prov = provenance_columns(tok["root_seed"], key, params)
         extra = {"lambda_se_within": res.se, "rows": res.m}
     table = pd.DataFrame(
         {
@@ -126,18 +134,25 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
             ),
             "n_near_pairs": diag["n_near_pairs"],
             "n_excluded_pairs": diag["n_excluded_pairs"],
-            "root_seed": prov["root_seed"],
-            "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
-            "params_hash": prov["params_hash"],
-            "attnscale_version": prov["attnscale_version"],
-            "git_commit": prov["git_commit"],
+            **prov,
         }
     )
     return insert_after(table, "lambda", extra)
 
 
-def lambda_rows(*, draws: list[dict], rhos, gammas, alpha: float, n=None, d=None, rows="all",
-                z0: str = "gaussian", trials=None, root_seed=None):  # fmt: skip
+def lambda_rows(
+    *,
+    draws: list[dict],
+    rhos,
+    gammas,
+    alpha: float,
+    n=None,
+    d=None,
+    rows="all",
+    z0: str = "gaussian",
+    trials=None,
+    root_seed=None,
+):
     """Entry of rule ``paper_a_lambda``: :func:`lambda_table` for every draw of one ``(n, d)``
     at each ``rho`` of ``rhos`` (a piece of the rho grid), stacked.
 
@@ -176,13 +191,13 @@ def long_context_params(rows, z0: str) -> dict:
     return out
 
 
-def figure1_data(rows):
+def figure1_data(table):
     """Figure 1 data: mean lambda (and SE over trials) per ``(d, n, alpha, rho, gamma)``.
 
     From sampled rows (a ``lambda_se_within`` column) the cell also gets the two parts of its SE,
     ``lambda_se_within`` and ``lambda_se_between``
     (:func:`attnscale.experiments.summaries.se_components`), and ``rows``."""
-    grid = rows[rows["gamma_kind"] == "grid"]
+    grid = table[table["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
     out = mean_se_table(groups, ["lambda", "rho_hat", "lambda_simplex_n"])
     if "lambda_se_within" in grid.columns:
@@ -196,12 +211,12 @@ def figure1_data(rows):
     return out.merge(cell_provenance(grid, CELL_KEYS), on=CELL_KEYS, how="left")
 
 
-def cell_provenance(rows, keys, **extra):
+def cell_provenance(table, keys, **extra):
     """Provenance of the draws behind each group of ``rows``: the root seed, every spawn key
     (``;``-joined), the parameter hash, package version and git commit (plus ``extra`` named
     aggregations, as for :meth:`pandas.DataFrame.agg`)."""
     return (
-        rows.groupby(keys, sort=True)
+        table.groupby(keys, sort=True)
         .agg(
             root_seed=("root_seed", "first"),
             spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
@@ -214,16 +229,31 @@ def cell_provenance(rows, keys, **extra):
     )
 
 
-def critical_data(rows):
+def critical_data(table):
     """Theory-check data: lambda at ``gamma_c(rho_hat)`` per draw, with the simplex and limit
     values at the same ``rho_hat`` and the difference ``lambda - lambda_simplex_n``."""
-    crit = rows[rows["gamma_kind"] == "critical"].copy()
+    crit = table[table["gamma_kind"] == "critical"].copy()
     crit["diff_vs_simplex_n"] = crit["lambda"] - crit["lambda_simplex_n"]
     cols = [
-        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "gamma", "beta", "lambda",
-        "lambda_simplex_n", "lambda_limit", "diff_vs_simplex_n", "root_seed", "spawn_key",
-        "params_hash", "attnscale_version", "git_commit",
-    ]  # fmt: skip
+        "d",
+        "n",
+        "alpha",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "gamma",
+        "beta",
+        "lambda",
+        "lambda_simplex_n",
+        "lambda_limit",
+        "diff_vs_simplex_n",
+        "root_seed",
+        "spawn_key",
+        "params_hash",
+        "attnscale_version",
+        "git_commit",
+    ]
     if "lambda_se_within" in crit.columns:  # sampled rows
         cols = columns_after(cols, "lambda", ["lambda_se_within", "rows"])
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
@@ -234,5 +264,5 @@ def lambda_summary(*, csvs: list) -> dict:
     critical rows from the per-``(d, rho)`` tables."""
     import pandas as pd
 
-    rows = pd.concat(csvs, ignore_index=True)
-    return {"figure1": figure1_data(rows), "critical": critical_data(rows)}
+    table = pd.concat(csvs, ignore_index=True)
+    return {"figure1": figure1_data(table), "critical": critical_data(table)}

@@ -11,9 +11,7 @@ squared norm ``q_hat`` (docs/paper-a.md#gaussian-near-simplex-tokens). Two extra
 Gaussian tokens, whose norms spread by ``~sqrt(2/d)``, eta follows ``mean 1/||x||^2`` rather
 than ``1/q_hat`` [derived].
 
-The theorem table and the finite-size check, which used to be here, are
-:mod:`attnscale.experiments.paper_a_theorem` (their names still import from here, with a
-DeprecationWarning).
+The theorem table and the finite-size check are :mod:`attnscale.experiments.paper_a_theorem`.
 """
 
 from __future__ import annotations
@@ -23,11 +21,12 @@ import logging
 import numpy as np
 import pandas as pd
 
-from attnscale import _moved
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.layer import eta_exact, jacobian, sampled_eta, theory
-from attnscale.pipeline.io import provenance
+from attnscale.layer import theory
+from attnscale.layer.dense import eta_exact, jacobian
+from attnscale.layer.sampled import eta as sampled_eta
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 
 from .paper_a import CELL_KEYS, cell_provenance, check_rows, long_context_params, rows_key
@@ -53,14 +52,6 @@ PROBES_STREAM = "paper_a/eta_probes"
 ROWS_STREAM = "paper_a/eta_rows"
 METHODS = ("exact", "hutchinson", "auto")
 
-#: Moved to :mod:`attnscale.experiments.paper_a_theorem` when this module was split (issue 26);
-#: still served here, with a DeprecationWarning naming the new home.
-MOVED_TO_THEOREM = ("theory_rows", "theory_rows_all", "theorem_table", "theorem_table_data",
-                    "THEORY_KEYS", "QUANTITIES", "FINITE_D_QUANTITIES", "FINITE_D_ABS_TOL")  # fmt: skip
-__getattr__ = _moved.moved_names(
-    __name__, dict.fromkeys(MOVED_TO_THEOREM, "attnscale.experiments.paper_a_theorem")
-)
-
 
 def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
     """Spawn key of the Hutchinson probes of one token draw (``rho`` in units of 1e-6)."""
@@ -69,8 +60,8 @@ def probe_key(n: int, d: int, rho: float, trial: int) -> tuple[int, ...]:
 
 def choose_method(method: str, n: int, d: int, probes: int) -> str:
     """``"exact"`` or ``"hutchinson"``. ``"auto"`` takes the exact block formula when its cost
-    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.layer.eta_exact.exact_cost`,
-    :func:`attnscale.layer.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
+    per beta is at most that of ``probes`` Hutchinson probes (:func:`attnscale.layer.dense.eta_exact.exact_cost`,
+    :func:`attnscale.layer.dense.eta_exact.hutchinson_cost`: GEMM flops plus measured elementwise work)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method != "auto":
@@ -134,15 +125,15 @@ def eta_table(
         Parameters hashed into the provenance column.
     rows : "all" or int, optional
         ``"all"``: ``method`` decides (dense); a number ``m``: eta from ``m`` sampled rows
-        (:func:`attnscale.layer.sampled_eta.eta_sampled`, probe route, one tangent probe per row,
+        (:func:`attnscale.layer.sampled.eta.eta_sampled`, probe route, one tangent probe per row,
         rows and probes from the job's generator with key
         :func:`attnscale.experiments.paper_a.rows_key`; docs/long-context.md#the-rows-choice):
-        method ``"sampled"``, ``eta_se`` its within-draw SE, and a column ``rows``.
+        method ``"sampled"``, ``eta_se_within`` its within-draw SE, and a column ``rows``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per gamma; ``eta_se`` is 0 for the exact method.
+        One row per gamma; ``eta_se_within`` is 0 for the exact method.
     """
     X, n, d = tok["X"], tok["n"], tok["d"]
     rho_hat, q_hat = tok["rho_hat"], tok["q_hat"]
@@ -188,9 +179,9 @@ def eta_table(
         )
     # provenance: the probe (row) generator's key for Hutchinson (sampled), else the draw's key
     if how in ("hutchinson", "sampled"):
-        prov = provenance(root_seed, key, params)
+        prov = provenance_columns(root_seed, key, params)
     else:
-        prov = provenance(tok["root_seed"], tok["spawn_key"], params)
+        prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     table = pd.DataFrame(
         {
             "d": d,
@@ -208,17 +199,13 @@ def eta_table(
             "method": how,
             "probes": used_probes,
             "eta": eta,
-            "eta_se": se,
+            "eta_se_within": se,
             "eta_plateau": plateau,
             "eta_rel": eta / plateau,
             "eta_limit": lim,
             "eta_simplex_n": simp,
             "eta_simplex_n_norms": simp_w,
-            "root_seed": prov["root_seed"],
-            "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
-            "params_hash": prov["params_hash"],
-            "attnscale_version": prov["attnscale_version"],
-            "git_commit": prov["git_commit"],
+            **prov,
         }
     )
     if how == "sampled":
@@ -273,22 +260,27 @@ def eta_rows(
             params=params,
             rows=rows,
         )
-        LOG.info("d = %d, rho = %g, trial %d: eta by %s", tok["d"], tok["rho"], tok["trial"],
-                 df["method"].iloc[0])  # fmt: skip
+        LOG.info(
+            "d = %d, rho = %g, trial %d: eta by %s",
+            tok["d"],
+            tok["rho"],
+            tok["trial"],
+            df["method"].iloc[0],
+        )
         tables.append(df)
         progress.step()
     return pd.concat(tables, ignore_index=True)
 
 
-def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
+def figure2_data(table: pd.DataFrame) -> pd.DataFrame:
     """Figure 2 data: mean eta and eta / plateau (with SE over trials) per grid cell; from sampled
     rows also ``eta_se_within``, ``eta_se_between``
     (:func:`attnscale.experiments.summaries.se_components`) and ``rows``."""
-    grid = rows[rows["gamma_kind"] == "grid"]
+    grid = table[table["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
     out = mean_se_table(groups, ["eta", "eta_rel", "eta_plateau", "rho_hat", "eta_simplex_n_norms"])
     if "rows" in grid.columns:  # sampled rows: the two parts of the SE, and m
-        parts = se_components(groups, "eta", "eta_se")
+        parts = se_components(groups, "eta", "eta_se_within")
         parts["rows"] = groups["rows"].first().to_numpy()
         out = out.merge(parts, on=CELL_KEYS, how="left")
         out = out[columns_after(list(out.columns), "eta_se", list(parts.columns[len(CELL_KEYS) :]))]
@@ -300,15 +292,34 @@ def figure2_data(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
+def eta_critical_data(table: pd.DataFrame) -> pd.DataFrame:
     """eta at ``gamma_c(rho_hat)`` per draw with its theory columns."""
-    crit = rows[rows["gamma_kind"] == "critical"].copy()
+    crit = table[table["gamma_kind"] == "critical"].copy()
     cols = [
-        "d", "n", "alpha", "rho", "trial", "rho_hat", "q_hat", "mean_inv_sq_norm", "gamma",
-        "beta", "method", "probes", "eta", "eta_se", "eta_plateau", "eta_limit", "eta_simplex_n",
-        "eta_simplex_n_norms", "root_seed", "spawn_key", "params_hash", "attnscale_version",
+        "d",
+        "n",
+        "alpha",
+        "rho",
+        "trial",
+        "rho_hat",
+        "q_hat",
+        "mean_inv_sq_norm",
+        "gamma",
+        "beta",
+        "method",
+        "probes",
+        "eta",
+        "eta_se_within",
+        "eta_plateau",
+        "eta_limit",
+        "eta_simplex_n",
+        "eta_simplex_n_norms",
+        "root_seed",
+        "spawn_key",
+        "params_hash",
+        "attnscale_version",
         "git_commit",
-    ]  # fmt: skip
+    ]
     if "rows" in crit.columns:  # sampled rows
         cols = columns_after(cols, "probes", ["rows"])
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)
@@ -317,5 +328,5 @@ def eta_critical_data(rows: pd.DataFrame) -> pd.DataFrame:
 def eta_summary(*, csvs: list) -> dict:
     """Entry of rule ``paper_a_eta_summary``: Figure 2's cell means and the per-draw critical
     rows."""
-    rows = pd.concat(csvs, ignore_index=True)
-    return {"figure2": figure2_data(rows), "critical": eta_critical_data(rows)}
+    table = pd.concat(csvs, ignore_index=True)
+    return {"figure2": figure2_data(table), "critical": eta_critical_data(table)}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnscale.layer.scaling_rules import rules_table
-from attnscale.pipeline.io import provenance
+from attnscale.layer.scores.scaling_rules import rules_table
+from attnscale.pipeline.io import provenance_columns
 
 __all__ = ["scaling_rules_data"]
 
@@ -16,8 +16,6 @@ def scaling_rules_data(*, ns, overlay_n: float) -> pd.DataFrame:
     grid = sorted({float(n) for n in ns} | {float(overlay_n)})
     df = rules_table(grid)
     df["is_overlay_n"] = df["n"] == float(overlay_n)
-    prov = provenance(None, None, {"ns": grid, "overlay_n": float(overlay_n)})
-    df["params_hash"] = prov["params_hash"]
-    df["attnscale_version"] = prov["attnscale_version"]
-    df["git_commit"] = prov["git_commit"]
+    for k, v in provenance_columns(None, None, {"ns": grid, "overlay_n": float(overlay_n)}).items():
+        df[k] = v
     return df

@@ -20,8 +20,10 @@ import pandas as pd
 from attnscale.core.seeding import job_rng
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_vector
-from attnscale.layer import attention, eta_exact, sampled_stats, theory, tokens
-from attnscale.pipeline.io import provenance
+from attnscale.layer import theory, tokens
+from attnscale.layer.dense import attention, eta_exact
+from attnscale.layer.sampled import stats as sampled_stats
+from attnscale.pipeline.io import provenance_columns
 
 from .paper_a import check_rows, long_context_params, rows_key
 from .paper_a_eta import has_gamma_c, norm_moments
@@ -54,14 +56,15 @@ def simulated(tok: dict, betas, alphas, rows="all") -> dict:
     """The simulated quantities of one draw at ``betas`` for each of ``alphas``: ``(A, B)`` arrays
     ``self_weight``, ``cosine``, ``lambda``, ``eta``; dense (``rows="all"``: the whole attention
     matrix, the ``n x n`` Gram kept, exact eta) or from ``rows`` sampled rows
-    (:func:`attnscale.layer.sampled_stats.layer_statistics_sampled`, rows and probes from the
+    (:func:`attnscale.layer.sampled.stats.layer_statistics_sampled`, rows and probes from the
     job's generator with key :func:`attnscale.experiments.paper_a.rows_key`), which adds the
     within-draw SEs ``<q>_se`` and ``m`` (docs/long-context.md#the-rows-choice)."""
     X = tok["X"]
     if rows != "all":
         key = rows_key(ROWS_STREAM, tok["n"], tok["d"], tok["trial"])
-        out = sampled_stats.layer_statistics_sampled(X, betas, alphas, rows=rows,
-                                                     rng=job_rng(tok["root_seed"], key))  # fmt: skip
+        out = sampled_stats.layer_statistics_sampled(
+            X, betas, alphas, rows=rows, rng=job_rng(tok["root_seed"], key)
+        )
         return dict(out, spawn_key=key)
     A_, B_ = len(alphas), len(betas)
     out = {"eta": eta_exact.eta_exact_grid(X, betas, alphas)}  # (alphas, factors)
@@ -83,8 +86,8 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
 
     For every factor ``f`` and residual ``alpha``: the realised mean self-weight ``A_ii`` (the
     mechanism of docs/paper-a.md#results-of-the-paper-that-we-use: ``A_ii -> 0, 1/2, 1``), the simulated mean output cosine
-    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.layer.attention.angle_ratio_grid`)
-    and exact eta (:func:`attnscale.layer.eta_exact.eta_exact_grid`), each with its n -> inf limit
+    ``<y_i', y_j'>`` (mean over ``i != j``), lambda (:func:`attnscale.layer.dense.attention.angle_ratio_grid`)
+    and exact eta (:func:`attnscale.layer.dense.eta_exact.eta_exact_grid`), each with its n -> inf limit
     (Theorem 2.1, 2.4 and the derived alpha > 0 forms; ``A_ii``: docs/paper-a.md#results-of-the-paper-that-we-use) and its finite-n
     simplex value (:func:`attnscale.layer.theory.simplex_self_weight`, ``simplex_map``,
     ``simplex_lambda``, ``simplex_eta``) at ``rho_hat`` and ``q_hat``; eta also at the realised
@@ -107,15 +110,16 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
     factors = check_vector("gamma_factors", gamma_factors, low=0.0, low_open=True)
     alphas = check_vector("alphas", alphas, low=0.0)
     if not has_gamma_c(rho_hat):
-        LOG.warning("d = %d trial %d: rho_hat = %g outside (0, 1), draw skipped", d,
-                    tok["trial"], rho_hat)  # fmt: skip
+        LOG.warning(
+            "d = %d trial %d: rho_hat = %g outside (0, 1), draw skipped", d, tok["trial"], rho_hat
+        )
         return pd.DataFrame()
     gc_hat = theory.gamma_c(rho_hat)
     gam = factors * gc_hat
     betas = theory.beta_of_gamma(gam, n)
     sim = simulated(tok, betas, alphas, rows)
     w1, w2 = norm_moments(X)
-    prov = provenance(tok["root_seed"], sim.get("spawn_key", tok["spawn_key"]), params)
+    prov = provenance_columns(tok["root_seed"], sim.get("spawn_key", tok["spawn_key"]), params)
     nan = np.full(betas.size, np.nan)
     fd = dict.fromkeys(FINITE_D_QUANTITIES, nan)
     if d >= 3 and tok.get("r0") is not None and 0.0 in set(np.asarray(alphas).tolist()):
@@ -163,11 +167,7 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
                         for q in FINITE_D_QUANTITIES
                     },
                     "eta_finite_d": float(eta_fd[ia, k]),
-                    "root_seed": prov["root_seed"],
-                    "spawn_key": "-".join(str(k) for k in prov["spawn_key"]),
-                    "params_hash": prov["params_hash"],
-                    "attnscale_version": prov["attnscale_version"],
-                    "git_commit": prov["git_commit"],
+                    **prov,
                     **{f"{q}_se_within": sim[f"{q}_se"][ia, k] for q in QUANTITIES if "m" in sim},
                     **({"rows": sim["m"]} if "m" in sim else {}),
                 }
@@ -175,9 +175,19 @@ def theory_rows(tok: dict, gamma_factors, alphas, params: dict, rows="all") -> p
     return pd.DataFrame(out).sort_values(["alpha", "gamma_factor"], kind="stable")
 
 
-def theory_rows_all(*, draws: list[dict], rho: float, gamma_factors, alphas, n=None, d=None,
-                    rows="all", z0: str = "gaussian", trials=None,
-                    root_seed=None) -> pd.DataFrame:  # fmt: skip
+def theory_rows_all(
+    *,
+    draws: list[dict],
+    rho: float,
+    gamma_factors,
+    alphas,
+    n=None,
+    d=None,
+    rows="all",
+    z0: str = "gaussian",
+    trials=None,
+    root_seed=None,
+) -> pd.DataFrame:
     """Entry of rules ``paper_a_theorem_rows`` and ``paper_a_finite_size_rows``:
     :func:`theory_rows` for every draw of one (n, d, rho), stacked. ``n``, ``d``: the job's,
     checked against the draws (:func:`attnscale.experiments.paper_a_tokens.check_draws`;
@@ -256,10 +266,13 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                 }
             )
             # provenance of the draws behind the row (the per-draw tables hold the details)
-            for col, name in (("root_seed", "root_seed"), ("spawn_key", "spawn_keys"),
-                              ("params_hash", "params_hashes"),
-                              ("attnscale_version", "attnscale_version"),
-                              ("git_commit", "git_commit")):  # fmt: skip
+            for col, name in (
+                ("root_seed", "root_seed"),
+                ("spawn_key", "spawn_keys"),
+                ("params_hash", "params_hashes"),
+                ("attnscale_version", "attnscale_version"),
+                ("git_commit", "git_commit"),
+            ):
                 if col in g:
                     rec[name] = ";".join(sorted(set(map(str, g[col]))))
             fcol = g.get(f"{qty}_finite_d")
@@ -275,18 +288,27 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
                     within_2se_fd=bool(np.isfinite(zfd) and abs(zfd) <= 2.0),
                     within_3se_fd=bool(np.isfinite(zfd) and abs(zfd) <= 3.0),
                     accept_fd=bool(
-                        abs(dfd_mean) <= max(3.0 * dfse if np.isfinite(dfse) else 0.0,
-                                               FINITE_D_ABS_TOL)
+                        abs(dfd_mean)
+                        <= max(3.0 * dfse if np.isfinite(dfse) else 0.0, FINITE_D_ABS_TOL)
                     ),
-                )  # fmt: skip
+                )
             else:
-                rec.update(finite_d=np.nan, diff_fd_mean=np.nan, diff_fd_se=np.nan, z_fd=np.nan,
-                           within_2se_fd=False, within_3se_fd=False, accept_fd=False)  # fmt: skip
+                rec.update(
+                    finite_d=np.nan,
+                    diff_fd_mean=np.nan,
+                    diff_fd_se=np.nan,
+                    z_fd=np.nan,
+                    within_2se_fd=False,
+                    within_3se_fd=False,
+                    accept_fd=False,
+                )
             if f"{qty}_se_within" in g:  # sampled rows: the two parts of sim_se
                 within = float(np.sqrt(np.sum(g[f"{qty}_se_within"].to_numpy() ** 2)) / t)
-                rec.update(sim_se_within=within,
-                           sim_se_between=float(np.sqrt(max(se**2 - within**2, 0.0))),
-                           rows=int(g["rows"].iloc[0]))  # fmt: skip
+                rec.update(
+                    sim_se_within=within,
+                    sim_se_between=float(np.sqrt(max(se**2 - within**2, 0.0))),
+                    rows=int(g["rows"].iloc[0]),
+                )
             if qty == "eta":
                 dn_mean, dnse = mean_se(sim - g["eta_simplex_n_norms"].to_numpy())
                 rec["simplex_n_norms"] = g["eta_simplex_n_norms"].mean()

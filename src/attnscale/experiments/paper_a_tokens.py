@@ -147,6 +147,8 @@ def job_draws(draws, *, n=None, d=None, trials=None, root_seed=None):
         check_draws(draws, n, d)
         return draws
     if None in (n, d, trials, root_seed):
-        raise ValueError("draws must hold at least one token draw (or give n, d, trials and "
-                         "root_seed to regenerate them)")  # fmt: skip
+        raise ValueError(
+            "draws must hold at least one token draw (or give n, d, trials and "
+            "root_seed to regenerate them)"
+        )
     return RegeneratedDraws(n, d, trials, root_seed)

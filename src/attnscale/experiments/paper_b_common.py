@@ -1,6 +1,6 @@
-"""Shared pieces of the Paper B entry functions: provenance columns and blocks of D2Q draws.
+"""Shared pieces of the Paper B entry functions: blocks of D2Q draws.
 
-Every Paper B table carries the provenance of its draw: ``root_seed``, ``spawn_key``
+Every Paper B table carries the provenance of its draw (:func:`attnscale.pipeline.io.provenance_columns`: ``root_seed``, ``spawn_key``
 (``-``-joined), ``params_hash``, package version and git commit. Generators come only from
 :func:`attnscale.core.seeding.job_rng` with keys built by :func:`attnscale.core.seeding.spawn_key` from the
 experiment's stream name and integer ids, so results do not depend on which other jobs run.
@@ -8,16 +8,12 @@ experiment's stream name and integer ids, so results do not depend on which othe
 
 from __future__ import annotations
 
-from attnscale.pipeline.io import provenance_columns
 from attnscale.sphere import keys
 
-__all__ = ["prov_columns", "d2q_blocks"]
+__all__ = ["d2q_blocks"]
 
 #: Keys per block of trials when drawing D2Q matrices (float64 entries, 32 MiB).
 TRIAL_BLOCK_ENTRIES = 4 * 2**20
-
-
-prov_columns = provenance_columns  # one definition, in attnscale.pipeline.io
 
 
 def d2q_blocks(trials: int, n: int, d: int, rng, method: str):

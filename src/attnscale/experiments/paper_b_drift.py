@@ -11,13 +11,11 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
 from attnscale.sphere.quadrature import heat_drift_limit_x1x2
-
-from .paper_b_common import prov_columns
 
 __all__ = ["contexts_needed", "heat_drift", "heat_drift_summary"]
 
@@ -71,9 +69,14 @@ def heat_drift(
     R = contexts_needed(beta, n, q, target_se, min_contexts, max_contexts)
     t_c = float(min(2.0, (cut + np.log(n)) / beta))
     params = {
-        "beta": beta, "n": n, "q": q.tolist(), "target_se": target_se,
-        "min_contexts": min_contexts, "max_contexts": max_contexts, "cut": cut,
-    }  # fmt: skip
+        "beta": beta,
+        "n": n,
+        "q": q.tolist(),
+        "target_se": target_se,
+        "min_contexts": min_contexts,
+        "max_contexts": max_contexts,
+        "cut": cut,
+    }
     key = spawn_key(HEAT_STREAM, value_id(beta), n)
     rng = job_rng(root_seed, key)
     g = st.score_x1x2(q)
@@ -107,7 +110,7 @@ def heat_drift(
         )
     progress.step()
     df = pd.DataFrame(rows)
-    for k, v in prov_columns(root_seed, key, params).items():
+    for k, v in provenance_columns(root_seed, key, params).items():
         df[k] = v
     return df
 
@@ -160,7 +163,7 @@ def heat_drift_summary(*, csvs: list, q, theory_betas) -> dict:
             for b in tb
         ]
     )
-    prov = provenance(None, None, {"q": np.asarray(q, float).tolist(), "theory_betas": tb.tolist()})
-    for k in ("params_hash", "attnscale_version", "git_commit"):
-        curve[k] = prov[k]  # deterministic quadrature: no seed
+    params = {"q": np.asarray(q, float).tolist(), "theory_betas": tb.tolist()}
+    for k, v in provenance_columns(None, None, params).items():
+        curve[k] = v  # deterministic quadrature: no seed
     return {"summary": summ, "curve": curve}

@@ -4,8 +4,7 @@ the building blocks every exponent curve shares (docs/paper-b-beyond.md#critical
 docs/paper-b-beyond.md#keys-on-a-submanifold).
 
 RoPE-rotated keys are :mod:`attnscale.experiments.paper_b_exponent_rope`, the exponent fits
-:mod:`attnscale.experiments.paper_b_exponent_fits` (their names still import from here, with a
-DeprecationWarning).
+:mod:`attnscale.experiments.paper_b_exponent_fits`.
 
 Every function is pure (tables in, table out) and draws only from
 :func:`attnscale.core.seeding.job_rng` with a spawn key naming the experiment, its parameters and ``n``:
@@ -18,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnscale import _moved
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.pipeline.io import provenance_columns
@@ -40,17 +38,6 @@ SUBSPHERE_STREAM = "paper_b/exponent/subsphere"
 
 #: [choice] below this many keys every context is drawn in full (no cap) to bracket the root.
 DENSE_MAX_N = 1000
-
-_prov = provenance_columns  # one definition, in attnscale.pipeline.io
-
-#: Moved out when this module was split (issue 26); still served here, with a DeprecationWarning.
-MOVED = {
-    **dict.fromkeys(("rope_points", "ROPE_STREAM", "BLOCK_ENTRIES"),
-                    "attnscale.experiments.paper_b_exponent_rope"),
-    **dict.fromkeys(("exponent_tables", "exponent_fits", "FIT_MODELS"),
-                    "attnscale.experiments.paper_b_exponent_fits"),
-}  # fmt: skip
-__getattr__ = _moved.moved_names(__name__, MOVED)
 
 
 def n_grid(n) -> np.ndarray:
@@ -124,7 +111,7 @@ def points_table(rows, root_seed, base: dict, params: dict) -> pd.DataFrame:
                 "keys_kept": r["keys_kept"],
                 "tail_bound": r["tail_bound"],
                 "attempt": r["attempt"],
-                **_prov(root_seed, r["spawn"], {**params, "n": r["n"]}),
+                **provenance_columns(root_seed, r["spawn"], {**params, "n": r["n"]}),
             }
         )
     return pd.DataFrame(out)
@@ -237,8 +224,10 @@ def uniform_points(*, d, n, contexts: int, level: float, root_seed: int) -> pd.D
     ds = [check_int("d", v, minimum=3) for v in as_list("d", d)]
     check_contexts_level(contexts, level)
     n_grid(n)
-    return pd.concat([_uniform_curve(d=v, n=n, contexts=contexts, level=level,
-                                     root_seed=root_seed) for v in ds], ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [_uniform_curve(d=v, n=n, contexts=contexts, level=level, root_seed=root_seed) for v in ds],
+        ignore_index=True,
+    )
 
 
 def subsphere_points(
@@ -263,9 +252,21 @@ def subsphere_points(
     check_contexts_level(contexts, level)
     n_grid(n)
     check_int("full_keys_max_n", full_keys_max_n, minimum=0)
-    return pd.concat([_subsphere_curve(d=dd, k=v, n=n, contexts=contexts, level=level,
-                                       full_keys_max_n=full_keys_max_n, root_seed=root_seed)
-                      for v in ks], ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [
+            _subsphere_curve(
+                d=dd,
+                k=v,
+                n=n,
+                contexts=contexts,
+                level=level,
+                full_keys_max_n=full_keys_max_n,
+                root_seed=root_seed,
+            )
+            for v in ks
+        ],
+        ignore_index=True,
+    )
 
 
 def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: int) -> pd.DataFrame:
@@ -276,9 +277,10 @@ def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: in
     ``{"d", "k", "n", "contexts", "full_keys_max_n"}`` for :func:`subsphere_points`. Both are
     validated before any work.
     """
-    for name, sec, need in (("uniform", uniform, {"d", "n", "contexts"}),
-                            ("subsphere", subsphere, {"d", "k", "n", "contexts",
-                                                      "full_keys_max_n"})):  # fmt: skip
+    for name, sec, need in (
+        ("uniform", uniform, {"d", "n", "contexts"}),
+        ("subsphere", subsphere, {"d", "k", "n", "contexts", "full_keys_max_n"}),
+    ):
         if not isinstance(sec, dict) or set(sec) != need:
             raise ValueError(f"{name} must be a dict with keys {sorted(need)}, got {sec!r}")
     for v in as_list("uniform.d", uniform["d"]):
@@ -289,6 +291,10 @@ def sphere_points(*, uniform: dict, subsphere: dict, level: float, root_seed: in
     check_contexts_level(subsphere["contexts"], level)
     n_grid(uniform["n"])
     n_grid(subsphere["n"])
-    return pd.concat([uniform_points(**uniform, level=level, root_seed=root_seed),
-                      subsphere_points(**subsphere, level=level, root_seed=root_seed)],
-                     ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [
+            uniform_points(**uniform, level=level, root_seed=root_seed),
+            subsphere_points(**subsphere, level=level, root_seed=root_seed),
+        ],
+        ignore_index=True,
+    )

@@ -48,8 +48,9 @@ def _rope_solve(d, kappa, base, n, contexts, rng, guess, level, widen) -> dict:
         Tp, op = ce.prune_flat(Tf, o, size, lo, n)
         Ts.append(Tp)
         owners.append(op + s)
-    res = ce.solve_critical_beta(np.concatenate(Ts), np.concatenate(owners), contexts, lo, hi,
-                                 level)  # fmt: skip
+    res = ce.solve_critical_beta(
+        np.concatenate(Ts), np.concatenate(owners), contexts, lo, hi, level
+    )
     kept = sum(t.size for t in Ts) / contexts
     res.update(keys_kept=kept, tail_bound=ce.TAIL_EPS)
     return res
@@ -104,10 +105,12 @@ def _rope_curve(
         if prev is not None:
             guess = guess * (m / prev) ** slope
         for widen in range(4):
-            key = spawn_key(ROPE_STREAM, d, *kid, value_id(base, 1), int(family == "rope_long"),
-                            m, widen)  # fmt: skip
-            res = _rope_solve(d, kappa, base, m, contexts, job_rng(root_seed, key), guess, level,
-                              4.0**widen)  # fmt: skip
+            key = spawn_key(
+                ROPE_STREAM, d, *kid, value_id(base, 1), int(family == "rope_long"), m, widen
+            )
+            res = _rope_solve(
+                d, kappa, base, m, contexts, job_rng(root_seed, key), guess, level, 4.0**widen
+            )
             if res["status"] == "ok":
                 break
         else:
@@ -164,9 +167,32 @@ def rope_points(
     if long_n is not None:
         n_grid(long_n)
         check_contexts_level(long_contexts, level)
-    out = [_rope_curve(d=dv, kappa_per_d=kp, base=base, n=n, contexts=contexts, level=level,
-                       root_seed=root_seed, family=family) for dv in ds for kp in kps]  # fmt: skip
+    out = [
+        _rope_curve(
+            d=dv,
+            kappa_per_d=kp,
+            base=base,
+            n=n,
+            contexts=contexts,
+            level=level,
+            root_seed=root_seed,
+            family=family,
+        )
+        for dv in ds
+        for kp in kps
+    ]
     if long_n is not None:
-        out += [_rope_curve(d=dv, kappa_per_d=np.inf, base=base, n=long_n, contexts=long_contexts,
-                            level=level, root_seed=root_seed, family="rope_long") for dv in ds]  # fmt: skip
+        out += [
+            _rope_curve(
+                d=dv,
+                kappa_per_d=np.inf,
+                base=base,
+                n=long_n,
+                contexts=long_contexts,
+                level=level,
+                root_seed=root_seed,
+                family="rope_long",
+            )
+            for dv in ds
+        ]
     return pd.concat(out, ignore_index=True)

@@ -9,11 +9,10 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_vector
+from attnscale.pipeline.io import provenance_columns
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
 from attnscale.sphere.quadrature import mean_field_x1x2
-
-from .paper_b_common import prov_columns
 
 __all__ = ["vector_fields"]
 
@@ -95,7 +94,7 @@ def vector_fields(
         "sweep_betas": sweep.tolist(),
     }
     key = spawn_key(VF_STREAM, n, d)
-    prov = prov_columns(root_seed, key, params)
+    prov = provenance_columns(root_seed, key, params)
     K = keys.sample_x1x2(n, job_rng(root_seed, key), d)
     Q = keys.fibonacci_sphere(n_queries)
     G = st.score_x1x2(Q)
@@ -150,7 +149,7 @@ def vector_fields(
         else:
             key_r = spawn_key(VF_STREAM, n, d, r)
             Kr = keys.sample_x1x2(n, job_rng(root_seed, key_r), d)
-            prov_r = prov_columns(root_seed, key_r, {**params, "context": r})
+            prov_r = provenance_columns(root_seed, key_r, {**params, "context": r})
         for beta in betas:
             srows.append(
                 {
@@ -160,7 +159,7 @@ def vector_fields(
                     "is_panel": bool(np.any(np.isclose(beta, n**exps, rtol=1e-12))),
                     **_sweep_stats(
                         keys.tangential_displacement(Q, Kr, beta), G, g2, beta, mean_field.get(beta)
-                    ),  # fmt: skip
+                    ),
                     "rms_drift_theory": float(np.sqrt(np.mean(g2)) / beta),
                     "rms_noise_theory": float(np.sqrt(np.mean(st.noise_trace_d3(n, rho)))),
                     "rms_nearest_theory": float(

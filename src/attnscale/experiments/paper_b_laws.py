@@ -11,12 +11,13 @@ from scipy import special, stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
 from attnscale.sphere.poisson_limit import poisson_limit_top_weight
 
-from .paper_b_common import d2q_blocks, prov_columns
+from .paper_b_common import d2q_blocks
 
 __all__ = ["weight_profile", "critical_laws"]
 
@@ -74,7 +75,7 @@ def weight_profile(
             "mass_se": mean_se(M)[1],
             "mass_limit": st.cumulative_mass_limit(x, d),
             "mass_finite_beta": st.cumulative_mass_finite_beta(n, beta, d),
-            **prov_columns(root_seed, key, params),
+            **provenance_columns(root_seed, key, params),
         }
     )
 
@@ -124,7 +125,7 @@ def critical_laws(
     limits, lim_prov = {}, {}
     for g in gammas:
         key = spawn_key(CRIT_LIMIT_STREAM, d, value_id(g))
-        lim_prov[float(g)] = prov_columns(root_seed, key, {**base, "gamma": float(g)})
+        lim_prov[float(g)] = provenance_columns(root_seed, key, {**base, "gamma": float(g)})
         limits[float(g)] = poisson_limit_top_weight(g, c, d, limit_trials, job_rng(root_seed, key))
     samples = {}
     progress = Progress("critical-law context sizes", len(ns))
@@ -136,7 +137,7 @@ def critical_laws(
         for T in d2q_blocks(trials, n, d, rng, method):
             A.append(keys.top_weight_from_d2q(T, betas))
             s.append(T.min(axis=1) * n**alpha)
-        prov = prov_columns(root_seed, key, {**base, "n": n, "gammas": gammas.tolist()})
+        prov = provenance_columns(root_seed, key, {**base, "n": n, "gammas": gammas.tolist()})
         samples[n] = (np.concatenate(A), np.concatenate(s), betas, prov)
         progress.step()
     # A_(1) grid per gamma: [0, top], top = the 99.9% quantile over all samples, rounded up to
@@ -162,12 +163,21 @@ def critical_laws(
                     "cdf": ecdf(w, a_grid),
                     **prov,
                 }
-            )  # fmt: skip
+            )
         )
         summ.append(
-            {"d": d, "n": 0, "gamma": float(g), "stat": "top_weight", "source": "poisson_limit",
-             "samples": limit_trials, "mean": w.mean(), "se": mean_se(w)[1], **prov}
-        )  # fmt: skip
+            {
+                "d": d,
+                "n": 0,
+                "gamma": float(g),
+                "stat": "top_weight",
+                "source": "poisson_limit",
+                "samples": limit_trials,
+                "mean": w.mean(),
+                "se": mean_se(w)[1],
+                **prov,
+            }
+        )
     ecdf_rows.append(
         pd.DataFrame(
             {
@@ -182,7 +192,7 @@ def critical_laws(
                 "spawn_key": None,
                 "params_hash": None,
             }
-        )  # fmt: skip
+        )
     )
     for n in ns:
         A, s, betas, prov = samples[n]
@@ -201,15 +211,26 @@ def critical_laws(
                         "cdf": ecdf(A[:, j], a_grid),
                         **prov,
                     }
-                )  # fmt: skip
+                )
             )
             summ.append(
-                {"d": d, "n": n, "gamma": float(g), "beta": float(betas[j]), "stat": "top_weight",
-                 "source": "finite_n", "samples": trials, "mean": A[:, j].mean(),
-                 "se": mean_se(A[:, j])[1], "limit_mean": limits[float(g)].mean(),
-                 "limit_se": mean_se(limits[float(g)])[1], "ks_vs_limit": ks.statistic,
-                 "ks_pvalue": ks.pvalue, **prov}
-            )  # fmt: skip
+                {
+                    "d": d,
+                    "n": n,
+                    "gamma": float(g),
+                    "beta": float(betas[j]),
+                    "stat": "top_weight",
+                    "source": "finite_n",
+                    "samples": trials,
+                    "mean": A[:, j].mean(),
+                    "se": mean_se(A[:, j])[1],
+                    "limit_mean": limits[float(g)].mean(),
+                    "limit_se": mean_se(limits[float(g)])[1],
+                    "ks_vs_limit": ks.statistic,
+                    "ks_pvalue": ks.pvalue,
+                    **prov,
+                }
+            )
         ks_lim = stats.kstest(s, lambda v: 1.0 - st.nearest_key_sf_limit(v, c, d))
         ks_ex = stats.kstest(s, lambda v, n=n: 1.0 - st.nearest_key_sf_exact_uniform(v, n, d))
         ecdf_rows.append(
@@ -224,7 +245,7 @@ def critical_laws(
                     "cdf": ecdf(s, s_grid),
                     **prov,
                 }
-            )  # fmt: skip
+            )
         )
         ecdf_rows.append(
             pd.DataFrame(
@@ -238,13 +259,24 @@ def critical_laws(
                     "cdf": 1.0 - st.nearest_key_sf_exact_uniform(s_grid, n, d),
                     **prov,
                 }
-            )  # fmt: skip
+            )
         )
         summ.append(
-            {"d": d, "n": n, "gamma": np.nan, "stat": "nearest_scaled", "source": "finite_n",
-             "samples": trials, "mean": s.mean(), "se": mean_se(s)[1],
-             "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
-             "ks_vs_limit": ks_lim.statistic, "ks_pvalue": ks_lim.pvalue,
-             "ks_vs_exact": ks_ex.statistic, "ks_exact_pvalue": ks_ex.pvalue, **prov}
-        )  # fmt: skip
+            {
+                "d": d,
+                "n": n,
+                "gamma": np.nan,
+                "stat": "nearest_scaled",
+                "source": "finite_n",
+                "samples": trials,
+                "mean": s.mean(),
+                "se": mean_se(s)[1],
+                "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
+                "ks_vs_limit": ks_lim.statistic,
+                "ks_pvalue": ks_lim.pvalue,
+                "ks_vs_exact": ks_ex.statistic,
+                "ks_exact_pvalue": ks_ex.pvalue,
+                **prov,
+            }
+        )
     return {"ecdf": pd.concat(ecdf_rows, ignore_index=True), "summary": pd.DataFrame(summ)}

@@ -17,12 +17,11 @@ from scipy import stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
+from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import marked_poisson as mp
 from attnscale.sphere import theory as st
 from attnscale.sphere.poisson_limit import POISSON_MAX_POINTS
-
-from .paper_b_common import prov_columns
 
 __all__ = ["critical_output_law"]
 
@@ -45,9 +44,17 @@ def _ecdf_rows(d, g, n, source, r, points: int, key) -> pd.DataFrame:
     k = min(points, r.size)
     idx = np.ceil(np.arange(1, k + 1) * r.size / k).astype(int) - 1
     return pd.DataFrame(
-        {"d": d, "gamma": g, "n": n, "source": source, "rank": idx + 1, "samples": r.size,
-         "norm": srt[idx], "spawn_key": "-".join(str(v) for v in key)}
-    )  # fmt: skip
+        {
+            "d": d,
+            "gamma": g,
+            "n": n,
+            "source": source,
+            "rank": idx + 1,
+            "samples": r.size,
+            "norm": srt[idx],
+            "spawn_key": "-".join(str(v) for v in key),
+        }
+    )
 
 
 def _summary_row(common: dict, source: str, n: int, r, prov: tuple, ks=None) -> dict:
@@ -66,7 +73,7 @@ def _summary_row(common: dict, source: str, n: int, r, prov: tuple, ks=None) -> 
         "m2_se": mean_se(r * r)[1],
         "ks_vs_limit": np.nan if ks is None else ks.statistic,
         "ks_pvalue": np.nan if ks is None else ks.pvalue,
-        **prov_columns(*prov),
+        **provenance_columns(*prov),
     }
 
 
@@ -131,27 +138,58 @@ def critical_output_law(
         m2_mecke = mp.critical_output_second_moment(g, c, d)
         kl = spawn_key(OUT_LIMIT_STREAM, d, value_id(g))
         lim = np.linalg.norm(
-            mp.critical_output_limit(g, c, d, limit_trials, job_rng(root_seed, kl),
-                                     max_points=max_points), axis=1)  # fmt: skip
+            mp.critical_output_limit(
+                g, c, d, limit_trials, job_rng(root_seed, kl), max_points=max_points
+            ),
+            axis=1,
+        )
         k0 = spawn_key(OUT_NULL_STREAM, d, value_id(g))
         null = np.linalg.norm(
-            mp.critical_output_limit(g, c, d, trials, job_rng(root_seed, k0),
-                                     max_points=max_points), axis=1)  # fmt: skip
+            mp.critical_output_limit(
+                g, c, d, trials, job_rng(root_seed, k0), max_points=max_points
+            ),
+            axis=1,
+        )
         ks_null = stats.ks_2samp(null, lim).statistic
-        common = {"d": d, "gamma": g, "m2_mecke": m2_mecke, "ks_null": ks_null,
-                  "ks_null_mean": null_mean, "ks_null_q95": null_q95}  # fmt: skip
+        common = {
+            "d": d,
+            "gamma": g,
+            "m2_mecke": m2_mecke,
+            "ks_null": ks_null,
+            "ks_null_mean": null_mean,
+            "ks_null_q95": null_q95,
+        }
 
         summ.append(_summary_row(common, "limit", 0, lim, (root_seed, kl, {**base, "gamma": g})))
-        summ.append(_summary_row(common, "limit_repeat", 0, null, (root_seed, k0, {**base, "gamma": g, "limit_repeat": True}),
-                        stats.ks_2samp(null, lim)))  # fmt: skip
+        summ.append(
+            _summary_row(
+                common,
+                "limit_repeat",
+                0,
+                null,
+                (root_seed, k0, {**base, "gamma": g, "limit_repeat": True}),
+                stats.ks_2samp(null, lim),
+            )
+        )
         samples.append(_ecdf_rows(d, g, 0, "limit", lim, plot_points, kl))
         for n in ns:
             key = spawn_key(OUT_STREAM, d, value_id(g), n)
             r = np.linalg.norm(
-                mp.critical_output_finite_n(n, g, d, trials, job_rng(root_seed, key),
-                                            max_points=max_points), axis=1)  # fmt: skip
-            summ.append(_summary_row(common, "finite_n", n, r, (root_seed, key, {**base, "gamma": g, "n": n}),
-                            stats.ks_2samp(r, lim)))  # fmt: skip
+                mp.critical_output_finite_n(
+                    n, g, d, trials, job_rng(root_seed, key), max_points=max_points
+                ),
+                axis=1,
+            )
+            summ.append(
+                _summary_row(
+                    common,
+                    "finite_n",
+                    n,
+                    r,
+                    (root_seed, key, {**base, "gamma": g, "n": n}),
+                    stats.ks_2samp(r, lim),
+                )
+            )
             samples.append(_ecdf_rows(d, g, n, "finite_n", r, plot_points, key))
         progress.step()
     return {

@@ -10,11 +10,12 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
+from attnscale.pipeline.io import provenance_columns
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
 from attnscale.sphere.poisson_limit import inv_top_weight_limit_d3, poisson_limit_top_weight
 
-from .paper_b_common import d2q_blocks, prov_columns
+from .paper_b_common import d2q_blocks
 
 __all__ = ["phase_column", "poisson_limit_table", "phase_summary"]
 
@@ -41,9 +42,13 @@ def phase_column(
     line_gammas = check_vector("line_gammas", line_gammas, low=0.0, low_open=True)
     trials = check_int("trials", trials, minimum=2)
     params = {
-        "n": n, "d": d, "betas": betas.tolist(), "line_gammas": line_gammas.tolist(),
-        "trials": trials, "method": method,
-    }  # fmt: skip
+        "n": n,
+        "d": d,
+        "betas": betas.tolist(),
+        "line_gammas": line_gammas.tolist(),
+        "trials": trials,
+        "method": method,
+    }
     key = spawn_key(PHASE_STREAM, d, n)
     rng = job_rng(root_seed, key)
     alpha = st.alpha_exponent(d)
@@ -67,7 +72,7 @@ def phase_column(
             "top_weight_se": mean_se(A)[1],
             "m_n": m,
             "subcritical_asymptote": st.subcritical_top_weight_limit(d) / m,
-            **prov_columns(root_seed, key, params),
+            **provenance_columns(root_seed, key, params),
         }
     )
 
@@ -109,7 +114,7 @@ def poisson_limit_table(
                 "subcritical_asymptote": st.subcritical_top_weight_limit(d)
                 * g ** (1 / st.alpha_exponent(d))
                 / c,
-                **prov_columns(root_seed, key, params),
+                **provenance_columns(root_seed, key, params),
             }
         )
     return pd.DataFrame(rows)

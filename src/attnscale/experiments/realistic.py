@@ -14,7 +14,10 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.layer import depth, learned_scores, score_attention, sink, theory, tokens
+from attnscale.layer import theory, tokens
+from attnscale.layer.scores import attention as score_attention
+from attnscale.layer.scores import depth, sink
+from attnscale.layer.scores import learned as learned_scores
 from attnscale.pipeline.io import provenance_columns
 
 __all__ = ["learned_variants", "learned_qk", "attention_sink", "depth_iteration"]
@@ -30,9 +33,6 @@ KIND_ID = {"identity": 0, "perturbed": 1, "projected": 2}
 
 #: Gamma range searched for the simulated critical point (mean self-weight = 1/2) [choice].
 SEARCH_GAMMA = (0.05, 64.0)
-
-
-_prov_cols = provenance_columns  # one definition, in attnscale.pipeline.io
 
 
 def _common_checks(n, d, rho, gammas, trial, alpha):
@@ -107,8 +107,14 @@ def learned_qk(
     """
     n, d, rho, gammas, trial, alpha = _common_checks(n, d, rho, gammas, trial, alpha)
     variants = learned_variants(epsilons, ranks, d)
-    params = {"n": n, "d": d, "rho": rho, "gammas": gammas.tolist(), "alpha": alpha,
-              "variants": variants}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "gammas": gammas.tolist(),
+        "alpha": alpha,
+        "variants": variants,
+    }
     ln = np.log(n)
     curves, crit = [], []
     tkey = spawn_key(LEARNED_TOKENS, n, d, trial)
@@ -131,27 +137,57 @@ def learned_qk(
         sw = res["self_weight"].mean(axis=1)
         gap = s_self - s_cross
         beta_eff = gam * ln * gap / (1.0 - rho_hat)  # same t = e^{beta (s_cross - s_self)}
-        prov = _prov_cols(root_seed, wkey, params)
-        curves.append(pd.DataFrame({
-            "n": n, "d": d, "rho": rho, "trial": trial, "kind": kind, "value": value,
-            "rho_hat": rho_hat, "gamma_kind": kinds, "gamma": gam, "beta": gam * ln,
-            "lambda": res["lambda"], "self_weight": sw,
-            "self_weight_eff": [1.0 / (1.0 + (n - 1) * np.exp(-b * gap)) for b in gam * ln],
-            "lambda_eff": [theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) if gap > 0
-                           else np.nan for b in beta_eff],
-            **prov,
-        }))  # fmt: skip
+        prov = provenance_columns(root_seed, wkey, params)
+        curves.append(
+            pd.DataFrame(
+                {
+                    "n": n,
+                    "d": d,
+                    "rho": rho,
+                    "trial": trial,
+                    "kind": kind,
+                    "value": value,
+                    "rho_hat": rho_hat,
+                    "gamma_kind": kinds,
+                    "gamma": gam,
+                    "beta": gam * ln,
+                    "lambda": res["lambda"],
+                    "self_weight": sw,
+                    "self_weight_eff": [1.0 / (1.0 + (n - 1) * np.exp(-b * gap)) for b in gam * ln],
+                    "lambda_eff": [
+                        theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) if gap > 0 else np.nan
+                        for b in beta_eff
+                    ],
+                    **prov,
+                }
+            )
+        )
         g_sim = _critical_gamma(Qm, Km, n)
-        crit.append({
-            "n": n, "d": d, "rho": rho, "trial": trial, "kind": kind, "value": value,
-            "rho_hat": rho_hat, "q_hat": q_hat, "s_self": s_self, "s_cross": s_cross,
-            "sd_self": sd_self, "sd_cross": sd_cross, "gamma_c_hat": gc_hat,
-            "gamma_c_eff": gce, "gamma_c_eff_n": gce_n, "gamma_c_fluct": gcf,
-            "gamma_half_sim": g_sim, "sim_over_eff": g_sim / gce,
-            "sim_over_fluct": g_sim / gcf, "self_weight_at_eff": (
-                sw[gammas.size + 1] if np.isfinite(gce) else np.nan),
-            **prov,
-        })  # fmt: skip
+        crit.append(
+            {
+                "n": n,
+                "d": d,
+                "rho": rho,
+                "trial": trial,
+                "kind": kind,
+                "value": value,
+                "rho_hat": rho_hat,
+                "q_hat": q_hat,
+                "s_self": s_self,
+                "s_cross": s_cross,
+                "sd_self": sd_self,
+                "sd_cross": sd_cross,
+                "gamma_c_hat": gc_hat,
+                "gamma_c_eff": gce,
+                "gamma_c_eff_n": gce_n,
+                "gamma_c_fluct": gcf,
+                "gamma_half_sim": g_sim,
+                "sim_over_eff": g_sim / gce,
+                "sim_over_fluct": g_sim / gcf,
+                "self_weight_at_eff": (sw[gammas.size + 1] if np.isfinite(gce) else np.nan),
+                **prov,
+            }
+        )
     return {"curves": pd.concat(curves, ignore_index=True), "critical": pd.DataFrame(crit)}
 
 
@@ -190,8 +226,15 @@ def attention_sink(
     n, d, rho, gammas, trial, alpha = _common_checks(n, d, rho, gammas, trial, alpha)
     c_list = [check_real("c_s", c, low=-1.0, high=1.0) for c in np.atleast_1d(c_s)]
     k_list = [check_real("kappa", k, low=0.0) for k in np.atleast_1d(kappa)]
-    params = {"n": n, "d": d, "rho": rho, "gammas": gammas.tolist(), "alpha": alpha,
-              "c_s": c_list, "kappa": k_list}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "gammas": gammas.tolist(),
+        "alpha": alpha,
+        "c_s": c_list,
+        "kappa": k_list,
+    }
     ln = np.log(n)
     keep = np.ones(n, dtype=bool)
     keep[0] = False
@@ -216,32 +259,61 @@ def attention_sink(
             res = score_attention.layer_grid(Xs, Y, Km, gam * ln, alpha, keep=keep, col=0)
             th = [sink.simplex_sink_map(n, rho_hat, c, b, alpha, q_hat, kap) for b in gam * ln]
             w = [sink.simplex_sink_weights(n, rho_hat, c, b, kap) for b in gam * ln]
-            prov = _prov_cols(root_seed, dkey, params)
+            prov = provenance_columns(root_seed, dkey, params)
             sw = res["self_weight"][:, keep].mean(axis=1)
             sm = res["col_mass"][:, keep].mean(axis=1)
-            curves.append(pd.DataFrame({
-                "n": n, "d": d, "rho": rho, "trial": trial, "c_s": c, "kappa": kap,
-                "rho_hat": rho_hat, "gamma_kind": kinds, "gamma": gam, "beta": gam * ln,
-                "lambda": res["lambda"], "self_weight": sw, "sink_mass": sm,
-                "lambda_simplex": [t[2] for t in th],
-                "self_weight_simplex": [x[0] for x in w],
-                "sink_mass_simplex": [x[2] for x in w],
-                **prov,
-            }))  # fmt: skip
+            curves.append(
+                pd.DataFrame(
+                    {
+                        "n": n,
+                        "d": d,
+                        "rho": rho,
+                        "trial": trial,
+                        "c_s": c,
+                        "kappa": kap,
+                        "rho_hat": rho_hat,
+                        "gamma_kind": kinds,
+                        "gamma": gam,
+                        "beta": gam * ln,
+                        "lambda": res["lambda"],
+                        "self_weight": sw,
+                        "sink_mass": sm,
+                        "lambda_simplex": [t[2] for t in th],
+                        "self_weight_simplex": [x[0] for x in w],
+                        "sink_mass_simplex": [x[2] for x in w],
+                        **prov,
+                    }
+                )
+            )
             g_sim = _critical_gamma(Y, Km, n, rows=keep)
             g_th = sink.simplex_sink_critical_beta(n, rho_hat, c, kap) / ln
             g_fl = sink.simplex_sink_critical_beta(n, rho_hat, c, kap, sd_cross) / ln
-            crit.append({
-                "n": n, "d": d, "rho": rho, "trial": trial, "c_s": c, "kappa": kap,
-                "c_s_realised": c_real, "c_s_sd": c_sd, "rho_hat": rho_hat,
-                "gamma_c_hat": gc_hat, "gamma_half_nosink_sim": g_nosink,
-                "sd_cross": sd_cross, "gamma_half_sim": g_sim, "gamma_half_simplex": g_th,
-                "gamma_half_fluct": g_fl,
-                "sink_mass_at_gc": sm[-1], "sink_mass_at_gc_simplex": w[-1][2],
-                "self_weight_at_gc": sw[-1], "self_weight_at_gc_simplex": w[-1][0],
-                "lambda_at_gc": res["lambda"][-1], "lambda_at_gc_simplex": th[-1][2],
-                **prov,
-            })  # fmt: skip
+            crit.append(
+                {
+                    "n": n,
+                    "d": d,
+                    "rho": rho,
+                    "trial": trial,
+                    "c_s": c,
+                    "kappa": kap,
+                    "c_s_realised": c_real,
+                    "c_s_sd": c_sd,
+                    "rho_hat": rho_hat,
+                    "gamma_c_hat": gc_hat,
+                    "gamma_half_nosink_sim": g_nosink,
+                    "sd_cross": sd_cross,
+                    "gamma_half_sim": g_sim,
+                    "gamma_half_simplex": g_th,
+                    "gamma_half_fluct": g_fl,
+                    "sink_mass_at_gc": sm[-1],
+                    "sink_mass_at_gc_simplex": w[-1][2],
+                    "self_weight_at_gc": sw[-1],
+                    "self_weight_at_gc_simplex": w[-1][0],
+                    "lambda_at_gc": res["lambda"][-1],
+                    "lambda_at_gc_simplex": th[-1][2],
+                    **prov,
+                }
+            )
     return {"curves": pd.concat(curves, ignore_index=True), "critical": pd.DataFrame(crit)}
 
 
@@ -279,15 +351,21 @@ def depth_iteration(
     alphas = check_vector("alphas", alphas, low=0.0)
     layers = check_int("layers", layers, minimum=1)
     trial = check_int("trial", trial, minimum=0)
-    params = {"n": n, "d": d, "rho": rho, "gamma_factors": factors.tolist(),
-              "alphas": alphas.tolist(), "layers": layers}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "gamma_factors": factors.tolist(),
+        "alphas": alphas.tolist(),
+        "layers": layers,
+    }
     ln = np.log(n)
     rows = []
     tkey = spawn_key(DEPTH_TOKENS, n, d, trial)
     X = tokens.near_simplex(n, d, rho, job_rng(root_seed, tkey))
     rho_hat, q_hat = tokens.mean_cosine(X), tokens.mean_sq_norm(X)
     gc_hat = theory.gamma_c(rho_hat)
-    prov = _prov_cols(root_seed, tkey, params)
+    prov = provenance_columns(root_seed, tkey, params)
     for alpha in alphas:
         for f in factors:
             gamma = f * gc_hat
@@ -296,15 +374,30 @@ def depth_iteration(
             lam_s = np.concatenate([[np.nan], sim["lambda"]])
             lam_t = np.concatenate([[np.nan], th["lambda"]])
             excl = np.concatenate([[0], sim["n_excluded_pairs"]])
-            rows.append(pd.DataFrame({
-                "n": n, "d": d, "rho": rho, "trial": trial, "alpha": alpha,
-                "gamma_factor": f, "gamma": gamma, "rho_hat0": rho_hat,
-                "layer": np.arange(layers + 1),
-                "delta": sim["delta"], "delta_simplex": th["delta"],
-                "q": sim["q"], "q_simplex": th["q"],
-                "lambda": lam_s, "lambda_simplex": lam_t, "n_excluded_pairs": excl,
-                "gamma_over_gc_input": np.concatenate(
-                    [[np.nan], gamma * sim["delta"][:-1]]),
-                **prov,
-            }))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "n": n,
+                        "d": d,
+                        "rho": rho,
+                        "trial": trial,
+                        "alpha": alpha,
+                        "gamma_factor": f,
+                        "gamma": gamma,
+                        "rho_hat0": rho_hat,
+                        "layer": np.arange(layers + 1),
+                        "delta": sim["delta"],
+                        "delta_simplex": th["delta"],
+                        "q": sim["q"],
+                        "q_simplex": th["q"],
+                        "lambda": lam_s,
+                        "lambda_simplex": lam_t,
+                        "n_excluded_pairs": excl,
+                        "gamma_over_gc_input": np.concatenate(
+                            [[np.nan], gamma * sim["delta"][:-1]]
+                        ),
+                        **prov,
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)

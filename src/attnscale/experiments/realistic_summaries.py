@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnscale.layer import sink, theory
+from attnscale.layer import theory
+from attnscale.layer.scores import sink
 
 from .summaries import mean_se_table
 
@@ -52,13 +53,18 @@ def sink_figure_data(*, curves, critical) -> dict:
     cs_fine = np.linspace(float(critical["c_s"].min()), float(critical["c_s"].max()), 200)
     ks_fine = np.linspace(float((critical["kappa"] * critical["c_s"]).min()), 0.9999, 400)
     lines = [
-        pd.DataFrame({"line": "sink_mass", "kappa": k, "x": cs_fine, "value": [
-            sink.simplex_sink_weights(n, rho_hat, c, gc * ln, k)[2] for c in cs_fine]})
+        pd.DataFrame(
+            {
+                "line": "sink_mass",
+                "kappa": k,
+                "x": cs_fine,
+                "value": [sink.simplex_sink_weights(n, rho_hat, c, gc * ln, k)[2] for c in cs_fine],
+            }
+        )
         for k in sorted(critical["kappa"].unique())
-    ]  # fmt: skip
+    ]
     for line, spread in (("critical", ()), ("critical_spread", (sd,))):
-        value = [sink.simplex_sink_critical_beta(n, rho_hat, x, 1.0, *spread) / ln
-                 for x in ks_fine]  # fmt: skip
+        value = [sink.simplex_sink_critical_beta(n, rho_hat, x, 1.0, *spread) / ln for x in ks_fine]
         lines.append(pd.DataFrame({"line": line, "kappa": np.nan, "x": ks_fine, "value": value}))
     out = pd.concat(lines, ignore_index=True).assign(
         n=n, rho_hat_mean=rho_hat, sd_cross_mean=sd, gamma_c=gc

@@ -18,7 +18,7 @@ from attnscale.core.validation import check_int, check_real, check_vector
 __all__ = ["PROV", "n_list", "simulation_args", "ties_series", "ties_k"]
 
 #: Provenance columns of every simulated row.
-PROV = ["root_seed", "spawn_keys", "params_hash", "attnscale_version", "git_commit"]
+PROV = ["root_seed", "spawn_key", "params_hash", "attnscale_version", "git_commit"]
 
 
 def n_list(n) -> list[int]:

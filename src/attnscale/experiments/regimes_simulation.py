@@ -202,14 +202,6 @@ def simulated_row(s: dict, n: int, contexts: int, level: float, prov: dict) -> d
 
 
 def row_provenance(root_seed, key_prefix: tuple, contexts: int, params: dict) -> dict:
-    """Provenance columns (:data:`attnscale.experiments.regimes_common.PROV`); ``spawn_keys``
+    """Provenance columns (:data:`attnscale.experiments.regimes_common.PROV`); ``spawn_key``
     names every row's key compactly as ``<prefix>-{0..contexts-1}`` (the last id is the row)."""
-    p = provenance_columns(root_seed, key_prefix, params)
-    keys = p.pop("spawn_key") + f"-{{0..{contexts - 1}}}"
-    return {
-        "root_seed": p["root_seed"],
-        "spawn_keys": keys,
-        "params_hash": p["params_hash"],
-        "attnscale_version": p["attnscale_version"],
-        "git_commit": p["git_commit"],
-    }
+    return provenance_columns(root_seed, key_prefix, params, contexts=contexts)

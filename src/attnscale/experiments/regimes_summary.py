@@ -169,14 +169,22 @@ def critical_scale_table(*, simulations, theory, read_off_sim, read_off_theory) 
 
 def _paired(sims: pd.DataFrame, pred: np.ndarray, first: np.ndarray) -> dict:
     """Paired ratio columns of the series that share a query-alone series' rows (same ``n`` and
-    ``spawn_keys``, ``k > 1``); ``nan`` elsewhere."""
-    out = {c: np.full(len(sims), np.nan) for c in
-           ("ratio_to_query", "ratio_to_query_se", "ratio_pred", "z_ratio", "ratio_first_order",
-            "z_ratio_first_order")}  # fmt: skip
+    ``spawn_key``, ``k > 1``); ``nan`` elsewhere."""
+    out = {
+        c: np.full(len(sims), np.nan)
+        for c in (
+            "ratio_to_query",
+            "ratio_to_query_se",
+            "ratio_pred",
+            "z_ratio",
+            "ratio_first_order",
+            "z_ratio_first_order",
+        )
+    }
     if "ratio_to_query" not in sims.columns:
         return out
     k = sims["k"].to_numpy(float)
-    groups = sims.groupby(["n", "spawn_keys"], sort=False).indices
+    groups = sims.groupby(["n", "spawn_key"], sort=False).indices
     for idx in groups.values():
         base = [i for i in idx if k[i] == 1.0]
         if len(base) != 1:
@@ -245,16 +253,25 @@ def local_exponent_table(table: pd.DataFrame) -> pd.DataFrame:
 
         rel = [float(r["beta_se"]) / float(r["beta"]) for r in (lo, hi)]
         power = at("power_law", hi["n"])
-        rows.append({
-            "series": name, "d": d, "rho": rho, "n_lo": float(lo["n"]), "n_hi": float(hi["n"]),
-            "ln_n_over_d_lo": math.log(lo["n"]) / d, "ln_n_over_d_hi": math.log(hi["n"]) / d,
-            "exponent_sim": math.log(hi["beta"] / lo["beta"]) / span,
-            "exponent_sim_se": math.hypot(*rel) / span,
-            "exponent_pred": math.log(at("prediction", hi["n"]) / at("prediction", lo["n"])) / span,
-            "exponent_power_law": 2.0 / (d - 1),
-            "exponent_log_n": math.log(math.log(hi["n"] - 1.0) / math.log(lo["n"] - 1.0)) / span,
-            "ratio_sim_power_law": hi["beta"] / power,
-            "ratio_sim_power_law_se": hi["beta_se"] / power,
-            "ratio_pred_power_law": at("prediction", hi["n"]) / power,
-        })  # fmt: skip
+        rows.append(
+            {
+                "series": name,
+                "d": d,
+                "rho": rho,
+                "n_lo": float(lo["n"]),
+                "n_hi": float(hi["n"]),
+                "ln_n_over_d_lo": math.log(lo["n"]) / d,
+                "ln_n_over_d_hi": math.log(hi["n"]) / d,
+                "exponent_sim": math.log(hi["beta"] / lo["beta"]) / span,
+                "exponent_sim_se": math.hypot(*rel) / span,
+                "exponent_pred": math.log(at("prediction", hi["n"]) / at("prediction", lo["n"]))
+                / span,
+                "exponent_power_law": 2.0 / (d - 1),
+                "exponent_log_n": math.log(math.log(hi["n"] - 1.0) / math.log(lo["n"] - 1.0))
+                / span,
+                "ratio_sim_power_law": hi["beta"] / power,
+                "ratio_sim_power_law_se": hi["beta_se"] / power,
+                "ratio_pred_power_law": at("prediction", hi["n"]) / power,
+            }
+        )
     return pd.DataFrame(rows, columns=EXPONENT_COLUMNS)

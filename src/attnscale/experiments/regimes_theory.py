@@ -62,8 +62,15 @@ def _ties_rows(role, ns, na, kappa, noise, d, rho, level, name) -> list[dict]:
     s2 = finite_d.first_order_variance(d, rho)
     k = na**kappa if role == "line" else np.array([ties_k(v, kappa) for v in ns], float)
     k = np.clip(k, 1.0, na - 1.0)
-    cols = {"d": d, "rho": rho, "s": np.nan, "k": k, "kappa": kappa, "copy_noise": noise,
-            "ln_n_breakdown": log_n_breakdown(d, rho)}  # fmt: skip
+    cols = {
+        "d": d,
+        "rho": rho,
+        "s": np.nan,
+        "k": k,
+        "kappa": kappa,
+        "copy_noise": noise,
+        "ln_n_breakdown": log_n_breakdown(d, rho),
+    }
     exact = [
         ties_exact_critical_beta(int(nv), float(kv), d, rho, copy_noise=noise, level=level)
         for nv, kv in zip(ns, k, strict=True)
@@ -86,8 +93,15 @@ def _query_rows(regime, name, role, ns, na, d, rho, level, first_order_end=False
     line also gets :data:`FIRST_ORDER_END` points up to its breakdown ``ln(n - 1) = L_b``, where
     its root is ``2 L_b / (1 - rho)``."""
     ln_b = log_n_breakdown(d, rho)
-    cols = {"d": d, "rho": rho, "s": np.nan, "k": 1.0, "kappa": np.nan, "copy_noise": 0.0,
-            "ln_n_breakdown": ln_b}  # fmt: skip
+    cols = {
+        "d": d,
+        "rho": rho,
+        "s": np.nan,
+        "k": 1.0,
+        "kappa": np.nan,
+        "copy_noise": 0.0,
+        "ln_n_breakdown": ln_b,
+    }
     fo_n = [float(v) for v in ns]
     fo = [finite_d.first_order_critical_beta(int(v), d, rho) for v in ns]
     if first_order_end and role == "line":
@@ -97,14 +111,17 @@ def _query_rows(regime, name, role, ns, na, d, rho, level, first_order_end=False
         fo += [first_order_at(L, d, rho) for _, L in ends]
         order = np.argsort(fo_n, kind="stable")
         fo_n, fo = [fo_n[i] for i in order], [fo[i] for i in order]
-    rows = _theory_rows(regime, name, "prediction", role, ns,
-                        finite_d_critical_beta(na, d, rho), **cols)  # fmt: skip
+    rows = _theory_rows(
+        regime, name, "prediction", role, ns, finite_d_critical_beta(na, d, rho), **cols
+    )
     rows += _theory_rows(regime, name, "first_order", role, fo_n, fo, **cols)
-    rows += _theory_rows(regime, name, "leading", role, ns,
-                         gap_critical_beta(na, rho, level=level), **cols)  # fmt: skip
+    rows += _theory_rows(
+        regime, name, "leading", role, ns, gap_critical_beta(na, rho, level=level), **cols
+    )
     if rho == 0.0 and regime == "finite_d":
-        rows += _theory_rows(regime, name, "power_law", role, ns,
-                             finite_d.power_law_beta(na, d), **cols)  # fmt: skip
+        rows += _theory_rows(
+            regime, name, "power_law", role, ns, finite_d.power_law_beta(na, d), **cols
+        )
     return rows
 
 
@@ -177,17 +194,29 @@ def theory_table(
             for kappa, noise in ties:
                 name = f"ties kappa={kappa:g}" + (f" noise={noise:g}" if noise > 0 else "") + tag
                 rows += _ties_rows(role, ns, na, kappa, noise, d, gap_rho, level, name)
-        rcols = {"d": np.nan, "rho": np.nan, "s": rem_s, "k": 1.0, "kappa": np.nan,
-                 "copy_noise": 0.0, "ln_n_breakdown": np.nan}  # fmt: skip
-        for kind, method in (("prediction", "exact"), ("penultimate", "penultimate"),
-                             ("leading", "leading")):  # fmt: skip
+        rcols = {
+            "d": np.nan,
+            "rho": np.nan,
+            "s": rem_s,
+            "k": 1.0,
+            "kappa": np.nan,
+            "copy_noise": 0.0,
+            "ln_n_breakdown": np.nan,
+        }
+        for kind, method in (
+            ("prediction", "exact"),
+            ("penultimate", "penultimate"),
+            ("leading", "leading"),
+        ):
             b = rem_critical_beta(na, s=rem_s, level=level, method=method)
             rows += _theory_rows("rem", "rem", kind, role, ns, b, **rcols)
-        rows += _theory_rows("rem", "rem", "freezing", role, ns, rem_freezing_beta(na, rem_s),
-                             **rcols)  # fmt: skip
+        rows += _theory_rows(
+            "rem", "rem", "freezing", role, ns, rem_freezing_beta(na, rem_s), **rcols
+        )
         for d in fds:
-            rows += _query_rows("finite_d", f"finite_d d={d}", role, ns, na, d, fd_rho, level,
-                                first_order_end=True)  # fmt: skip
+            rows += _query_rows(
+                "finite_d", f"finite_d d={d}", role, ns, na, d, fd_rho, level, first_order_end=True
+            )
     return pd.DataFrame(rows)
 
 
@@ -232,14 +261,23 @@ def rem_orders(*, n, factors, s: float, level: float) -> pd.DataFrame:
         frz = float(rem_freezing_beta(nv, s))
         for c in cs:
             b = c * frz
-            rows.append({
-                "n": float(nv), "s": s, "ln_n": ln, "beta_exact": ex, "beta_penultimate": pen,
-                "beta_leading": lead, "beta_freezing": frz,
-                "penultimate_excess_ln_n": (pen / ex - 1.0) * ln,
-                "exact_over_sqrt_2ln": ex * s / math.sqrt(2.0 * ln), "alpha_c": alpha_c,
-                "factor": float(c), "top_weight": float(rem_top_weight_mean(nv, b, s=s)),
-                "top_weight_pd": float(pd_top_weight_mean(1.0 / c)) if c > 1.0 else 0.0,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "n": float(nv),
+                    "s": s,
+                    "ln_n": ln,
+                    "beta_exact": ex,
+                    "beta_penultimate": pen,
+                    "beta_leading": lead,
+                    "beta_freezing": frz,
+                    "penultimate_excess_ln_n": (pen / ex - 1.0) * ln,
+                    "exact_over_sqrt_2ln": ex * s / math.sqrt(2.0 * ln),
+                    "alpha_c": alpha_c,
+                    "factor": float(c),
+                    "top_weight": float(rem_top_weight_mean(nv, b, s=s)),
+                    "top_weight_pd": float(pd_top_weight_mean(1.0 / c)) if c > 1.0 else 0.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -5,7 +5,7 @@ layer against ``x = gamma / gamma_c(rho_hat)`` for one ``(n, d)``, from a sample
 One job per ``(d, n)``. For each ``rho`` and trial the Gaussian draw of Paper A's tokens
 (:func:`attnscale.experiments.paper_a_tokens.draw_tokens`, the same draws as Figures 1 and 2 at
 the same ``(n, d, trial)``) is made inside the job and never written; the observables come from
-one row sample per draw (:func:`attnscale.layer.sampled_observables.observables_sampled`) at
+one row sample per draw (:func:`attnscale.layer.sampled.observables.observables_sampled`) at
 ``beta = x gamma_c(rho_hat) ln n``: each draw is read at its own realised ``rho_hat``, so that the
 common component ``z_0``, which moves ``rho_hat`` from draw to draw, does not smear the curves
 (the conditioning of docs/paper-a.md#gaussian-near-simplex-tokens). Each row of the table also
@@ -24,34 +24,19 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import finite_d, theory
-from attnscale.layer.sampled_observables import observables_sampled
-from attnscale.layer.sampled_rows import stratified_mean
+from attnscale.layer.sampled.observables import observables_sampled
+from attnscale.layer.sampled.rows import stratified_mean
 from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 
 from .paper_a_tokens import draw_tokens, tokens_at
 
-__all__ = ["ROWS_STREAM", "OBSERVABLES", "critical_level", "eta_normalised", "draw_curves",
-           "sharpness_curves"]  # fmt: skip
+__all__ = ["ROWS_STREAM", "OBSERVABLES", "eta_normalised", "draw_curves", "sharpness_curves"]
 
 #: Stream of the row samples and probes (the tokens are Paper A's draws).
 ROWS_STREAM = "sharpness/rows"
 #: The observables of the figure, each normalised to its ``gamma -> inf`` value.
-OBSERVABLES = ("self_weight", "lambda", "eta")
-
-
-def critical_level(observable: str, rho: float) -> float:
-    """Value of a normalised observable at Paper A's critical point ``gamma = gamma_c``, ``n -> inf``
-    [paper]: self-weight 1/2, lambda ``1/(1 + 3 rho)``, eta a quarter of its super-critical value
-    (docs/paper-a.md#the-jacobian-norm-eta); the centre of a transition is where it is crossed
-    (docs/long-context.md#transition-sharpness-against-context-length)."""
-    if observable == "self_weight":
-        return 0.5
-    if observable == "lambda":
-        return float(theory.critical_lambda(rho))
-    if observable == "eta":
-        return 0.25
-    raise ValueError(f"observable must be one of {OBSERVABLES}, got {observable!r}")
+OBSERVABLES = theory.NORMALISED_OBSERVABLES
 
 
 def eta_normalised(eta, X, route: str):
@@ -59,7 +44,7 @@ def eta_normalised(eta, X, route: str):
     limit of ``R_i / d``: ``J_ii -> P_i / r_i``, the other blocks vanish), a ratio estimator with its
     linearised within-draw standard error (the stratified SE of the residuals
     ``R_i / d - ratio (1 - 1/d) / r_i^2``; probe noise counted as in
-    :func:`attnscale.layer.sampled_eta.eta_sampled` with one probe).
+    :func:`attnscale.layer.sampled.eta.eta_sampled` with one probe).
 
     Returns ``(ratio, se, limit)``, each ``(B,)`` but ``limit`` (a float)."""
     sample = eta.rows
@@ -73,8 +58,9 @@ def eta_normalised(eta, X, route: str):
     return ratio, se / lim, lim
 
 
-def draw_curves(tok: dict, r0: float, x, rows: int, probes: int, rng, *,
-                route: str = "probe") -> pd.DataFrame:  # fmt: skip
+def draw_curves(
+    tok: dict, r0: float, x, rows: int, probes: int, rng, *, route: str = "probe"
+) -> pd.DataFrame:
     """The three observables of one token draw on the grid ``x`` (one row sample), with their
     within-draw standard errors, and the draw's finite-d self-weight and critical point
     (docs/long-context.md#transition-sharpness-against-context-length).
@@ -106,28 +92,45 @@ def draw_curves(tok: dict, r0: float, x, rows: int, probes: int, rng, *,
     x = np.asarray(x, dtype=float)
     gammas = x * theory.gamma_c(rho_hat)
     betas = gammas * np.log(n)
-    obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, route=route,
-                              probes=probes)  # fmt: skip
+    obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, route=route, probes=probes)
     eta_n, eta_n_se, eta_lim = eta_normalised(obs.eta, X, route)
     to_x = (1.0 - rho_hat) / np.log(n)
-    return pd.DataFrame({
-        "d": d, "n": n, "rho": rho, "trial": tok["trial"], "rho_hat": rho_hat,
-        "q_hat": tok["q_hat"], "r0": r0, "x": x, "gamma": gammas, "beta": betas,
-        "m": obs.lam.m, "probes": probes if route == "probe" else 0,
-        "self_weight": obs.self_weight, "self_weight_se": obs.self_weight_se,
-        "self_weight_theory": finite_d.self_weight_given(n, d, rho, betas, r0),
-        "lambda": obs.lam.estimate, "lambda_se": obs.lam.se,
-        "eta_raw": obs.eta.estimate, "eta_raw_se": obs.eta.se, "eta_limit": eta_lim,
-        "eta": eta_n, "eta_se": eta_n_se,
-        "lambda_critical": critical_level("lambda", rho_hat),
-        "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
-        "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
-        "n_near_pairs": obs.lam.n_near_pairs, "n_excluded_pairs": obs.lam.n_excluded_pairs,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "d": d,
+            "n": n,
+            "rho": rho,
+            "trial": tok["trial"],
+            "rho_hat": rho_hat,
+            "q_hat": tok["q_hat"],
+            "r0": r0,
+            "x": x,
+            "gamma": gammas,
+            "beta": betas,
+            "m": obs.lam.m,
+            "probes": probes if route == "probe" else 0,
+            "self_weight": obs.self_weight,
+            "self_weight_se_within": obs.self_weight_se,
+            "self_weight_theory": finite_d.self_weight_given(n, d, rho, betas, r0),
+            "lambda": obs.lam.estimate,
+            "lambda_se_within": obs.lam.se,
+            "eta_raw": obs.eta.estimate,
+            "eta_raw_se_within": obs.eta.se,
+            "eta_limit": eta_lim,
+            "eta": eta_n,
+            "eta_se_within": eta_n_se,
+            "lambda_critical": theory.critical_level("lambda", rho_hat),
+            "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
+            "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
+            "n_near_pairs": obs.lam.n_near_pairs,
+            "n_excluded_pairs": obs.lam.n_excluded_pairs,
+        }
+    )
 
 
-def sharpness_curves(*, n: int, d: int, rhos, x, rows: int, probes: int, trials: int,
-                     root_seed: int) -> pd.DataFrame:  # fmt: skip
+def sharpness_curves(
+    *, n: int, d: int, rhos, x, rows: int, probes: int, trials: int, root_seed: int
+) -> pd.DataFrame:
     """Entry of rule ``sharpness_curves``: :func:`draw_curves` for every ``rho`` and trial of one
     ``(n, d)`` (docs/long-context.md#transition-sharpness-against-context-length).
 
@@ -167,8 +170,15 @@ def sharpness_curves(*, n: int, d: int, rhos, x, rows: int, probes: int, trials:
     x = check_vector("x", x, low=0.0, low_open=True)
     if np.any(np.diff(x) <= 0):
         raise ValueError(f"x must be increasing, got {x.tolist()}")
-    params = {"n": n, "d": d, "rhos": rhos.tolist(), "x": x.tolist(), "rows": rows,
-              "probes": probes, "trials": trials}  # fmt: skip
+    params = {
+        "n": n,
+        "d": d,
+        "rhos": rhos.tolist(),
+        "x": x.tolist(),
+        "rows": rows,
+        "probes": probes,
+        "trials": trials,
+    }
     tables = []
     progress = Progress("sharpness (rho, draw)", rhos.size * trials)
     for rho in rhos:

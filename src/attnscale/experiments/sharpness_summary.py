@@ -7,13 +7,13 @@ For one ``(d, rho, n)`` and observable (normalised to its ``gamma -> inf`` value
 curve ``F_k = mean_t f_t(x_k)`` is interpolated linearly between grid points:
 
 * the crossing ``x_L`` of a level ``L`` is the first upward crossing, ``F_k < L <= F_{k+1}``,
-  ``x_L = x_k + (x_{k+1} - x_k)(L - F_k)/(F_{k+1} - F_k)``;
+  interpolated linearly (:func:`attnscale.core.crossings.first_crossing`);
 * width ``x_{0.9} - x_{0.1}``; centre: the crossing of Paper A's critical value
-  (:func:`attnscale.experiments.sharpness.critical_level`; for lambda at the mean over draws of
+  (:func:`attnscale.layer.theory.critical_level`; for lambda at the mean over draws of
   ``1/(1 + 3 rho_hat)``);
-* standard error by the delta method over draws: each quantity is, to first order, a linear
-  combination ``sum_k c_k F_k (+ c_L L)``; the same combination of each draw's values, ``w_t``,
-  gives ``SE = s(w_t) / (c_4(T) sqrt(T))`` (:func:`attnscale.core.crossing_se.draw_se`); the
+* standard error by the delta method over draws (:func:`attnscale.core.crossings.crossing_se`):
+  each quantity is, to first order, a linear combination ``sum_k c_k F_k (+ c_L L)``; the same
+  combination of each draw's values, ``w_t``, gives ``SE = s(w_t) / (c_4(T) sqrt(T))``; the
   width's combination takes both crossings from the same draw, which keeps their correlation
   (docs/long-context.md#width-centre-and-their-standard-errors). ``nan`` for one draw.
 
@@ -29,54 +29,31 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from attnscale.core.crossing_se import draw_se
-from attnscale.core.roots import brentq
+from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
+from attnscale.core.roots import LEVEL, brentq
 from attnscale.layer import theory
 
-from .sharpness import OBSERVABLES, critical_level
+from .sharpness import OBSERVABLES
 
-__all__ = ["LEVELS", "KEYS", "crossing", "delta_se", "curve_summary", "simplex_curve",
-           "SIMPLEX_X", "simplex_crossing", "first_order_width", "finite_d_crossings", "transition_rows", "power_fit", "width_trends",
-           "sharpness_summary"]  # fmt: skip
+__all__ = [
+    "LEVELS",
+    "KEYS",
+    "curve_summary",
+    "simplex_curve",
+    "SIMPLEX_X",
+    "simplex_crossing",
+    "first_order_width",
+    "finite_d_crossings",
+    "transition_rows",
+    "power_fit",
+    "width_trends",
+    "sharpness_summary",
+]
 
 #: The width's levels of a normalised observable [choice: 10 % and 90 % of the step].
 LEVELS = (0.1, 0.9)
 #: One curve per these keys.
 KEYS = ["d", "rho", "n"]
-
-
-def crossing(x, F, level: float):
-    """First upward crossing of ``level`` by the piecewise-linear ``F(x)``: ``(x_L, k, t)`` with
-    ``x_L = x_k + t (x_{k+1} - x_k)``, or ``None`` if ``F`` does not cross it inside the grid
-    (``F_0 >= level``, or no ``F_k < level <= F_{k+1}``)."""
-    F = np.asarray(F, dtype=float)
-    below = F < level
-    if not below[0]:
-        return None
-    up = np.flatnonzero(below[:-1] & ~below[1:])
-    if up.size == 0:
-        return None
-    k = int(up[0])
-    t = (level - F[k]) / (F[k + 1] - F[k])
-    return float(x[k] + t * (x[k + 1] - x[k])), k, float(t)
-
-
-def _gradient(x, F, cross) -> tuple[dict, float]:
-    """``d x_L / d F_k`` for the two grid points of a crossing, and ``d x_L / d L``."""
-    _, k, t = cross
-    h, dF = x[k + 1] - x[k], F[k + 1] - F[k]
-    return {k: -h * (1.0 - t) / dF, k + 1: -h * t / dF}, h / dF
-
-
-def delta_se(coef: dict, c_level: float, f, s, levels) -> float:
-    """Delta-method SE of ``sum_k coef[k] F_k + c_level L`` over ``T`` draws (``f``: ``(T, K)``
-    values, ``levels``: ``(T,)`` per-draw levels): :func:`attnscale.core.crossing_se.draw_se` of
-    the draws' combinations (module docstring). ``s`` (the within-draw SEs) is not used: each
-    draw's curve carries its row-sampling error, so the spread over draws contains it; the floor
-    built from it (issue 37) took the errors of the two crossings as fully correlated."""
-    ks = np.fromiter(coef, dtype=int)
-    w = f[:, ks] @ np.array([coef[k] for k in ks]) + c_level * levels
-    return draw_se(w)
 
 
 def _merge(*parts) -> dict:
@@ -95,12 +72,19 @@ def curve_summary(rows: pd.DataFrame) -> pd.DataFrame:
     for key, g in rows.groupby(KEYS + ["x"], sort=True):
         T = g["trial"].nunique()
         for obs in OBSERVABLES:
-            v, s = g[obs].to_numpy(), g[f"{obs}_se"].to_numpy()
+            v, s = g[obs].to_numpy(), g[f"{obs}_se_within"].to_numpy()
             spread = np.var(v, ddof=1) if T > 1 else np.nan
             se = np.sqrt(max(spread, np.mean(s**2)) / T) if T > 1 else np.nan
-            out.append(dict(zip(KEYS + ["x"], key, strict=True), observable=obs,
-                            mean=float(v.mean()), se=float(se),
-                            within_se=float(np.sqrt(np.mean(s**2) / T)), trials=T))  # fmt: skip
+            out.append(
+                dict(
+                    zip(KEYS + ["x"], key, strict=True),
+                    observable=obs,
+                    mean=float(v.mean()),
+                    se=float(se),
+                    se_within=float(np.sqrt(np.mean(s**2) / T)),
+                    trials=T,
+                )
+            )
     return pd.DataFrame(out)
 
 
@@ -134,12 +118,16 @@ def simplex_crossing(observable: str, n: int, d: int, rho: float, level: float) 
     :data:`SIMPLEX_X` (601 log-spaced points from 0.05 to 5) that crosses, refined by Brent's
     method."""
     xs = SIMPLEX_X
-    hit = crossing(xs, _simplex_on_grid(observable, int(n), int(d), float(rho)), level)
+    hit = first_crossing(xs, _simplex_on_grid(observable, int(n), int(d), float(rho)), level)
     if hit is None:
         return float("nan")
     _, k, _ = hit
-    return brentq(lambda v: simplex_curve(observable, n, d, rho, v)[0] - level,
-                  float(xs[k]), float(xs[k + 1]), xtol=1e-12)  # fmt: skip
+    return brentq(
+        lambda v: simplex_curve(observable, n, d, rho, v)[0] - level,
+        float(xs[k]),
+        float(xs[k + 1]),
+        xtol=1e-12,
+    )
 
 
 def first_order_width(n: int, d: int, rho: float) -> float:
@@ -159,7 +147,7 @@ def finite_d_crossings(x, g: pd.DataFrame, T: int, K: int) -> dict:
     mean over the draws of ``E[A_ii | ||z_0||]`` at each draw's betas (column
     ``self_weight_theory``): the prediction of the simulated mean curve of the same draws."""
     F = g["self_weight_theory"].to_numpy().reshape(T, K).mean(axis=0)
-    hits = [crossing(x, F, v) for v in (*LEVELS, 0.5)]
+    hits = [first_crossing(x, F, v) for v in (*LEVELS, LEVEL)]
     out = {}
     if hits[0] is not None and hits[1] is not None:
         out["width"] = hits[1][0] - hits[0][0]
@@ -183,44 +171,57 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
         T, K = trials.size, x.size
         draws = g.groupby("trial", sort=True).first()
         xs = draws["x_star_given"].to_numpy()
-        base = dict(d=d, rho=rho, n=n, trials=T, m=int(g["m"].iloc[0]),
-                    rho_hat_mean=float(draws["rho_hat"].mean()),
-                    x_star=float(xs.mean()),
-                    x_star_se=float(xs.std(ddof=1) / np.sqrt(T)) if T > 1 else np.nan,
-                    x_star_nominal=float(draws["x_star_nominal"].iloc[0]))  # fmt: skip
+        base = dict(
+            d=d,
+            rho=rho,
+            n=n,
+            trials=T,
+            m=int(g["m"].iloc[0]),
+            rho_hat_mean=float(draws["rho_hat"].mean()),
+            x_star=float(xs.mean()),
+            x_star_se=float(xs.std(ddof=1) / np.sqrt(T)) if T > 1 else np.nan,
+            x_star_nominal=float(draws["x_star_nominal"].iloc[0]),
+        )
         for obs in OBSERVABLES:
             f = g[obs].to_numpy().reshape(T, K)
-            s = g[f"{obs}_se"].to_numpy().reshape(T, K)
             F = f.mean(axis=0)
-            lv = (draws["lambda_critical"].to_numpy() if obs == "lambda"
-                  else np.full(T, critical_level(obs, rho)))  # fmt: skip
+            lv = (
+                draws["lambda_critical"].to_numpy()
+                if obs == "lambda"
+                else np.full(T, theory.critical_level(obs, rho))
+            )
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
-            for name, level, lvls in (("x10", LEVELS[0], np.full(T, LEVELS[0])),
-                                      ("x90", LEVELS[1], np.full(T, LEVELS[1])),
-                                      ("centre", float(lv.mean()), lv)):  # fmt: skip
-                hit = crossing(x, F, level)
+            for name, level, lvls in (
+                ("x10", LEVELS[0], np.full(T, LEVELS[0])),
+                ("x90", LEVELS[1], np.full(T, LEVELS[1])),
+                ("centre", float(lv.mean()), lv),
+            ):
+                hit = first_crossing(x, F, level)
                 if hit is None:
                     row[name], row[f"{name}_se"] = np.nan, np.nan
                     continue
-                coef, c_level = _gradient(x, F, hit)
+                coef, c_level = crossing_gradient(x, F, hit)
                 got[name] = (coef, c_level, lvls)
                 row[name] = hit[0]
-                row[f"{name}_se"] = delta_se(coef, c_level, f, s, lvls)
+                row[f"{name}_se"] = crossing_se(coef, c_level, f, lvls)
             row["width"] = row["x90"] - row["x10"]
             if "x10" in got and "x90" in got:
                 coef = _merge((1.0, got["x90"][0]), (-1.0, got["x10"][0]))
-                row["width_se"] = delta_se(coef, 0.0, f, s, np.zeros(T))
+                row["width_se"] = crossing_se(coef, 0.0, f, np.zeros(T))
             else:
                 row["width_se"] = np.nan
             fd = finite_d_crossings(x, g, T, K) if obs == "self_weight" else {}
             row["width_finite_d"] = fd.get("width", np.nan)
-            row["width_first_order"] = (first_order_width(n, d, rho) if obs == "self_weight"
-                                        else np.nan)  # fmt: skip
+            row["width_first_order"] = (
+                first_order_width(n, d, rho) if obs == "self_weight" else np.nan
+            )
             row["centre_finite_d"] = fd.get("centre", np.nan)
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo
-            row["centre_simplex"] = simplex_crossing(obs, n, d, rho, critical_level(obs, rho))
+            row["centre_simplex"] = simplex_crossing(
+                obs, n, d, rho, theory.critical_level(obs, rho)
+            )
             out.append(row)
     return pd.DataFrame(out)
 
@@ -241,8 +242,12 @@ def power_fit(ln_n, width, se) -> dict:
     dof = t.size - 2
     chi2 = float(np.sum(((y - coef[0] - coef[1] * t) / sig) ** 2))
     scale = max(1.0, np.sqrt(chi2 / dof)) if dof > 0 else 1.0
-    return {"p": float(coef[1]), "p_se": float(np.sqrt(cov[1, 1]) * scale), "chi2": chi2,
-            "dof": dof}  # fmt: skip
+    return {
+        "p": float(coef[1]),
+        "p_se": float(np.sqrt(cov[1, 1]) * scale),
+        "chi2": chi2,
+        "dof": dof,
+    }
 
 
 def width_trends(transitions: pd.DataFrame) -> pd.DataFrame:
@@ -257,12 +262,23 @@ def width_trends(transitions: pd.DataFrame) -> pd.DataFrame:
         ln_n = np.log(g["n"].to_numpy(dtype=float))
         fit = power_fit(ln_n, g["width"], g["width_se"])
         simp = power_fit(ln_n, g["width_simplex"], 1e-3 * g["width_simplex"])
-        out.append({"d": int(d), "rho": float(rho), "observable": obs, "points": len(g),
-                    "n_min": int(g["n"].iloc[0]), "n_max": int(g["n"].iloc[-1]),
-                    "width_n_min": float(g["width"].iloc[0]),
-                    "width_n_max": float(g["width"].iloc[-1]),
-                    "exponent": fit["p"], "exponent_se": fit["p_se"], "chi2": fit["chi2"],
-                    "dof": fit["dof"], "exponent_simplex": simp["p"]})  # fmt: skip
+        out.append(
+            {
+                "d": int(d),
+                "rho": float(rho),
+                "observable": obs,
+                "points": len(g),
+                "n_min": int(g["n"].iloc[0]),
+                "n_max": int(g["n"].iloc[-1]),
+                "width_n_min": float(g["width"].iloc[0]),
+                "width_n_max": float(g["width"].iloc[-1]),
+                "exponent": fit["p"],
+                "exponent_se": fit["p_se"],
+                "chi2": fit["chi2"],
+                "dof": fit["dof"],
+                "exponent_simplex": simp["p"],
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -278,11 +294,26 @@ def sharpness_summary(*, data) -> dict:
         ``trends`` (:func:`width_trends`).
     """
     rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
-    need = set(KEYS + ["x", "trial", "m", "x_star_given", "x_star_nominal", "lambda_critical",
-                       "rho_hat", "self_weight_theory"] + [c for o in OBSERVABLES for c in (o, f"{o}_se")])  # fmt: skip
+    need = set(
+        KEYS
+        + [
+            "x",
+            "trial",
+            "m",
+            "x_star_given",
+            "x_star_nominal",
+            "lambda_critical",
+            "rho_hat",
+            "self_weight_theory",
+        ]
+        + [c for o in OBSERVABLES for c in (o, f"{o}_se_within")]
+    )
     missing = sorted(need - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
     transitions = transition_rows(rows)
-    return {"curves": curve_summary(rows), "transitions": transitions,
-            "trends": width_trends(transitions)}  # fmt: skip
+    return {
+        "curves": curve_summary(rows),
+        "transitions": transitions,
+        "trends": width_trends(transitions),
+    }

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnscale._moved import renamed
 from attnscale.core import stats
 
 __all__ = ["mean_se_table", "se_components", "insert_after", "columns_after"]
@@ -54,8 +53,9 @@ def se_components(group, col: str, within: str) -> pd.DataFrame:
     T = group["trial"].nunique()
     total = stats.mean_se(group[[col]])[1][col]
     w = np.sqrt(group[within].agg(lambda s: float(np.sum(np.square(s))))) / T
-    out = pd.DataFrame({f"{col}_se_within": w,
-                        f"{col}_se_between": np.sqrt(np.maximum(total**2 - w**2, 0.0))})  # fmt: skip
+    out = pd.DataFrame(
+        {f"{col}_se_within": w, f"{col}_se_between": np.sqrt(np.maximum(total**2 - w**2, 0.0))}
+    )
     return out.reset_index()
 
 
@@ -76,4 +76,3 @@ def columns_after(columns: list, column: str, moved: list) -> list:
 
 
 #: ``mean_se`` was this function's name; :func:`attnscale.core.stats.mean_se` is the statistic itself.
-__getattr__ = renamed(__name__, {"mean_se": "mean_se_table"})

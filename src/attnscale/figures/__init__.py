@@ -2,8 +2,7 @@
 style; a plot function reads figure data only: fits and reductions over draws are compute rules
 (docs/pipeline.md#adding-a-figure).
 
-Imports :mod:`attnscale.layer` and :mod:`attnscale.sphere` (closed-form theory lines),
-:mod:`attnscale.experiments` (only the deprecated one-job exponent figure) and nothing else of
-attnscale (docs/pipeline.md#the-package-layout)."""
+Imports :mod:`attnscale.layer` and :mod:`attnscale.sphere` (closed-form theory lines) and
+nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
 
 __all__: list[str] = []

@@ -13,8 +13,10 @@ from attnscale.layer.theory import gamma_c
 
 __all__ = ["plot_causal"]
 
-SCALING_LABEL = {"global": r"global $\beta = \gamma \ln n$",
-                 "position": r"per-position $\beta_i = \gamma \ln i$"}  # fmt: skip
+SCALING_LABEL = {
+    "global": r"global $\beta = \gamma \ln n$",
+    "position": r"per-position $\beta_i = \gamma \ln i$",
+}
 SCALING_COLOUR = {"global": "C0", "position": "C3"}
 
 
@@ -31,8 +33,15 @@ def _map(ax, grid: pd.DataFrame, scaling: str):
     gammas = np.sort(sub["gamma"].unique())
     Z = sub.pivot(index="gamma", columns="rho", values="lambda_mean")
     Z = Z.reindex(index=gammas, columns=rhos).to_numpy()
-    mesh = ax.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z, cmap="viridis",
-                         vmin=0, vmax=1, shading="flat")  # fmt: skip
+    mesh = ax.pcolormesh(
+        cell_edges(rhos, False),
+        cell_edges(gammas, True),
+        Z,
+        cmap="viridis",
+        vmin=0,
+        vmax=1,
+        shading="flat",
+    )
     rr = np.linspace(rhos.min(), rhos.max(), 200)
     ax.plot(rr, gamma_c(rr), color="w", lw=2.4)
     ax.plot(rr, gamma_c(rr), "k--", lw=1.1, label=r"$\gamma_c = 1/(1-\rho)$")
@@ -83,16 +92,35 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     rho_s = grid["rho"].unique()[np.argmin(np.abs(grid["rho"].unique() - slice_rho))]
     for s in ("global", "position"):
         sub = grid[(grid["scaling"] == s) & (grid["rho"] == rho_s)].sort_values("gamma")
-        ax.errorbar(sub["gamma"], sub["lambda_mean"], yerr=sub["lambda_se"], fmt="o", ms=3.5,
-                    color=SCALING_COLOUR[s], label=f"simulated, {s}")  # fmt: skip
-        ax.plot(sub["gamma"], sub["lambda_simplex_causal_mean"], "-", lw=1.1,
-                color=SCALING_COLOUR[s], label=f"causal simplex at $\\hat\\rho$, {s}")  # fmt: skip
+        ax.errorbar(
+            sub["gamma"],
+            sub["lambda_mean"],
+            yerr=sub["lambda_se"],
+            fmt="o",
+            ms=3.5,
+            color=SCALING_COLOUR[s],
+            label=f"simulated, {s}",
+        )
+        ax.plot(
+            sub["gamma"],
+            sub["lambda_simplex_causal_mean"],
+            "-",
+            lw=1.1,
+            color=SCALING_COLOUR[s],
+            label=f"causal simplex at $\\hat\\rho$, {s}",
+        )
         crit = lam[(lam["kind"] == "critical") & (lam["scaling"] == s) & (lam["rho"] == rho_s)]
-        ax.plot(crit["gamma"], crit["lambda_mean"], "*", ms=9, color=SCALING_COLOUR[s], mec="k",
-                mew=0.5)  # fmt: skip
+        ax.plot(
+            crit["gamma"], crit["lambda_mean"], "*", ms=9, color=SCALING_COLOUR[s], mec="k", mew=0.5
+        )
     bid = grid[(grid["rho"] == rho_s) & (grid["scaling"] == "global")].sort_values("gamma")
-    ax.plot(bid["gamma"], bid["lambda_simplex_bidirectional_mean"], "k:", lw=1.1,
-            label="bidirectional simplex (Paper A)")  # fmt: skip
+    ax.plot(
+        bid["gamma"],
+        bid["lambda_simplex_bidirectional_mean"],
+        "k:",
+        lw=1.1,
+        label="bidirectional simplex (Paper A)",
+    )
     gc = gamma_c(float(bid["rho_hat_mean"].mean()))
     ax.axvline(gc, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
@@ -108,16 +136,25 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
         sub = crit[crit["scaling"] == s]
         for r, c in rho_colours.items():
             t = sub[sub["rho"] == r].sort_values("position")
-            _mean_band(ax, t["position"], t["self_weight_mean"], t["self_weight_se"], color=c,
-                       lw=1.3, label=f"{r:g}")  # fmt: skip
+            _mean_band(
+                ax,
+                t["position"],
+                t["self_weight_mean"],
+                t["self_weight_se"],
+                color=c,
+                lw=1.3,
+                label=f"{r:g}",
+            )
             ax.plot(t["position"], t["self_weight_simplex_mean"], "--", color=c, lw=1.0)
         ax.axhline(0.5, color="grey", lw=0.7)
         ax.set_xscale("log")
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("query position i (keys seen)")
         ax.set_ylabel(r"$A_{ii}$ (mean over position bin)")
-        ax.set_title(f"self-weight at $\\gamma_c(\\hat\\rho)$, {SCALING_LABEL[s]}\n"
-                     "solid: simulated; dashed: $1/(1+(i-1)e^{\\beta_i(\\hat\\rho-1)})$")  # fmt: skip
+        ax.set_title(
+            f"self-weight at $\\gamma_c(\\hat\\rho)$, {SCALING_LABEL[s]}\n"
+            "solid: simulated; dashed: $1/(1+(i-1)e^{\\beta_i(\\hat\\rho-1)})$"
+        )
         ax.legend(title=r"$\rho$", fontsize=7)
 
     ax = axes[1, 2]
@@ -128,8 +165,9 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     for f, c in zip(factors, colours, strict=True):
         for s, ls in (("global", "-"), ("position", "--")):
             t = sub[(sub["gamma_factor"] == f) & (sub["scaling"] == s)].sort_values("position")
-            ax.plot(t["position"], t["self_weight_mean"], ls, color=c, lw=1.2,
-                    label=f"{f:.2g}, {s}")  # fmt: skip
+            ax.plot(
+                t["position"], t["self_weight_mean"], ls, color=c, lw=1.2, label=f"{f:.2g}, {s}"
+            )
     ax.axhline(0.5, color="grey", lw=0.7)
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
@@ -138,8 +176,10 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     ax.set_title(f"sharpness per position, rho = {rho_w:g}")
     ax.legend(title=r"$\gamma/\gamma_c$, scaling", fontsize=6.5, loc="lower left")
     n_sw, d_sw = int(sw["n"].iloc[0]), int(sw["d"].iloc[0])
-    fig.suptitle(f"Paper A's layer under a causal mask: global vs per-position log scaling "
-                 f"(self-weights: n = {n_sw}, d = {d_sw}) (ours)")  # fmt: skip
+    fig.suptitle(
+        f"Paper A's layer under a causal mask: global vs per-position log scaling "
+        f"(self-weights: n = {n_sw}, d = {d_sw}) (ours)"
+    )
     fig.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.9, wspace=0.3, hspace=0.42)
     add_caption(fig, caption)
     return fig

@@ -47,21 +47,48 @@ def plot_rules_simulated(*, data, caption: str):
             # the self-weight with z_0 as a control variate: same expectation, far smaller SE
             sw_se, lam_se = a["self_weight_cv_se"].fillna(0.0), a["lambda_block_se"].fillna(0.0)
             row[0].plot(a["n"], a["gamma_ratio_mean"], "-o", ms=3, color=c, lw=1.2, label=r)
-            row[1].errorbar(a["n"], a["self_weight_cv_mean"], yerr=sw_se, fmt="-o", ms=3, color=c,
-                            lw=1.2, capsize=2, label=r)  # fmt: skip
+            row[1].errorbar(
+                a["n"],
+                a["self_weight_cv_mean"],
+                yerr=sw_se,
+                fmt="-o",
+                ms=3,
+                color=c,
+                lw=1.2,
+                capsize=2,
+                label=r,
+            )
             row[1].plot(a["n"], a["self_weight_simplex_mean"], "--", color=c, lw=0.9)
             row[1].plot(a["n"], a["self_weight_finite_d_mean"], ":", color=c, lw=1.4)
-            row[2].errorbar(a["n"], a["lambda_block_mean"], yerr=lam_se, fmt="-o", ms=3, color=c,
-                            lw=1.2, capsize=2)  # fmt: skip
+            row[2].errorbar(
+                a["n"],
+                a["lambda_block_mean"],
+                yerr=lam_se,
+                fmt="-o",
+                ms=3,
+                color=c,
+                lw=1.2,
+                capsize=2,
+            )
             row[2].plot(a["n"], a["lambda_block_simplex_mean"], "--", color=c, lw=0.9)
-        row[0].axhline(1.0, color="k", ls="--", lw=1.4,
-                       label=r"simplex critical $\beta = \gamma_c(\rho) \ln n$")  # fmt: skip
+        row[0].axhline(
+            1.0,
+            color="k",
+            ls="--",
+            lw=1.4,
+            label=r"simplex critical $\beta = \gamma_c(\rho) \ln n$",
+        )
         # the finite-d critical beta is the same for every rule: one value per n
         crit = agg.groupby("n")["beta_critical_finite_d_mean"].mean()
         if crit.notna().any():  # finite-d critical beta (nominal rho) in units of gamma_c ln n
             ratio = crit * (1.0 - rho) / np.log(crit.index.to_numpy(dtype=float))
-            row[0].plot(crit.index, ratio, "k:", lw=1.8,
-                        label=f"finite-d critical beta (d = {int(agg['d'].iloc[0])})")  # fmt: skip
+            row[0].plot(
+                crit.index,
+                ratio,
+                "k:",
+                lw=1.8,
+                label=f"finite-d critical beta (d = {int(agg['d'].iloc[0])})",
+            )
         row[0].set_yscale("log")
         row[0].yaxis.set_major_locator(mticker.LogLocator(base=2.0))
         row[0].yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
@@ -81,10 +108,13 @@ def plot_rules_simulated(*, data, caption: str):
         row[0].legend(fontsize=6, loc="center", bbox_to_anchor=(0.6, 0.45))
     d = int(df["d"].iloc[0])
     block = int(df["block"].iloc[0])
-    fig.suptitle(f"Real models' scaling rules simulated: causal mask, d_head = {d}, "
-                 f"last {block} queries (ours)")  # fmt: skip
+    fig.suptitle(
+        f"Real models' scaling rules simulated: causal mask, d_head = {d}, "
+        f"last {block} queries (ours)"
+    )
     bottom = 1.5 / fig.get_figheight()
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=bottom + 0.06, top=0.9, wspace=0.28,
-                        hspace=0.4)  # fmt: skip
+    fig.subplots_adjust(
+        left=0.06, right=0.98, bottom=bottom + 0.06, top=0.9, wspace=0.28, hspace=0.4
+    )
     add_caption(fig, caption)
     return fig

@@ -68,9 +68,13 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str, regimes=None):
     rhos = sorted(th["rho"].unique())
     colours = _d_colours(th["d"].unique())
     fig, axes = plt.subplots(
-        2, len(rhos), figsize=(5.2 * len(rhos), 7.4), squeeze=False, sharex=True,
+        2,
+        len(rhos),
+        figsize=(5.2 * len(rhos), 7.4),
+        squeeze=False,
+        sharex=True,
         gridspec_kw={"height_ratios": [1.5, 1.0]},
-    )  # fmt: skip
+    )
     for j, rho in enumerate(rhos):
         ax, az = axes[0, j], axes[1, j]
         gc = gamma_c(rho)
@@ -88,23 +92,50 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str, regimes=None):
             r = reg[np.isclose(reg["rho"].astype(float), rho) & (reg["d"] == d)].sort_values("n")
             if not r.empty:
                 for a, scale in ((ax, 1.0), (az, gc)):
-                    a.errorbar(r["n"], r["gamma_sim"] / scale, yerr=2.0 * r["gamma_sim_se"] / scale,
-                               fmt="D", ms=3.6, color=col, mfc="white", mec=col, mew=1.0,
-                               capsize=2, elinewidth=0.8, zorder=5)  # fmt: skip
+                    a.errorbar(
+                        r["n"],
+                        r["gamma_sim"] / scale,
+                        yerr=2.0 * r["gamma_sim_se"] / scale,
+                        fmt="D",
+                        ms=3.6,
+                        color=col,
+                        mfc="white",
+                        mec=col,
+                        mew=1.0,
+                        capsize=2,
+                        elinewidth=0.8,
+                        zorder=5,
+                    )
             s = pts[(pts["rho"] == rho) & (pts["d"] == d)].sort_values("n")
             if not s.empty:
                 for a, scale in ((ax, 1.0), (az, gc)):
-                    a.errorbar(s["n"], s["gamma_star"] / scale,
-                               yerr=2.0 * s["gamma_star_se"].fillna(0.0) / scale, fmt="o",
-                               ms=3.5, color=col, mec="k", mew=0.4, capsize=2, elinewidth=0.8,
-                               zorder=5)  # fmt: skip
+                    a.errorbar(
+                        s["n"],
+                        s["gamma_star"] / scale,
+                        yerr=2.0 * s["gamma_star_se"].fillna(0.0) / scale,
+                        fmt="o",
+                        ms=3.5,
+                        color=col,
+                        mec="k",
+                        mew=0.4,
+                        capsize=2,
+                        elinewidth=0.8,
+                        zorder=5,
+                    )
         ax.axhline(gc, color="k", ls="--", lw=1.0)
         az.axhline(1.0, color="k", ls="--", lw=1.0)
         ro = th[(th["rho"] == rho) & (th["kind"] == "read_off")]
         for k, (_, r) in enumerate(ro.iterrows()):
             for a, scale in ((ax, 1.0), (az, gc)):
-                a.plot(r["n"], r["gamma_star"] / scale, marker="*", ms=13, color="crimson",
-                       mec="k", zorder=6)  # fmt: skip
+                a.plot(
+                    r["n"],
+                    r["gamma_star"] / scale,
+                    marker="*",
+                    ms=13,
+                    color="crimson",
+                    mec="k",
+                    zorder=6,
+                )
             ax.annotate(
                 f"d = {int(r['d'])}, n = {int(r['n'])}:\n"
                 rf"$\gamma^* = {r['gamma_star']:.3f}$, "
@@ -156,15 +187,15 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str, regimes=None):
         top_txt = f"10^{{{int(round(k))}}}" if abs(k - round(k)) < 1e-9 else f"{top:.0f}"
         lab.append(rf"one query row per context, $n \leq {top_txt}$ (regimes page), $\pm 2$ SE")
     ncol = (len(lab) + 1) // 2 if len(rhos) > 1 else 2
-    fig.legend(h, lab, loc="upper center", ncol=ncol, fontsize=7,
-               bbox_to_anchor=(0.5, 0.965))  # fmt: skip
+    fig.legend(h, lab, loc="upper center", ncol=ncol, fontsize=7, bbox_to_anchor=(0.5, 0.965))
     fig.suptitle(
         r"Where is the transition at finite $d$? Critical $\gamma^*(n, d)$ (ours)", y=0.995
     )
     width = fig.get_figwidth()
     top = 0.86 if len(rhos) > 1 else 0.8
-    fig.subplots_adjust(left=1.1 / width, right=1 - 0.2 / width, top=top, bottom=0.17,
-                        wspace=0.18, hspace=0.06)  # fmt: skip
+    fig.subplots_adjust(
+        left=1.1 / width, right=1 - 0.2 / width, top=top, bottom=0.17, wspace=0.18, hspace=0.06
+    )
     add_caption(fig, caption)
     return fig
 
@@ -204,13 +235,26 @@ def plot_intermediate(*, data, caption: str):
             Z = sub.pivot_table(index="gamma", columns="rho", values=col).reindex(
                 index=gammas, columns=rhos
             )
-            mesh = ax.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z.to_numpy(),
-                                 cmap="magma", norm=norm, shading="flat")  # fmt: skip
+            mesh = ax.pcolormesh(
+                cell_edges(rhos, False),
+                cell_edges(gammas, True),
+                Z.to_numpy(),
+                cmap="magma",
+                norm=norm,
+                shading="flat",
+            )
             A = sub.pivot_table(index="gamma", columns="rho", values="self_weight_mean").reindex(
                 index=gammas, columns=rhos
             )
-            ax.contour(rhos, gammas, A.to_numpy(), levels=[0.5], colors="cyan",
-                       linestyles=":", linewidths=1.2)  # fmt: skip
+            ax.contour(
+                rhos,
+                gammas,
+                A.to_numpy(),
+                levels=[0.5],
+                colors="cyan",
+                linestyles=":",
+                linewidths=1.2,
+            )
             gc = sub.groupby("rho")["gamma_c"].first().reindex(rhos)
             ok = gc <= gammas.max()
             ax.plot(rhos[ok], gc[ok], "w--", lw=1.2)

@@ -67,8 +67,14 @@ def heatmap_panels(
         if fd is not None and len(fd):
             rf, gs = fd["rho"].to_numpy(), fd["gamma_star"].to_numpy()
             ok = (gs >= gammas.min()) & (gs <= gammas.max())
-            ax.plot(rf[ok], gs[ok], "-", color="#ff4fd8", lw=1.1,
-                    label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)")  # fmt: skip
+            ax.plot(
+                rf[ok],
+                gs[ok],
+                "-",
+                color="#ff4fd8",
+                lw=1.1,
+                label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)",
+            )
             drew_fd = True
         ax.set_yscale("log")
         ax.set_xlabel(r"$\rho$ (nominal)")
@@ -114,9 +120,13 @@ def plot_critical_check(*, data: pd.DataFrame, caption: str):
     apply_style()
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(
-        2, len(ds), figsize=(3.3 * len(ds), 4.6), squeeze=False, sharex=True,
+        2,
+        len(ds),
+        figsize=(3.3 * len(ds), 4.6),
+        squeeze=False,
+        sharex=True,
         gridspec_kw={"height_ratios": [3, 1.3]},
-    )  # fmt: skip
+    )
     for k, d in enumerate(ds):
         ax, axr = axes[0, k], axes[1, k]
         sub = data[data["d"] == d]
@@ -133,8 +143,15 @@ def plot_critical_check(*, data: pd.DataFrame, caption: str):
             lw=1,
             label=f"finite-n simplex (n = {n})",
         )
-        ax.plot(sub["rho_hat"], sub["lambda"], "o", ms=2.5, alpha=0.6, color="C0",
-                label=r"simulation (one point per draw, at $\hat\rho$)")  # fmt: skip
+        ax.plot(
+            sub["rho_hat"],
+            sub["lambda"],
+            "o",
+            ms=2.5,
+            alpha=0.6,
+            color="C0",
+            label=r"simulation (one point per draw, at $\hat\rho$)",
+        )
         axr.axhline(0, color="k", lw=0.6)
         axr.plot(sub["rho_hat"], sub["diff_vs_simplex_n"], "o", ms=2.5, alpha=0.6, color="C0")
         ax.set_title(f"d = {d}, n = {n}")

@@ -164,9 +164,12 @@ def plot_finite_size(*, data: pd.DataFrame, caption: str):
     qtys = [q for q in QTY_LABEL if q in set(data["quantity"])]
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(
-        len(qtys), len(ds), figsize=(3.4 * len(ds), 2.0 * len(qtys) + 1.0), squeeze=False,
+        len(qtys),
+        len(ds),
+        figsize=(3.4 * len(ds), 2.0 * len(qtys) + 1.0),
+        squeeze=False,
         sharex=True,
-    )  # fmt: skip
+    )
     series = list(data.groupby(["rho", "alpha"], sort=True).groups)
     for j, d in enumerate(ds):
         for i, q in enumerate(qtys):
@@ -180,8 +183,17 @@ def plot_finite_size(*, data: pd.DataFrame, caption: str):
                 lab = rf"$\rho = {rho:g}$" + (
                     rf", $\alpha = {alpha:g}$" if len(set(data["alpha"])) > 1 else ""
                 )
-                ax.errorbar(s["n"], s["sim_mean"], yerr=s["sim_se"].fillna(0.0), fmt="o-", ms=3,
-                            lw=0.9, color=col, capsize=2, label=lab)  # fmt: skip
+                ax.errorbar(
+                    s["n"],
+                    s["sim_mean"],
+                    yerr=s["sim_se"].fillna(0.0),
+                    fmt="o-",
+                    ms=3,
+                    lw=0.9,
+                    color=col,
+                    capsize=2,
+                    label=lab,
+                )
                 ax.plot(s["n"], s["simplex_n"], "--", color=col, lw=0.9)
                 ax.plot(s["n"], s["limit"], ":", color=col, lw=1.2)
                 if "finite_d" in s and np.isfinite(s["finite_d"]).any():

@@ -27,8 +27,14 @@ def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: s
     ax.set_xscale("log")
     ax.set_xlabel("context length n (keys per query)")
     ax.set_ylabel(r"$\gamma_{\mathrm{eff}}(n) / \gamma_c$  (calibration A)")
-    ax.text(0.02, 0.97, "super-critical: attention -> identity", transform=ax.transAxes,
-            va="top", fontsize=7)  # fmt: skip
+    ax.text(
+        0.02,
+        0.97,
+        "super-critical: attention -> identity",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=7,
+    )
     ax.text(0.02, 0.03, "sub-critical: tokens collapse", transform=ax.transAxes, fontsize=7)
     ax.set_title(r"rules with $\beta_n = \gamma_c \ln L \; m(n)$ (critical at L)")
     ax.legend(fontsize=6.5, loc="upper right")
@@ -40,8 +46,15 @@ def plot_scaling_rules(*, rules: pd.DataFrame, figure1: pd.DataFrame, caption: s
     Z = sub.pivot_table(index="gamma", columns="rho", values="lambda_mean").reindex(
         index=gammas, columns=rhos
     )
-    mesh = axm.pcolormesh(cell_edges(rhos, False), cell_edges(gammas, True), Z.to_numpy(),
-                          cmap="Greys_r", vmin=0, vmax=1, shading="flat")  # fmt: skip
+    mesh = axm.pcolormesh(
+        cell_edges(rhos, False),
+        cell_edges(gammas, True),
+        Z.to_numpy(),
+        cmap="Greys_r",
+        vmin=0,
+        vmax=1,
+        shading="flat",
+    )
     rr = np.linspace(rhos.min(), rhos.max(), 200)
     axm.plot(rr, theory.gamma_c(rr), color="w", lw=2.6)
     axm.plot(rr, theory.gamma_c(rr), "k--", lw=1.2, label=r"$\gamma_c = 1/(1-\rho)$")

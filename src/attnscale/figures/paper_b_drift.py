@@ -23,14 +23,34 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     n = int(S["n"].iloc[0])
     fig, axes = plt.subplots(1, 3, figsize=(12.0, 3.9))
     ax = axes[0]
-    ax.plot(Cv["beta"], Cv["ratio_quadrature"], "-", color="tab:blue", lw=1.2,
-            label=r"$n = \infty$ at fixed $\beta$ (quadrature)")  # fmt: skip
+    ax.plot(
+        Cv["beta"],
+        Cv["ratio_quadrature"],
+        "-",
+        color="tab:blue",
+        lw=1.2,
+        label=r"$n = \infty$ at fixed $\beta$ (quadrature)",
+    )
     bb = Cv["beta"].to_numpy()
     c1 = float(Cv["correction_quadrature"].iloc[-1])  # large-beta slope of the quadrature
-    ax.plot(bb, 1 + c1 / bb, ":", color="tab:purple", lw=1.1,
-            label=rf"$1 {c1:+.2f}/\beta$ (quadrature slope at $\beta = {sci_label(bb[-1])}$)")  # fmt: skip
-    ax.errorbar(S["beta"], S["ratio_mean"], yerr=2 * S["ratio_se"], fmt="o", color="k", ms=3.5,
-                capsize=2, label=rf"simulation, n = {n:,} ($\pm$2 SE)")  # fmt: skip
+    ax.plot(
+        bb,
+        1 + c1 / bb,
+        ":",
+        color="tab:purple",
+        lw=1.1,
+        label=rf"$1 {c1:+.2f}/\beta$ (quadrature slope at $\beta = {sci_label(bb[-1])}$)",
+    )
+    ax.errorbar(
+        S["beta"],
+        S["ratio_mean"],
+        yerr=2 * S["ratio_se"],
+        fmt="o",
+        color="k",
+        ms=3.5,
+        capsize=2,
+        label=rf"simulation, n = {n:,} ($\pm$2 SE)",
+    )
     ax.axhline(1.0, color="tab:red", lw=0.8)
     ax.set_xscale("log")
     ax.set_ylim(0, 1.15)
@@ -39,10 +59,19 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     ax.set_title(r"ratio to $g = \nabla_S \log\rho(q)$ (red = 1)", loc="left")
     ax.legend(loc="lower right", fontsize=6.3)
     ax = axes[1]
-    ax.plot(Cv["beta"], Cv["correction_quadrature"], "-", color="tab:blue", lw=1.2,
-            label="quadrature")  # fmt: skip
-    ax.errorbar(S["beta"], S["beta"] * (S["ratio_mean"] - 1), yerr=2 * S["beta"] * S["ratio_se"],
-                fmt="o", color="k", ms=3.5, capsize=2, label="simulation")  # fmt: skip
+    ax.plot(
+        Cv["beta"], Cv["correction_quadrature"], "-", color="tab:blue", lw=1.2, label="quadrature"
+    )
+    ax.errorbar(
+        S["beta"],
+        S["beta"] * (S["ratio_mean"] - 1),
+        yerr=2 * S["beta"] * S["ratio_se"],
+        fmt="o",
+        color="k",
+        ms=3.5,
+        capsize=2,
+        label="simulation",
+    )
     ax.axhline(c1, color="tab:purple", ls=":", lw=1)
     ax.set_xscale("log")
     lo = float(Cv["correction_quadrature"].min())
@@ -53,10 +82,27 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     ax.legend(loc="lower right", fontsize=6.5)
     ax = axes[2]
     ax.plot(Cv["beta"], Cv["normal_quadrature"], "-", color="tab:blue", lw=1.2, label="quadrature")
-    ax.errorbar(S["beta"], S["normal_mean"], yerr=2 * S["normal_se"], fmt="o", color="k", ms=3.5,
-                capsize=2, label="simulation")  # fmt: skip
-    ax.errorbar(S["beta"], S["perp_mean"], yerr=2 * S["perp_se"], fmt="s", color="0.5", ms=3,
-                mfc="none", capsize=2, label=r"in-plane $\perp g$ component / $|g|$")  # fmt: skip
+    ax.errorbar(
+        S["beta"],
+        S["normal_mean"],
+        yerr=2 * S["normal_se"],
+        fmt="o",
+        color="k",
+        ms=3.5,
+        capsize=2,
+        label="simulation",
+    )
+    ax.errorbar(
+        S["beta"],
+        S["perp_mean"],
+        yerr=2 * S["perp_se"],
+        fmt="s",
+        color="0.5",
+        ms=3,
+        mfc="none",
+        capsize=2,
+        label=r"in-plane $\perp g$ component / $|g|$",
+    )
     ax.axhline(-1.0, color="tab:red", lw=0.8)
     ax.axhline(0.0, color="0.7", lw=0.6)
     ax.set_xscale("log")

@@ -6,8 +6,6 @@ docs/paper-b-beyond.md#keys-on-a-submanifold, docs/paper-b-beyond.md#rope-like-k
 
 from __future__ import annotations
 
-import warnings
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -59,8 +57,16 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
         f = _fit(fits, model, family="uniform").sort_values("d")
         if f.empty:
             continue
-        ax.errorbar(f["d"] + off, f["alpha"] - f["alpha_theory"], yerr=2 * f["se_alpha_scaled"],
-                    fmt="o", ms=4, capsize=2, color=cols[model], label=_MODEL_LABEL[model])  # fmt: skip
+        ax.errorbar(
+            f["d"] + off,
+            f["alpha"] - f["alpha_theory"],
+            yerr=2 * f["se_alpha_scaled"],
+            fmt="o",
+            ms=4,
+            capsize=2,
+            color=cols[model],
+            label=_MODEL_LABEL[model],
+        )
     ax.axhline(0.0, color="0.4", lw=0.8)
     ax.set_xlabel("d (uniform keys on $S^{d-1}$)")
     ax.set_ylabel(r"fitted exponent $-\ 2/(d-1)$  ($\pm$2 SE)")
@@ -77,8 +83,17 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
         g = U[U["d"] == d]
         comp = g["beta_star"] / g["n"] ** g["alpha_theory"]
         ref = comp.iloc[-1]
-        ax.errorbar(g["n"], comp / ref, yerr=2 * g["se"] / g["n"] ** g["alpha_theory"] / ref,
-                    fmt="o-", ms=3, lw=1, capsize=1.5, color=c, label=f"d = {d}")  # fmt: skip
+        ax.errorbar(
+            g["n"],
+            comp / ref,
+            yerr=2 * g["se"] / g["n"] ** g["alpha_theory"] / ref,
+            fmt="o-",
+            ms=3,
+            lw=1,
+            capsize=1.5,
+            color=c,
+            label=f"d = {d}",
+        )
     ax.axhline(1.0, color="0.4", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("n (keys)")
@@ -98,19 +113,37 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
             if g.empty:
                 continue
             d = int(g["d"].iloc[0])
-            lab = (f"k = {k} in d = {d}, {'exact D2Q' if method == 'd2q' else 'keys in R^d'}: "
-                   f"{_fit_text(fits, family='subsphere', k=k, method=method)}, "
-                   f"2/(k-1) = {2 / (k - 1):.3f}")  # fmt: skip
-            ax.errorbar(g["n"], g["beta_star"], yerr=2 * g["se"], fmt=fmt, ms=4, lw=1.2,
-                        mfc="none", color=c, label=lab)  # fmt: skip
+            lab = (
+                f"k = {k} in d = {d}, {'exact D2Q' if method == 'd2q' else 'keys in R^d'}: "
+                f"{_fit_text(fits, family='subsphere', k=k, method=method)}, "
+                f"2/(k-1) = {2 / (k - 1):.3f}"
+            )
+            ax.errorbar(
+                g["n"],
+                g["beta_star"],
+                yerr=2 * g["se"],
+                fmt=fmt,
+                ms=4,
+                lw=1.2,
+                mfc="none",
+                color=c,
+                label=lab,
+            )
     if not U.empty and not S.empty:
         d_amb = int(S["d"].iloc[0])
         g = U[U["d"] == d_amb]
         if not g.empty:
-            ax.errorbar(g["n"], g["beta_star"], yerr=2 * g["se"], fmt="--", lw=1.2,
-                        color=pal[-1], label=f"uniform on $S^{{{d_amb - 1}}}$: "
-                        f"{_fit_text(fits, family='uniform', d=d_amb)}, "
-                        f"2/(d-1) = {2 / (d_amb - 1):.3f}")  # fmt: skip
+            ax.errorbar(
+                g["n"],
+                g["beta_star"],
+                yerr=2 * g["se"],
+                fmt="--",
+                lw=1.2,
+                color=pal[-1],
+                label=f"uniform on $S^{{{d_amb - 1}}}$: "
+                f"{_fit_text(fits, family='uniform', d=d_amb)}, "
+                f"2/(d-1) = {2 / (d_amb - 1):.3f}",
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n (keys)")
@@ -120,24 +153,6 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
         ax.legend(fontsize=5.5, loc="upper left")
     add_caption(fig, caption)
     return fig
-
-
-def exponent_figure(*, points: list, upper_n_min: float, caption: str) -> dict:
-    """Deprecated (issue 26: a plot function fits nothing): the tables of
-    :func:`attnscale.experiments.paper_b_exponent_fits.exponent_tables` (rule
-    ``paper_b_exponent_fits``) and :func:`plot_exponent` of them; returns ``{"points", "fits",
-    "png"}`` as before (docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
-    warnings.warn(
-        "attnscale.figures.paper_b_exponent.exponent_figure is deprecated: compute the tables with "
-        "attnscale.experiments.paper_b_exponent_fits.exponent_tables and plot them with "
-        "plot_exponent",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    from ..experiments.paper_b_exponent_fits import exponent_tables
-
-    out = exponent_tables(points=points, upper_n_min=upper_n_min)
-    return {**out, "png": plot_exponent(points=out["points"], fits=out["fits"], caption=caption)}
 
 
 def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
@@ -164,17 +179,33 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
 
     ncol = max(3, len(ds))
     fig = plt.figure(figsize=(13.0, 8.4))
-    gs = fig.add_gridspec(2, ncol, left=0.06, right=0.99, top=0.95, bottom=0.16, hspace=0.38,
-                          wspace=0.3)  # fmt: skip
+    gs = fig.add_gridspec(
+        2, ncol, left=0.06, right=0.99, top=0.95, bottom=0.16, hspace=0.38, wspace=0.3
+    )
     for j, d in enumerate(ds):
         ax = fig.add_subplot(gs[0, j])
         for kpd in kpds:
             g = R[(R["d"] == d) & (R["kpd"] == kpd)].sort_values("n")
-            ax.errorbar(g["n"], g["beta_star"], yerr=2 * g["se"], fmt="o-", ms=3, lw=1,
-                        capsize=1.5, color=pal[kpd])  # fmt: skip
+            ax.errorbar(
+                g["n"],
+                g["beta_star"],
+                yerr=2 * g["se"],
+                fmt="o-",
+                ms=3,
+                lw=1,
+                capsize=1.5,
+                color=pal[kpd],
+            )
             txt = _fit_text(fits, ("plain",), family="rope", d=d, kappa=float(g["kappa"].iloc[0]))
-            ax.text(0.97, 0.04 + 0.08 * kpds.index(kpd), txt.replace("fit", "slope"),
-                    color=pal[kpd], transform=ax.transAxes, ha="right", fontsize=6.5)  # fmt: skip
+            ax.text(
+                0.97,
+                0.04 + 0.08 * kpds.index(kpd),
+                txt.replace("fit", "slope"),
+                color=pal[kpd],
+                transform=ax.transAxes,
+                ha="right",
+                fontsize=6.5,
+            )
         g0 = R[(R["d"] == d) & (R["kpd"] == kpds[0])].sort_values("n")
         nn = np.geomspace(g0["n"].min(), g0["n"].max(), 20)
         ax.plot(nn, g0["beta_star"].iloc[0] * (nn / nn[0]) ** (2.0 / (d - 1)), ":", color="0.3")
@@ -191,8 +222,16 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     for kpd in kpds:
         sel = np.isinf(f["kappa"]) if np.isinf(kpd) else np.isclose(f["kappa"], kpd * f["d"])
         g = f[sel].sort_values("d")
-        ax.errorbar(g["d"], g["alpha"], yerr=2 * g["se_alpha_scaled"], fmt="o-", ms=4, capsize=2,
-                    color=pal[kpd], label=klabel(kpd))  # fmt: skip
+        ax.errorbar(
+            g["d"],
+            g["alpha"],
+            yerr=2 * g["se_alpha_scaled"],
+            fmt="o-",
+            ms=4,
+            capsize=2,
+            color=pal[kpd],
+            label=klabel(kpd),
+        )
     dd = np.linspace(min(ds), max(ds), 100)
     ax.plot(dd, 2.0 / (dd - 1), ":", color="0.3", label=r"$2/(d-1)$")
     ax.set_xscale("log", base=2)
@@ -209,8 +248,17 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
             g0 = R[(R["d"] == d) & (R["kpd"] == kpds[0])].sort_values("n").reset_index(drop=True)
             r = g["beta_star"] / g0["beta_star"]
             se = r * np.hypot(g["se"] / g["beta_star"], g0["se"] / g0["beta_star"])
-            ax.errorbar(g["n"], r, yerr=2 * se, fmt="o" + styles[i % 4], ms=3, lw=1, capsize=1.5,
-                        color=pal[kpd], label=f"d = {d}" if kpd == kpds[-1] else None)  # fmt: skip
+            ax.errorbar(
+                g["n"],
+                r,
+                yerr=2 * se,
+                fmt="o" + styles[i % 4],
+                ms=3,
+                lw=1,
+                capsize=1.5,
+                color=pal[kpd],
+                label=f"d = {d}" if kpd == kpds[-1] else None,
+            )
     ax.axhline(1.0, color="0.4", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("n (positions)")
@@ -225,15 +273,36 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
         c = ("navy", "darkred", "darkgreen", "indigo")[i % 4]
         r_slope = float(g["alpha_orbit"].iloc[0])
         txt = _fit_text(fits, ("top3",), family="rope_long", d=d)
-        ax.errorbar(g["n"], g["beta_star"], yerr=2 * g["se"], fmt="o-", ms=3, lw=1, capsize=1.5,
-                    color=c, label=f"d = {d}, repeated key; 3 largest n: {txt}")  # fmt: skip
+        ax.errorbar(
+            g["n"],
+            g["beta_star"],
+            yerr=2 * g["se"],
+            fmt="o-",
+            ms=3,
+            lw=1,
+            capsize=1.5,
+            color=c,
+            label=f"d = {d}, repeated key; 3 largest n: {txt}",
+        )
         if np.isfinite(r_slope):
             nn = np.geomspace(g["n"].iloc[-3], g["n"].iloc[-1], 10)
-            ax.plot(nn, g["beta_star"].iloc[-1] * (nn / nn[-1]) ** r_slope, "--", color=c, lw=1,
-                    label=f"slope 2/r = {r_slope:g} (orbit dimension r = {2 / r_slope:g})")  # fmt: skip
+            ax.plot(
+                nn,
+                g["beta_star"].iloc[-1] * (nn / nn[-1]) ** r_slope,
+                "--",
+                color=c,
+                lw=1,
+                label=f"slope 2/r = {r_slope:g} (orbit dimension r = {2 / r_slope:g})",
+            )
         nn = np.geomspace(g["n"].iloc[0], g["n"].iloc[-1], 10)
-        ax.plot(nn, g["beta_star"].iloc[0] * (nn / nn[0]) ** (2.0 / (d - 1)), ":", color=c, lw=1,
-                label=f"slope 2/(d-1) = {2 / (d - 1):.3f}")  # fmt: skip
+        ax.plot(
+            nn,
+            g["beta_star"].iloc[0] * (nn / nn[0]) ** (2.0 / (d - 1)),
+            ":",
+            color=c,
+            lw=1,
+            label=f"slope 2/(d-1) = {2 / (d - 1):.3f}",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n (positions)")

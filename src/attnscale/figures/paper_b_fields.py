@@ -49,23 +49,73 @@ def plot_vector_fields(*, panels: pd.DataFrame, sweep: pd.DataFrame, caption: st
     for ax, (_panel, sub) in zip(axes[:5], P.groupby("panel", sort=True), strict=False):
         beta = float(sub["beta"].iloc[0])
         e = float(sub["beta_exponent"].iloc[0])
-        mesh = ax.pcolormesh(lon, lat, dens, cmap="Greys", shading="auto", vmin=0.0,
-                             vmax=dens.max() * 2.5, rasterized=True)  # fmt: skip
+        mesh = ax.pcolormesh(
+            lon,
+            lat,
+            dens,
+            cmap="Greys",
+            shading="auto",
+            vmin=0.0,
+            vmax=dens.max() * 2.5,
+            rasterized=True,
+        )
         L = np.hypot(sub["disp_east"], sub["disp_north"])
         scale = np.quantile(L, 0.9) / 9.0  # [choice] 90th-percentile arrow = 9 degrees
-        qv = ax.quiver(sub["lon"], sub["lat"], sub["disp_east"], sub["disp_north"], color="k",
-                       angles="xy", scale_units="xy", scale=scale, width=0.0032,
-                       headwidth=3.5, headlength=4, zorder=3)  # fmt: skip
+        qv = ax.quiver(
+            sub["lon"],
+            sub["lat"],
+            sub["disp_east"],
+            sub["disp_north"],
+            color="k",
+            angles="xy",
+            scale_units="xy",
+            scale=scale,
+            width=0.0032,
+            headwidth=3.5,
+            headlength=4,
+            zorder=3,
+        )
         key = nice_number(np.quantile(L, 0.9))
-        ax.add_patch(plt.Rectangle((0.8, 0.87), 0.2, 0.13, transform=ax.transAxes, fc="w",
-                                   ec="0.5", lw=0.5, alpha=0.9, zorder=5))  # fmt: skip
-        qk = ax.quiverkey(qv, 0.835, 0.935, key, f"{key:g}", labelpos="E", coordinates="axes",
-                          fontproperties={"size": 7})  # fmt: skip
+        ax.add_patch(
+            plt.Rectangle(
+                (0.8, 0.87),
+                0.2,
+                0.13,
+                transform=ax.transAxes,
+                fc="w",
+                ec="0.5",
+                lw=0.5,
+                alpha=0.9,
+                zorder=5,
+            )
+        )
+        qk = ax.quiverkey(
+            qv,
+            0.835,
+            0.935,
+            key,
+            f"{key:g}",
+            labelpos="E",
+            coordinates="axes",
+            fontproperties={"size": 7},
+        )
         qk.set_zorder(6)
         if beta <= tr * (1 + 1e-9):
-            ax.quiver(sub["lon"], sub["lat"], sub["drift_east"], sub["drift_north"],
-                      color="tab:red", angles="xy", scale_units="xy", scale=scale, width=0.0022,
-                      headwidth=3.5, headlength=4, alpha=0.85, zorder=4)  # fmt: skip
+            ax.quiver(
+                sub["lon"],
+                sub["lat"],
+                sub["drift_east"],
+                sub["drift_north"],
+                color="tab:red",
+                angles="xy",
+                scale_units="xy",
+                scale=scale,
+                width=0.0022,
+                headwidth=3.5,
+                headlength=4,
+                alpha=0.85,
+                zorder=4,
+            )
         for mx in (45, -135):
             ax.plot(mx, 0, marker="+", color="tab:blue", ms=9, mew=1.6, zorder=5)
         m_n = float(np.median(sub["m_n"]))
@@ -88,31 +138,93 @@ def plot_vector_fields(*, panels: pd.DataFrame, sweep: pd.DataFrame, caption: st
     band = ("se", 2) if n_ctx > 1 else None
     th = S[S["context"] == 0]
     b = th["beta"].to_numpy()
-    sns.lineplot(data=S, x="beta", y="rms_disp", errorbar=band, color="k", marker="o", ms=3,
-                 lw=1, mec="none", ax=ax, err_kws={"alpha": 0.3, "lw": 0},
-                 label=rf"simulation: rms $|P_q Y_n|$ ({n_ctx} contexts, $\pm$2 SE)")  # fmt: skip
+    sns.lineplot(
+        data=S,
+        x="beta",
+        y="rms_disp",
+        errorbar=band,
+        color="k",
+        marker="o",
+        ms=3,
+        lw=1,
+        mec="none",
+        ax=ax,
+        err_kws={"alpha": 0.3, "lw": 0},
+        label=rf"simulation: rms $|P_q Y_n|$ ({n_ctx} contexts, $\pm$2 SE)",
+    )
     mf = S.dropna(subset=["rms_dev_from_mean_field"])
-    sns.lineplot(data=mf, x="beta", y="rms_dev_from_mean_field", errorbar=band, color="0.45",
-                 marker="s", ms=3.5, mfc="none", mec="0.45", lw=0.8, ax=ax,
-                 err_kws={"alpha": 0.3, "lw": 0},
-                 label=r"rms deviation from $n=\infty$ mean field")  # fmt: skip
+    sns.lineplot(
+        data=mf,
+        x="beta",
+        y="rms_dev_from_mean_field",
+        errorbar=band,
+        color="0.45",
+        marker="s",
+        ms=3.5,
+        mfc="none",
+        mec="0.45",
+        lw=0.8,
+        ax=ax,
+        err_kws={"alpha": 0.3, "lw": 0},
+        label=r"rms deviation from $n=\infty$ mean field",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.loglog(b, th["rms_drift_theory"], "--", color="tab:red", lw=1,
-              label=r"drift $|\nabla_S \log\rho| / \beta$")  # fmt: skip
-    ax.loglog(b, th["rms_noise_theory"], "--", color="tab:blue", lw=1,
-              label=r"noise $(4\pi n \rho)^{-1/2}$ (d = 3)")  # fmt: skip
-    ax.loglog(b, np.hypot(th["rms_drift_theory"], th["rms_noise_theory"]), ":",
-              color="tab:purple", lw=1.2, label="drift + noise (quadrature sum)")  # fmt: skip
-    ax.loglog(b, th["rms_nearest_theory"], "--", color="tab:green", lw=1,
-              label=r"nearest key $(2 / C n)^{1/2}$")  # fmt: skip
+    ax.loglog(
+        b,
+        th["rms_drift_theory"],
+        "--",
+        color="tab:red",
+        lw=1,
+        label=r"drift $|\nabla_S \log\rho| / \beta$",
+    )
+    ax.loglog(
+        b,
+        th["rms_noise_theory"],
+        "--",
+        color="tab:blue",
+        lw=1,
+        label=r"noise $(4\pi n \rho)^{-1/2}$ (d = 3)",
+    )
+    ax.loglog(
+        b,
+        np.hypot(th["rms_drift_theory"], th["rms_noise_theory"]),
+        ":",
+        color="tab:purple",
+        lw=1.2,
+        label="drift + noise (quadrature sum)",
+    )
+    ax.loglog(
+        b,
+        th["rms_nearest_theory"],
+        "--",
+        color="tab:green",
+        lw=1,
+        label=r"nearest key $(2 / C n)^{1/2}$",
+    )
     pb = th[th["is_panel"]]
-    ax.loglog(pb["beta"], pb["rms_disp"], "o", ms=7, mfc="none", mec="tab:orange", mew=1.3,
-              label="panels (context 0)")  # fmt: skip
+    ax.loglog(
+        pb["beta"],
+        pb["rms_disp"],
+        "o",
+        ms=7,
+        mfc="none",
+        mec="tab:orange",
+        mew=1.3,
+        label="panels (context 0)",
+    )
     for x, lab in ((tr, r"$n^{2/(d+1)}$"), (st.critical_scale(n, 3), r"$n^{\alpha} = n$")):
         ax.axvline(x, color="0.6", lw=0.8, ls=":")
-        ax.text(x, 0.03, lab, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                fontsize=7, bbox={"fc": "w", "ec": "none", "pad": 1})  # fmt: skip
+        ax.text(
+            x,
+            0.03,
+            lab,
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            bbox={"fc": "w", "ec": "none", "pad": 1},
+        )
     ax.set_ylim(3e-3, 1.0)
     ax.set_xlabel(r"$\beta$")
     ax.set_ylabel("rms over the query grid")

@@ -26,37 +26,82 @@ def plot_profile(*, csvs: list, caption: str, x_max: float = 4.0):
         x = df["x"].to_numpy()
         i1 = int(np.argmin(np.abs(x - 1.0)))
         ax = axes[0, j]
-        ax.fill_between(x, df["ratio_mean"] - 2 * df["ratio_se"], df["ratio_mean"] + 2 * df["ratio_se"],
-                        color="0.6", alpha=0.5, lw=0)  # fmt: skip
+        ax.fill_between(
+            x,
+            df["ratio_mean"] - 2 * df["ratio_se"],
+            df["ratio_mean"] + 2 * df["ratio_se"],
+            color="0.6",
+            alpha=0.5,
+            lw=0,
+        )
         ax.plot(x, df["ratio_mean"], "k-", lw=1.2, label=r"simulation (mean $\pm$2 SE)")
-        ax.plot(x, df["ratio_limit"], "--", color="tab:red", lw=1.1,
-                label=r"limit $e^{-x^{\alpha}}$")  # fmt: skip
-        ax.plot(x, df["ratio_finite_beta"], ":", color="tab:blue", lw=1.3,
-                label=r"finite $\beta$: $e^{-\beta F^{-1}(k/n)}$")  # fmt: skip
-        ax.plot(x, df["ratio_finite_beta_shifted"], "-.", color="tab:green", lw=1.0,
-                label=r"shifted (ours): $e^{-\beta (F^{-1}(k/n) - F^{-1}(1/n))}$")  # fmt: skip
+        ax.plot(
+            x, df["ratio_limit"], "--", color="tab:red", lw=1.1, label=r"limit $e^{-x^{\alpha}}$"
+        )
+        ax.plot(
+            x,
+            df["ratio_finite_beta"],
+            ":",
+            color="tab:blue",
+            lw=1.3,
+            label=r"finite $\beta$: $e^{-\beta F^{-1}(k/n)}$",
+        )
+        ax.plot(
+            x,
+            df["ratio_finite_beta_shifted"],
+            "-.",
+            color="tab:green",
+            lw=1.0,
+            label=r"shifted (ours): $e^{-\beta (F^{-1}(k/n) - F^{-1}(1/n))}$",
+        )
         r = df.iloc[i1]
         ax.set_title(
             rf"d = {d}: n = {n}, $\beta = n^{{\alpha/4}}$ = {beta:.3g}, $m_n$ = {m:.1f}, "
             rf"$\alpha$ = {st.alpha_exponent(d):g}",
             loc="left",
         )
-        ax.text(0.97, 0.42, f"at x = 1: sim {r['ratio_mean']:.3f}\nlimit {r['ratio_limit']:.3f}\n"
-                f"finite-β {r['ratio_finite_beta']:.3f}\nshifted {r['ratio_finite_beta_shifted']:.3f}",
-                transform=ax.transAxes, ha="right", va="center", fontsize=7)  # fmt: skip
+        ax.text(
+            0.97,
+            0.42,
+            f"at x = 1: sim {r['ratio_mean']:.3f}\nlimit {r['ratio_limit']:.3f}\n"
+            f"finite-β {r['ratio_finite_beta']:.3f}\nshifted {r['ratio_finite_beta_shifted']:.3f}",
+            transform=ax.transAxes,
+            ha="right",
+            va="center",
+            fontsize=7,
+        )
         ax.set_ylabel(r"mean $A_{(k)} / A_{(1)}$")
         ax.set_ylim(0, 1.02)
         ax.legend(loc="upper right", fontsize=6.3)
         ax = axes[1, j]
-        ax.fill_between(x, df["mass_mean"] - 2 * df["mass_se"], df["mass_mean"] + 2 * df["mass_se"],
-                        color="0.6", alpha=0.5, lw=0)  # fmt: skip
+        ax.fill_between(
+            x,
+            df["mass_mean"] - 2 * df["mass_se"],
+            df["mass_mean"] + 2 * df["mass_se"],
+            color="0.6",
+            alpha=0.5,
+            lw=0,
+        )
         ax.plot(x, df["mass_mean"], "k-", lw=1.2, label="simulation")
-        ax.plot(x, df["mass_limit"], "--", color="tab:red", lw=1.1,
-                label=r"limit $P(1/\alpha, x^{\alpha})$")  # fmt: skip
+        ax.plot(
+            x,
+            df["mass_limit"],
+            "--",
+            color="tab:red",
+            lw=1.1,
+            label=r"limit $P(1/\alpha, x^{\alpha})$",
+        )
         ax.plot(x, df["mass_finite_beta"], ":", color="tab:blue", lw=1.3, label=r"finite $\beta$")
-        ax.text(0.97, 0.35, f"at x = 1: sim {r['mass_mean']:.3f}\nlimit {r['mass_limit']:.3f}\n"
-                f"finite-β {r['mass_finite_beta']:.3f}",
-                transform=ax.transAxes, ha="right", va="center", fontsize=7)  # fmt: skip
+        ax.text(
+            0.97,
+            0.35,
+            f"at x = 1: sim {r['mass_mean']:.3f}\nlimit {r['mass_limit']:.3f}\n"
+            f"finite-β {r['mass_finite_beta']:.3f}",
+            transform=ax.transAxes,
+            ha="right",
+            va="center",
+            fontsize=7,
+        )
         ax.set_xlabel(r"$x = k / m_n$")
         ax.set_ylabel(r"mean $\sum_{j \leq k} A_{(j)}$")
         ax.set_ylim(0, 1.02)
@@ -80,8 +125,9 @@ def plot_critical_laws(*, ecdf: list, summary: list, caption: str):
     ds = sorted(E["d"].unique())
     gammas = np.sort(E.loc[E["stat"] == "top_weight", "gamma"].dropna().unique())
     ncol = len(gammas) + 1
-    fig, axes = plt.subplots(len(ds), ncol, figsize=(3.0 * ncol, 2.9 * len(ds) + 0.9),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(ds), ncol, figsize=(3.0 * ncol, 2.9 * len(ds) + 0.9), squeeze=False
+    )
     for i, d in enumerate(ds):
         e = E[E["d"] == d]
         s = Sm[Sm["d"] == d]
@@ -96,8 +142,14 @@ def plot_critical_laws(*, ecdf: list, summary: list, caption: str):
             for nv in ns:
                 sub = tw[(tw["source"] == "finite_n") & (tw["n"] == nv)]
                 ks = s[(s["stat"] == "top_weight") & (s["n"] == nv) & np.isclose(s["gamma"], g)]
-                ax.step(sub["x"], sub["cdf"], where="post", color=cols[nv], lw=1.1,
-                        label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})")  # fmt: skip
+                ax.step(
+                    sub["x"],
+                    sub["cdf"],
+                    where="post",
+                    color=cols[nv],
+                    lw=1.1,
+                    label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})",
+                )
             lim = tw[tw["source"] == "poisson_limit"]
             # where a finite-n ECDF falls (pointwise, +-2 SE) if its law is the limit's
             m_f = int(
@@ -105,8 +157,15 @@ def plot_critical_laws(*, ecdf: list, summary: list, caption: str):
             )
             m_l = int(s.loc[s["source"] == "poisson_limit", "samples"].iloc[0])
             half = 2 * np.sqrt(lim["cdf"] * (1 - lim["cdf"]) * (1 / m_f + 1 / m_l))
-            ax.fill_between(lim["x"], lim["cdf"] - half, lim["cdf"] + half, color="0.6",
-                            alpha=0.35, lw=0, step="post")  # fmt: skip
+            ax.fill_between(
+                lim["x"],
+                lim["cdf"] - half,
+                lim["cdf"] + half,
+                color="0.6",
+                alpha=0.35,
+                lw=0,
+                step="post",
+            )
             ax.plot(lim["x"], lim["cdf"], "k--", lw=1.2, label=r"Poisson limit ($\pm$2 SE band)")
             ax.set_xlim(0, float(tw["x"].max()))
             ax.set_ylim(0, 1)
@@ -122,15 +181,22 @@ def plot_critical_laws(*, ecdf: list, summary: list, caption: str):
             sub = nk[(nk["source"] == "finite_n") & (nk["n"] == nv)]
             ex = nk[(nk["source"] == "exact_finite_n") & (nk["n"] == nv)]
             ks = s[(s["stat"] == "nearest_scaled") & (s["n"] == nv)]
-            ax.step(sub["x"], 1 - sub["cdf"], where="post", color=cols[nv], lw=1.1,
-                    label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})")  # fmt: skip
+            ax.step(
+                sub["x"],
+                1 - sub["cdf"],
+                where="post",
+                color=cols[nv],
+                lw=1.1,
+                label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})",
+            )
             ax.plot(ex["x"], 1 - ex["cdf"], ":", color=cols[nv], lw=0.9)
         wl = nk[nk["source"] == "weibull_limit"]
         m_f = int(s.loc[(s["stat"] == "nearest_scaled"), "samples"].iloc[0])
         sf = 1 - wl["cdf"]
         half = 2 * np.sqrt(sf * (1 - sf) / m_f)
-        ax.fill_between(wl["x"], np.maximum(sf - half, 1e-4), sf + half, color="0.6", alpha=0.35,
-                        lw=0)  # fmt: skip
+        ax.fill_between(
+            wl["x"], np.maximum(sf - half, 1e-4), sf + half, color="0.6", alpha=0.35, lw=0
+        )
         ax.plot(wl["x"], sf, "k--", lw=1.2, label=r"Weibull $e^{-C s^{1/\alpha}}$ ($\pm$2 SE)")
         ax.set_yscale("log")
         ax.set_ylim(1e-3, 1.05)

@@ -32,8 +32,9 @@ def plot_output_law(*, ecdf: list, summary: list, caption: str):
     ns = np.sort(S.loc[S["source"] == "finite_n", "n"].unique())
     pal = dict(zip(ns, sns.color_palette("viridis_r", len(ns)), strict=True))
     ncol = len(gammas) + 2
-    fig, axes = plt.subplots(len(ds), ncol, figsize=(3.0 * ncol, 2.9 * len(ds) + 1.0),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(ds), ncol, figsize=(3.0 * ncol, 2.9 * len(ds) + 1.0), squeeze=False
+    )
     n_right = ns.max() * 4.0  # x position of the limit's own repeat in the KS / moment panels
     for i, d in enumerate(ds):
         e, s = E[E["d"] == d], S[S["d"] == d]
@@ -42,12 +43,17 @@ def plot_output_law(*, ecdf: list, summary: list, caption: str):
             sub = e[np.isclose(e["gamma"], g)]
             fin = sub[sub["source"] == "finite_n"]
             sns.ecdfplot(data=fin, x="norm", hue="n", palette=pal, lw=1.1, ax=ax, legend=False)
-            sns.ecdfplot(data=sub[sub["source"] == "limit"], x="norm", color="k", ls="--",
-                         lw=1.3, ax=ax)  # fmt: skip
+            sns.ecdfplot(
+                data=sub[sub["source"] == "limit"], x="norm", color="k", ls="--", lw=1.3, ax=ax
+            )
             ks = s[np.isclose(s["gamma"], g) & (s["source"] == "finite_n")].set_index("n")
             for nv in ns:
-                ax.plot([], [], color=pal[nv],
-                        label=f"n = {_n_label(nv)} (KS {ks.loc[nv, 'ks_vs_limit']:.3f})")  # fmt: skip
+                ax.plot(
+                    [],
+                    [],
+                    color=pal[nv],
+                    label=f"n = {_n_label(nv)} (KS {ks.loc[nv, 'ks_vs_limit']:.3f})",
+                )
             ax.plot([], [], "k--", label="marked-Poisson limit")
             ax.set_xlim(0, float(sub["norm"].quantile(0.995)))
             ax.set_xlabel(r"$|L_n| = n^{1/(d-1)}\,|P_q(\mathrm{ATT}_n(q) - q)|$")
@@ -57,17 +63,26 @@ def plot_output_law(*, ecdf: list, summary: list, caption: str):
         # KS distance against n, with the noise level of the two-sample KS at these sizes
         ax = axes[i, -2]
         r0 = s.iloc[0]
-        ax.axhspan(0, r0["ks_null_q95"], color="0.85", lw=0,
-                   label="95% noise level (Kolmogorov law)")  # fmt: skip
+        ax.axhspan(
+            0, r0["ks_null_q95"], color="0.85", lw=0, label="95% noise level (Kolmogorov law)"
+        )
         ax.axhline(r0["ks_null_mean"], color="0.5", ls="--", lw=0.9, label="mean noise level")
         for k, g in enumerate(gammas):
             sg = s[np.isclose(s["gamma"], g)]
             fin = sg[sg["source"] == "finite_n"].sort_values("n")
             rep = sg[sg["source"] == "limit_repeat"]
-            ax.plot(fin["n"], fin["ks_vs_limit"], "o-", color=f"C{k}", ms=3.5, lw=1,
-                    label=rf"$\gamma$ = {g:g}")  # fmt: skip
-            ax.plot(np.full(len(rep), n_right), rep["ks_vs_limit"], "s", color=f"C{k}",
-                    mfc="none", ms=5)  # fmt: skip
+            ax.plot(
+                fin["n"],
+                fin["ks_vs_limit"],
+                "o-",
+                color=f"C{k}",
+                ms=3.5,
+                lw=1,
+                label=rf"$\gamma$ = {g:g}",
+            )
+            ax.plot(
+                np.full(len(rep), n_right), rep["ks_vs_limit"], "s", color=f"C{k}", mfc="none", ms=5
+            )
         ax.plot([], [], "s", color="0.3", mfc="none", label="limit vs limit (right)")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -83,12 +98,27 @@ def plot_output_law(*, ecdf: list, summary: list, caption: str):
             fin = sg[sg["source"] == "finite_n"].sort_values("n")
             lim = sg[sg["source"] == "limit"]
             m = float(sg["m2_mecke"].iloc[0])
-            ax.errorbar(fin["n"] * (1 + 0.08 * (k - 1)), fin["m2_mean"] / m,
-                        yerr=2 * fin["m2_se"] / m, fmt="o-", color=f"C{k}", ms=3.5, lw=1,
-                        capsize=1.5, label=rf"$\gamma$ = {g:g}: $E|L|^2$ = {m:.4g}")  # fmt: skip
-            ax.errorbar(n_right * (1 + 0.08 * (k - 1)), lim["m2_mean"] / m,
-                        yerr=2 * lim["m2_se"] / m, fmt="s", mfc="none", color=f"C{k}", ms=5,
-                        capsize=1.5)  # fmt: skip
+            ax.errorbar(
+                fin["n"] * (1 + 0.08 * (k - 1)),
+                fin["m2_mean"] / m,
+                yerr=2 * fin["m2_se"] / m,
+                fmt="o-",
+                color=f"C{k}",
+                ms=3.5,
+                lw=1,
+                capsize=1.5,
+                label=rf"$\gamma$ = {g:g}: $E|L|^2$ = {m:.4g}",
+            )
+            ax.errorbar(
+                n_right * (1 + 0.08 * (k - 1)),
+                lim["m2_mean"] / m,
+                yerr=2 * lim["m2_se"] / m,
+                fmt="s",
+                mfc="none",
+                color=f"C{k}",
+                ms=5,
+                capsize=1.5,
+            )
         ax.axhline(1.0, color="k", ls="--", lw=0.9)
         ax.plot([], [], "s", color="0.3", mfc="none", label="limit simulation (right)")
         ax.set_xscale("log")

@@ -30,8 +30,16 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
     )
     fig, axes = plt.subplots(1, 3, figsize=(12.4, 4.3), gridspec_kw={"width_ratios": [1.25, 1, 1]})
     ax = axes[0]
-    mesh = ax.pcolormesh(cell_edges(ns, True), cell_edges(betas, True), Z.to_numpy(), cmap="viridis",
-                         vmin=0, vmax=1, shading="flat", rasterized=True)  # fmt: skip
+    mesh = ax.pcolormesh(
+        cell_edges(ns, True),
+        cell_edges(betas, True),
+        Z.to_numpy(),
+        cmap="viridis",
+        vmin=0,
+        vmax=1,
+        shading="flat",
+        rasterized=True,
+    )
     nn = np.geomspace(ns.min(), ns.max(), 200)
     line_gammas = np.sort(lines["gamma"].unique())
     levels = []
@@ -40,13 +48,29 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
         levels.append(lv)
         style = "-" if np.isclose(g, 1.0) else "--"
         ax.plot(nn, g * nn**alpha, style, color="w", lw=1.3 if style == "-" else 1.0)
-        ax.text(ns.min() * 1.15, g * (ns.min() * 1.15) ** alpha * 1.35, rf"$\gamma$={g:g}",
-                color="w", fontsize=6.5, ha="left", va="bottom")  # fmt: skip
-    ax.contour(ns, betas, Z.to_numpy(), levels=sorted(levels), colors="tab:orange",
-               linewidths=0.9)  # fmt: skip
-    ax.text(0.97, 0.04, "Poisson limit $E\\,W_{(1)}$:\n"
-            + "\n".join(rf"$\gamma$ = {g:g}: {lv:.3f}" for g, lv in zip(line_gammas, levels, strict=True)),
-            transform=ax.transAxes, ha="right", va="bottom", color="w", fontsize=6.5)  # fmt: skip
+        ax.text(
+            ns.min() * 1.15,
+            g * (ns.min() * 1.15) ** alpha * 1.35,
+            rf"$\gamma$={g:g}",
+            color="w",
+            fontsize=6.5,
+            ha="left",
+            va="bottom",
+        )
+    ax.contour(ns, betas, Z.to_numpy(), levels=sorted(levels), colors="tab:orange", linewidths=0.9)
+    ax.text(
+        0.97,
+        0.04,
+        "Poisson limit $E\\,W_{(1)}$:\n"
+        + "\n".join(
+            rf"$\gamma$ = {g:g}: {lv:.3f}" for g, lv in zip(line_gammas, levels, strict=True)
+        ),
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        color="w",
+        fontsize=6.5,
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n (keys)")
@@ -62,8 +86,17 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
     for i, g in enumerate(line_gammas):
         sub = lines[np.isclose(lines["gamma"], g)].sort_values("n")
         c = f"C{i}"
-        ax.errorbar(sub["n"], sub["top_weight_mean"], yerr=2 * sub["top_weight_se"], fmt="o-",
-                    ms=3, lw=1, color=c, capsize=1.5, label=rf"$\gamma$ = {g:g}")  # fmt: skip
+        ax.errorbar(
+            sub["n"],
+            sub["top_weight_mean"],
+            yerr=2 * sub["top_weight_se"],
+            fmt="o-",
+            ms=3,
+            lw=1,
+            color=c,
+            capsize=1.5,
+            label=rf"$\gamma$ = {g:g}",
+        )
         lv = levels[i]
         lse = float(Lm.loc[np.isclose(Lm["gamma"], g), "top_weight_se"].iloc[0])
         ax.axhspan(lv - 2 * lse, lv + 2 * lse, color=c, alpha=0.25, lw=0)

@@ -61,21 +61,36 @@ def plot_learned_qk(*, curves, critical, caption: str):
     grid["W"] = [_label(k, v) for k, v in zip(grid["kind"], grid["value"], strict=True)]
     crit = critical.copy()
     crit["W"] = [_label(k, v) for k, v in zip(crit["kind"], crit["value"], strict=True)]
-    families = [("perturbed", r"(a) $W = I + \epsilon G$, $G$ GOE"),
-                ("projected", r"(b) $W = (d/r)\, U U^\top$, rank $r$")]  # fmt: skip
+    families = [
+        ("perturbed", r"(a) $W = I + \epsilon G$, $G$ GOE"),
+        ("projected", r"(b) $W = (d/r)\, U U^\top$, rank $r$"),
+    ]
     gmax = float(grid["gamma"].max())
     for col, (fam, title) in enumerate(families):
         sub = grid[grid["kind"].isin(["identity", fam])]
         order = list(dict.fromkeys(sub.sort_values(["kind", "value"])["W"]))
         pal = _colours(order)
         for row, (y, yth, ylab) in enumerate(
-            [("self_weight", "self_weight_eff", r"mean self-weight $A_{ii}$"),
-             ("lambda", "lambda_eff", r"angle ratio $\lambda$")]
-        ):  # fmt: skip
+            [
+                ("self_weight", "self_weight_eff", r"mean self-weight $A_{ii}$"),
+                ("lambda", "lambda_eff", r"angle ratio $\lambda$"),
+            ]
+        ):
             ax = axes[row, col]
-            sns.lineplot(data=sub, x="gamma", y=y, hue="W", hue_order=order, palette=pal,
-                         errorbar="se", marker="o", markersize=3, lw=1, ax=ax,
-                         legend=(row == 0))  # fmt: skip
+            sns.lineplot(
+                data=sub,
+                x="gamma",
+                y=y,
+                hue="W",
+                hue_order=order,
+                palette=pal,
+                errorbar="se",
+                marker="o",
+                markersize=3,
+                lw=1,
+                ax=ax,
+                legend=(row == 0),
+            )
             mean_th = sub.groupby(["W", "gamma"], sort=False)[yth].mean().reset_index()
             for w in order:
                 m = mean_th[mean_th["W"] == w]
@@ -89,8 +104,11 @@ def plot_learned_qk(*, curves, critical, caption: str):
                 c = crit[crit["W"].isin(order)]
                 for w in order:
                     cw = c[c["W"] == w]
-                    for colname, mk in (("gamma_half_sim", "o"), ("gamma_c_eff", "x"),
-                                        ("gamma_c_fluct", "^")):  # fmt: skip
+                    for colname, mk in (
+                        ("gamma_half_sim", "o"),
+                        ("gamma_c_eff", "x"),
+                        ("gamma_c_fluct", "^"),
+                    ):
                         g = cw[colname].to_numpy()
                         g = g[np.isfinite(g) & (g <= gmax)]
                         ax.plot(g, np.full(g.size, 0.5), mk, color=pal[w], ms=6, mfc="none")
@@ -137,9 +155,10 @@ def _critical_panel(ax, crit: pd.DataFrame) -> None:
     finite = np.concatenate(ratios + [np.array([1.0])])
     lo, hi = min(0.97, finite.min() - 0.01), max(1.05, finite.max() + 0.02)
     edge = hi + 0.03
-    styles = (("gamma_c_eff", "x", "C3", r"$\gamma_{sim} / \gamma_{c,eff}$ (mean scores)", -0.15),
-              ("gamma_c_fluct", "^", "C2", r"$\gamma_{sim} / \gamma_{c,\sigma}$ (with spread)",
-               0.15))  # fmt: skip
+    styles = (
+        ("gamma_c_eff", "x", "C3", r"$\gamma_{sim} / \gamma_{c,eff}$ (mean scores)", -0.15),
+        ("gamma_c_fluct", "^", "C2", r"$\gamma_{sim} / \gamma_{c,\sigma}$ (with spread)", 0.15),
+    )
     for colname, mk, color, lab, dy in styles:
         pred = crit[colname].to_numpy(dtype=float)
         y = np.array([ypos[w] for w in crit["W"]]) + dy
@@ -182,8 +201,14 @@ def plot_sink(*, curves, critical, theory, caption: str):
     ax = axes[0]
     for k in kappas:
         ck = critical[critical["kappa"] == k]
-        ax.plot(ck["c_s"], ck["sink_mass_at_gc"], "o", color=pal[k], ms=4,
-                label=rf"simulation, $\kappa$ = {k:g}")  # fmt: skip
+        ax.plot(
+            ck["c_s"],
+            ck["sink_mass_at_gc"],
+            "o",
+            color=pal[k],
+            ms=4,
+            label=rf"simulation, $\kappa$ = {k:g}",
+        )
         th = theory[(theory["line"] == "sink_mass") & (theory["kappa"] == k)]
         ax.plot(th["x"].to_numpy(), th["value"].to_numpy(), "-", color=pal[k], lw=0.9)
     ax.plot([], [], "k-", lw=0.9, label="exact simplex with sink")
@@ -209,10 +234,14 @@ def plot_sink(*, curves, critical, theory, caption: str):
     # the critical equation depends on kappa c_s only: one theory curve for every kappa
     th = line["value"].to_numpy()
     thf = theory[theory["line"] == "critical_spread"]["value"].to_numpy()
-    ax.plot(ks_fine, np.where(th < top, th, np.nan), "k-", lw=0.9,
-            label="exact simplex with sink")  # fmt: skip
-    ax.plot(ks_fine, np.where(thf < top, thf, np.nan), "k:", lw=1.1,
-            label=rf"with score spread $\sigma$ = {sd:.3f}")  # fmt: skip
+    ax.plot(ks_fine, np.where(th < top, th, np.nan), "k-", lw=0.9, label="exact simplex with sink")
+    ax.plot(
+        ks_fine,
+        np.where(thf < top, thf, np.nan),
+        "k:",
+        lw=1.1,
+        label=rf"with score spread $\sigma$ = {sd:.3f}",
+    )
     ax.axvline(1.0, color="0.6", lw=0.6)
     ax.axhline(gc, color="0.5", lw=0.6)
     ax.text(ks_fine[0], gc * 0.995, r"$1/(1-\hat\rho)$", fontsize=6, va="top", color="0.4")
@@ -229,8 +258,15 @@ def plot_sink(*, curves, critical, theory, caption: str):
     cp = _colours(cs_show)
     for c in cs_show:
         s = sub[sub["c_s"] == c].sort_values("gamma")
-        ax.plot(s["gamma"], s["self_weight_mean"], "o-", color=cp[c], ms=2.5, lw=0.9,
-                label=rf"$\kappa c_s$ = {kbig * c:g}")  # fmt: skip
+        ax.plot(
+            s["gamma"],
+            s["self_weight_mean"],
+            "o-",
+            color=cp[c],
+            ms=2.5,
+            lw=0.9,
+            label=rf"$\kappa c_s$ = {kbig * c:g}",
+        )
         ax.plot(s["gamma"], s["sink_mass_mean"], "s:", color=cp[c], ms=2.5, lw=0.9)
     ax.plot([], [], "ko-", ms=2.5, label=r"$A_{ii}$ (mean)")
     ax.plot([], [], "ks:", ms=2.5, label=r"$A_{is}$ (sink)")
@@ -257,8 +293,9 @@ def plot_depth(*, data, caption: str):
     figure data, :func:`attnscale.experiments.realistic_summaries.depth_summary`."""
     apply_style()
     alphas = sorted(data["alpha"].unique())
-    fig, axes = plt.subplots(2, len(alphas), figsize=(4.3 * len(alphas), 6.2), squeeze=False,
-                             sharex=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        2, len(alphas), figsize=(4.3 * len(alphas), 6.2), squeeze=False, sharex=True
+    )
     factors = sorted(data["gamma_factor"].unique())
     pal = _colours(factors, "plasma", 0.1, 0.75)
     floor = 1e-30
@@ -269,8 +306,9 @@ def plot_depth(*, data, caption: str):
             lab = rf"$\gamma$ = {f:g} $\gamma_c(\hat\rho_0)$"
             ax = axes[0, j]
             ax.plot(s["layer"], s["delta_mean"], "o", color=pal[f], ms=3, label=lab)
-            ax.plot(s["layer"], np.maximum(s["delta_simplex_mean"], floor), "-", color=pal[f],
-                    lw=0.9)  # fmt: skip
+            ax.plot(
+                s["layer"], np.maximum(s["delta_simplex_mean"], floor), "-", color=pal[f], lw=0.9
+            )
             ax = axes[1, j]
             ok = s["layer"] >= 1
             ax.plot(s["layer"][ok], s["lambda_mean"][ok], "o", color=pal[f], ms=3)

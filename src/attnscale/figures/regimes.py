@@ -101,9 +101,12 @@ def _split(table: pd.DataFrame):
 def _main_panels(ax, ag, main, colours, handles, labels):
     sims = main[main["kind"] == "simulation"]
     lines = main[(main["kind"] != "simulation") & (main["role"] == "line")]
-    shown = {"gap": ("prediction", "leading"), "ties": ("prediction", "leading"),
-             "rem": ("prediction", "leading", "penultimate", "freezing"),
-             "finite_d": ("prediction", "first_order", "power_law")}  # fmt: skip
+    shown = {
+        "gap": ("prediction", "leading"),
+        "ties": ("prediction", "leading"),
+        "rem": ("prediction", "leading", "penultimate", "freezing"),
+        "finite_d": ("prediction", "first_order", "power_law"),
+    }
     for reg in ("gap", "ties", "finite_d", "rem"):
         for series in sorted(main.loc[main["regime"] == reg, "series"].unique()):
             col = colours[series]
@@ -129,8 +132,16 @@ def _main_panels(ax, ag, main, colours, handles, labels):
             if s.empty:
                 continue
             n, b, se = (s[c].to_numpy(float) for c in ("n", "beta", "beta_se"))
-            kw = {"fmt": "o", "ms": 3.6, "color": col, "mec": "k", "mew": 0.4, "capsize": 2,
-                  "elinewidth": 0.9, "zorder": 5}  # fmt: skip
+            kw = {
+                "fmt": "o",
+                "ms": 3.6,
+                "color": col,
+                "mec": "k",
+                "mew": 0.4,
+                "capsize": 2,
+                "elinewidth": 0.9,
+                "zorder": 5,
+            }
             h = ax.errorbar(n, b, yerr=2 * se, **kw)
             ag.errorbar(n, b / np.log(n), yerr=2 * se / np.log(n), **kw)
             handles.append(h)
@@ -156,8 +167,17 @@ def _z_panel(az, table, other, colours):
     for i, series in enumerate(names):
         s = sims[sims["series"] == series]
         jitter = 1.0 + 0.035 * (i - (len(names) - 1) / 2.0)
-        az.plot(s["n"] * jitter, s["z_pred"], "s" if series in second else "o", ms=3.4,
-                color=colours[series], mec="k", mew=0.4, zorder=5, ls="")  # fmt: skip
+        az.plot(
+            s["n"] * jitter,
+            s["z_pred"],
+            "s" if series in second else "o",
+            ms=3.4,
+            color=colours[series],
+            mec="k",
+            mew=0.4,
+            zorder=5,
+            ls="",
+        )
     az.axhspan(-2, 2, color="0.9", zorder=0)
     az.axhline(0.0, color="k", lw=0.6)
     az.set_ylabel("(simulation $-$ prediction) / SE")
@@ -184,13 +204,28 @@ def _power_panel(ap, fd, colours):
             g = sub[sub["kind"] == kind].set_index("n")["beta"]
             n = g.index.to_numpy(float)
             ls, lw = STYLES[kind]
-            ap.plot(np.log(n) / d, g.to_numpy(float) / pw.reindex(g.index).to_numpy(float),
-                    ls=ls, lw=lw, color=col)  # fmt: skip
+            ap.plot(
+                np.log(n) / d,
+                g.to_numpy(float) / pw.reindex(g.index).to_numpy(float),
+                ls=ls,
+                lw=lw,
+                color=col,
+            )
         s = sims[sims["series"] == series].sort_values("n")
         p = pts[pts["series"] == series].set_index("n")["beta"].reindex(s["n"]).to_numpy(float)
-        ap.errorbar(np.log(s["n"].to_numpy(float)) / d, s["beta"].to_numpy(float) / p,
-                    yerr=2 * s["beta_se"].to_numpy(float) / p, fmt="o", ms=3.6, color=col,
-                    mec="k", mew=0.4, capsize=2, elinewidth=0.9, zorder=5)  # fmt: skip
+        ap.errorbar(
+            np.log(s["n"].to_numpy(float)) / d,
+            s["beta"].to_numpy(float) / p,
+            yerr=2 * s["beta_se"].to_numpy(float) / p,
+            fmt="o",
+            ms=3.6,
+            color=col,
+            mec="k",
+            mew=0.4,
+            capsize=2,
+            elinewidth=0.9,
+            zorder=5,
+        )
         drawn = True
     ap.axhline(1.0, color="k", lw=0.8)
     ap.axvline(0.5, **BREAKDOWN_STYLE)
@@ -219,17 +254,28 @@ def _ties_panel(at, other, colours):
     for series in sorted(sims["series"].unique()):
         s = sims[sims["series"] == series].sort_values("n")
         d = float(s["d"].iloc[0])
-        base = lines[(lines["regime"] == "gap") & np.isclose(lines["d"], d)
-                     & (lines["kind"] == "prediction")].set_index("n")["beta"]  # fmt: skip
+        base = lines[
+            (lines["regime"] == "gap") & np.isclose(lines["d"], d) & (lines["kind"] == "prediction")
+        ].set_index("n")["beta"]
         col = colours[series]
         for kind in ("prediction", "first_order"):
             g = lines[(lines["series"] == series) & (lines["kind"] == kind)].set_index("n")["beta"]
             ratio = g.to_numpy(float) / base.reindex(g.index).to_numpy(float)
             ls, lw = STYLES[kind]
             at.plot(g.index.to_numpy(float), ratio, ls=ls, lw=lw, color=col)
-        at.errorbar(s["n"], s["ratio_to_query"], yerr=2 * s["ratio_to_query_se"], fmt="o",
-                    ms=3.6, color=col, mec="k", mew=0.4, capsize=2, elinewidth=0.9,
-                    zorder=5)  # fmt: skip
+        at.errorbar(
+            s["n"],
+            s["ratio_to_query"],
+            yerr=2 * s["ratio_to_query_se"],
+            fmt="o",
+            ms=3.6,
+            color=col,
+            mec="k",
+            mew=0.4,
+            capsize=2,
+            elinewidth=0.9,
+            zorder=5,
+        )
     d0, rho0 = int(sims["d"].iloc[0]), float(sims["rho"].iloc[0])
     at.set_xscale("log")
     at.set_ylabel(r"$\beta^*_k / \beta^*_1$ (the same rows: paired, $\pm 2$ SE)")
@@ -266,23 +312,39 @@ def _text_panel(axt, read_off, exponent):
             )
             out.append(rf"   {what}: $k = {r['k_needed']:.2f}$")
         for _, r in rs[rs["k"] > 1].iterrows():
-            out.append(rf"   simulated $k = {int(r['k'])}$: drop {r['shift_sim']:.5f} $\pm$ "
-                       rf"{r['shift_sim_se']:.1e},")  # fmt: skip
-            out.append(rf"      exact theory {r['shift_exact']:.5f}, first order "
-                       rf"{r['shift_theory']:.5f}")  # fmt: skip
+            out.append(
+                rf"   simulated $k = {int(r['k'])}$: drop {r['shift_sim']:.5f} $\pm$ "
+                rf"{r['shift_sim_se']:.1e},"
+            )
+            out.append(
+                rf"      exact theory {r['shift_exact']:.5f}, first order "
+                rf"{r['shift_theory']:.5f}"
+            )
         out.append("")
     if exponent is not None and not exponent.empty:
         e0 = exponent.iloc[0]
-        out.append(r"Local exponent $d\ln\beta^*/d\ln n$ over "
-                   rf"$n = {_tex_n(e0['n_lo'])}$ .. ${_tex_n(e0['n_hi'])}$,")  # fmt: skip
+        out.append(
+            r"Local exponent $d\ln\beta^*/d\ln n$ over "
+            rf"$n = {_tex_n(e0['n_lo'])}$ .. ${_tex_n(e0['n_hi'])}$,"
+        )
         out.append(r"simulated / exact / Paper B's $2/(d-1)$:")
         for _, e in exponent.sort_values("d").iterrows():
-            out.append(rf"   $d = {int(e['d'])}$ ($\ln n/d \leq {e['ln_n_over_d_hi']:.2f}$): "
-                       rf"{e['exponent_sim']:.3f} $\pm$ {e['exponent_sim_se']:.3f} / "
-                       rf"{e['exponent_pred']:.3f} / {e['exponent_power_law']:.3f}")  # fmt: skip
-    axt.text(0.0, 1.0, "\n".join(out), transform=axt.transAxes, va="top", ha="left",
-             fontsize=7.2, linespacing=1.35, bbox={"boxstyle": "round,pad=0.4", "fc": "white",
-                                                   "ec": "0.6", "lw": 0.6})  # fmt: skip
+            out.append(
+                rf"   $d = {int(e['d'])}$ ($\ln n/d \leq {e['ln_n_over_d_hi']:.2f}$): "
+                rf"{e['exponent_sim']:.3f} $\pm$ {e['exponent_sim_se']:.3f} / "
+                rf"{e['exponent_pred']:.3f} / {e['exponent_power_law']:.3f}"
+            )
+    axt.text(
+        0.0,
+        1.0,
+        "\n".join(out),
+        transform=axt.transAxes,
+        va="top",
+        ha="left",
+        fontsize=7.2,
+        linespacing=1.35,
+        bbox={"boxstyle": "round,pad=0.4", "fc": "white", "ec": "0.6", "lw": 0.6},
+    )
     axt.set_title("(f) read off", loc="left")
 
 
@@ -315,22 +377,26 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, e
     apply_style()
     colours = _colours(table)
     main, fd, other = _split(table)
-    fig, axes = plt.subplots(2, 3, figsize=(15.0, 10.6),
-                             gridspec_kw={"width_ratios": [1.2, 1.2, 1.0]})  # fmt: skip
+    fig, axes = plt.subplots(
+        2, 3, figsize=(15.0, 10.6), gridspec_kw={"width_ratios": [1.2, 1.2, 1.0]}
+    )
     (ax, ag, az), (ap, at, axt) = axes
     handles, labels = [], []
     _main_panels(ax, ag, main, colours, handles, labels)
     small = fd[(fd["kind"] == "simulation") & (fd["d"].astype(float) < MAIN_MIN_D)]
     for series in sorted(small["series"].unique()):
         s = small[small["series"] == series]
-        handles.append(plt.Line2D([], [], color=colours[series], marker="o", ms=4.5, ls="", mec="k",
-                                  mew=0.4))  # fmt: skip
+        handles.append(
+            plt.Line2D([], [], color=colours[series], marker="o", ms=4.5, ls="", mec="k", mew=0.4)
+        )
         labels.append(_label("finite_d", s) + " (panel d)")
     ties2 = other[(other["kind"] == "simulation") & (other["regime"] == "ties")]
     if not ties2.empty:
         handles.append(plt.Line2D([], [], color="0.5", marker="s", ms=4.5, ls="", mec="k", mew=0.4))
-        labels.append(rf"the query alone and the near-ties at $d = {int(ties2['d'].iloc[0])}$ "
-                      "(panel e; squares in c)")  # fmt: skip
+        labels.append(
+            rf"the query alone and the near-ties at $d = {int(ties2['d'].iloc[0])}$ "
+            "(panel e; squares in c)"
+        )
     _z_panel(az, table, other, colours)
     _power_panel(ap, fd, colours)
     _ties_panel(at, other, colours)
@@ -345,12 +411,13 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, e
         plt.Line2D([], [], color="k", ls=STYLES["prediction"][0], lw=STYLES["prediction"][1]),
         plt.Line2D([], [], color="k", ls=STYLES["leading"][0], lw=STYLES["leading"][1]),
         plt.Line2D([], [], color=rem, ls=STYLES["penultimate"][0], lw=STYLES["penultimate"][1]),
-        plt.Line2D([], [], color=rem, ls=STYLES["freezing"][0], lw=STYLES["freezing"][1],
-                   alpha=0.6),
+        plt.Line2D(
+            [], [], color=rem, ls=STYLES["freezing"][0], lw=STYLES["freezing"][1], alpha=0.6
+        ),
         plt.Line2D([], [], color="k", ls=STYLES["first_order"][0], lw=STYLES["first_order"][1]),
         plt.Line2D([], [], color="k", ls=STYLES["power_law"][0], lw=STYLES["power_law"][1]),
         plt.Line2D([], [], **BREAKDOWN_STYLE),
-    ]  # fmt: skip
+    ]
     style_l = [
         r"simulation, $\pm 2$ SE",
         "exact prediction at finite n",
@@ -362,8 +429,15 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, e
         r"finite $d$: Paper B's power law $\propto n^{2/(d-1)}$",
         r"$\ln(n-1) = d/(2(1+\rho-\rho^2/2))$: the first-order ($\log n$) theory ends",
     ]
-    fig.legend(handles + style_h, labels + style_l, loc="upper center", ncol=4, fontsize=6.8,
-               bbox_to_anchor=(0.5, 0.975), frameon=False)  # fmt: skip
+    fig.legend(
+        handles + style_h,
+        labels + style_l,
+        loc="upper center",
+        ncol=4,
+        fontsize=6.8,
+        bbox_to_anchor=(0.5, 0.975),
+        frameon=False,
+    )
     fig.suptitle(
         r"What sets the order of the critical scale? $\log n$ with a gap, $\sqrt{\log n}$ "
         r"without, $n^{2/(d-1)}$ once $\ln n \gg d$, $(1-\kappa)\,\gamma_c$ with $n^\kappa$ ties "
@@ -371,7 +445,8 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, e
         y=0.995,
     )
     width = fig.get_figwidth()
-    fig.subplots_adjust(left=0.7 / width, right=1 - 0.2 / width, top=0.855, bottom=0.13,
-                        wspace=0.26, hspace=0.3)  # fmt: skip
+    fig.subplots_adjust(
+        left=0.7 / width, right=1 - 0.2 / width, top=0.855, bottom=0.13, wspace=0.26, hspace=0.3
+    )
     add_caption(fig, caption)
     return fig

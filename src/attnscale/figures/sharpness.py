@@ -39,8 +39,14 @@ def _n_colours(ns) -> dict:
 
 def _limit_step(ax, level: float) -> None:
     """Paper A's n -> inf limit of a normalised observable: 0 below x = 1, ``level`` at it, 1 above."""
-    ax.plot([0.0, 1.0, 1.0, 10.0], [0.0, 0.0, 1.0, 1.0], color="k", ls="--", lw=1.0,
-            label=r"$n\to\infty$ [Paper A]")  # fmt: skip
+    ax.plot(
+        [0.0, 1.0, 1.0, 10.0],
+        [0.0, 0.0, 1.0, 1.0],
+        color="k",
+        ls="--",
+        lw=1.0,
+        label=r"$n\to\infty$ [Paper A]",
+    )
     ax.plot([1.0], [level], "o", mfc="white", mec="k", ms=4)
 
 
@@ -52,15 +58,28 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
             continue
         col = colours[n]
         ax.plot(c["x"], c["mean"], "-", color=col, lw=1.2, label=f"n = 2^{int(np.log2(n))}")
-        ax.fill_between(c["x"], c["mean"] - 2 * c["se"], c["mean"] + 2 * c["se"], color=col,
-                        alpha=0.25, lw=0)  # fmt: skip
-        t = tra[(tra["observable"] == obs) & np.isclose(tra["rho"], rho) & (tra["d"] == d)
-                & (tra["n"] == n)]  # fmt: skip
+        ax.fill_between(
+            c["x"], c["mean"] - 2 * c["se"], c["mean"] + 2 * c["se"], color=col, alpha=0.25, lw=0
+        )
+        t = tra[
+            (tra["observable"] == obs)
+            & np.isclose(tra["rho"], rho)
+            & (tra["d"] == d)
+            & (tra["n"] == n)
+        ]
         if not t.empty:
             r = t.iloc[0]
-            ax.plot(r["x_star"], r["level_centre"], marker="v", ms=6, color=col, mec="k",
-                    mew=0.5, zorder=5)  # fmt: skip
-    level = theory.critical_lambda(rho) if obs == "lambda" else 0.25
+            ax.plot(
+                r["x_star"],
+                r["level_centre"],
+                marker="v",
+                ms=6,
+                color=col,
+                mec="k",
+                mew=0.5,
+                zorder=5,
+            )
+    level = theory.critical_level(obs, rho)
     _limit_step(ax, level)
     ax.set_ylim(-0.03, 1.05)
 
@@ -74,18 +93,42 @@ def _against_n(ax, tra, d, rhos, what):
             t = t.sort_values("n")
             if t.empty:
                 continue
-            ax.errorbar(t["n"], t[what], yerr=2 * t[f"{what}_se"].fillna(0.0), fmt=mk + ls,
-                        color=col, ms=3.5, lw=1.0, capsize=2, elinewidth=0.8,
-                        mfc=col if j == 0 else "white",
-                        label=f"{lab}, rho = {rho:g}")  # fmt: skip
+            ax.errorbar(
+                t["n"],
+                t[what],
+                yerr=2 * t[f"{what}_se"].fillna(0.0),
+                fmt=mk + ls,
+                color=col,
+                ms=3.5,
+                lw=1.0,
+                capsize=2,
+                elinewidth=0.8,
+                mfc=col if j == 0 else "white",
+                label=f"{lab}, rho = {rho:g}",
+            )
             if what == "width" and j == 0:
-                ax.plot(t["n"], t["width_simplex"], ":", color=col, lw=1.2,
-                        label=f"{lab}, finite-n simplex [Paper A]")  # fmt: skip
-        t = tra[(tra["observable"] == "self_weight") & np.isclose(tra["rho"], rho)
-                & (tra["d"] == d)].sort_values("n")  # fmt: skip
+                ax.plot(
+                    t["n"],
+                    t["width_simplex"],
+                    ":",
+                    color=col,
+                    lw=1.2,
+                    label=f"{lab}, finite-n simplex [Paper A]",
+                )
+        t = tra[
+            (tra["observable"] == "self_weight") & np.isclose(tra["rho"], rho) & (tra["d"] == d)
+        ].sort_values("n")
         ref = "width_finite_d" if what == "width" else "x_star"
-        ax.plot(t["n"], t[ref], ls, color="m", lw=1.6, alpha=0.7, zorder=1,
-                label=f"A_ii, finite d, rho = {rho:g} [derived]")  # fmt: skip
+        ax.plot(
+            t["n"],
+            t[ref],
+            ls,
+            color="m",
+            lw=1.6,
+            alpha=0.7,
+            zorder=1,
+            label=f"A_ii, finite d, rho = {rho:g} [derived]",
+        )
     if what == "centre":
         ax.axhline(1.0, color="k", ls="--", lw=1.0, label=r"$\gamma_c$ [Paper A]")
     ax.set_xscale("log", base=2)
@@ -148,10 +191,10 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     h, lab = axes[3, 0].get_legend_handles_labels()
     handles.append(h[lab.index(r"$\gamma_c$ [Paper A]")])
     labels.append("x = 1: Paper A's gamma_c (centre row)")
-    labels = [v.replace("A_ii, finite d", "A_ii, finite-d theory (width; centre: x*)")
-              for v in labels]  # fmt: skip
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7,
-               bbox_to_anchor=(0.5, 0.055))  # fmt: skip
+    labels = [
+        v.replace("A_ii, finite d", "A_ii, finite-d theory (width; centre: x*)") for v in labels
+    ]
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, bbox_to_anchor=(0.5, 0.055))
     fig.suptitle("Transition sharpness against context length (ours)", y=0.995)
     fig.tight_layout(rect=(0, 0.12, 1, 0.99))
     add_caption(fig, caption)

@@ -52,21 +52,26 @@ def load_tokens(path):
         with path.open("rb") as fh:
             head = fh.read(len(NPY_MAGIC))
     except OSError as exc:
-        raise ValueError(f"tokens must be a readable .npy file, got {name!r}: "
-                         f"{exc.strerror or exc}. {SAVE_HINT}") from exc  # fmt: skip
+        raise ValueError(
+            f"tokens must be a readable .npy file, got {name!r}: {exc.strerror or exc}. {SAVE_HINT}"
+        ) from exc
     if head != NPY_MAGIC:
-        raise ValueError(f"tokens must be a .npy array file, but {name!r} is not one: it looks "
-                         f"like {_looks_like(head)}. {SAVE_HINT}")  # fmt: skip
+        raise ValueError(
+            f"tokens must be a .npy array file, but {name!r} is not one: it looks "
+            f"like {_looks_like(head)}. {SAVE_HINT}"
+        )
     try:
         X = np.load(path, allow_pickle=False)
     except ValueError as exc:
         if "object" in str(exc).lower():
-            raise ValueError(f"tokens in {name!r} are Python objects (dtype object), not "
-                             f"numbers. {SAVE_HINT}") from None  # fmt: skip
+            raise ValueError(
+                f"tokens in {name!r} are Python objects (dtype object), not numbers. {SAVE_HINT}"
+            ) from None
         raise ValueError(f"tokens file {name!r} is a damaged .npy file. {SAVE_HINT}") from None
     except (OSError, EOFError):
         raise ValueError(f"tokens file {name!r} is a damaged .npy file. {SAVE_HINT}") from None
     if X.dtype.kind not in "fiu":
-        raise ValueError(f"tokens in {name!r} must be real numbers, got dtype {X.dtype}. "
-                         f"{SAVE_HINT}")  # fmt: skip
+        raise ValueError(
+            f"tokens in {name!r} must be real numbers, got dtype {X.dtype}. {SAVE_HINT}"
+        )
     return X

@@ -6,7 +6,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows, check_real
+from attnscale.core.validation import (
+    check_int,
+    check_matrix,
+    check_nonzero_rows,
+    check_real,
+    check_rng,
+)
 
 __all__ = [
     "COSINE_CHUNK",
@@ -53,8 +59,7 @@ def near_simplex(n: int, d: int, rho: float, rng: np.random.Generator) -> np.nda
     n = check_int("n", n, minimum=2)
     d = check_int("d", d, minimum=1)
     rho = check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     z0, Z = gaussian_draw(n, d, rng)
     return from_draw(z0, Z, rho)
 
@@ -69,8 +74,7 @@ def gaussian_draw(n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray,
     """
     n = check_int("n", n, minimum=2)
     d = check_int("d", d, minimum=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     scale = 1.0 / np.sqrt(d)
     z0 = rng.standard_normal(d) * scale
     Z = rng.standard_normal((n, d))
@@ -146,8 +150,9 @@ def mean_cosine(X: np.ndarray) -> float:
     else:  # the same sum, row after row, COSINE_CHUNK rows of Y at a time
         s = None
         for a in range(0, n, COSINE_CHUNK):
-            Y = X[a : a + COSINE_CHUNK] / np.linalg.norm(X[a : a + COSINE_CHUNK], axis=1,
-                                                         keepdims=True)  # fmt: skip
+            Y = X[a : a + COSINE_CHUNK] / np.linalg.norm(
+                X[a : a + COSINE_CHUNK], axis=1, keepdims=True
+            )
             s = Y.sum(axis=0) if s is None else np.concatenate([s[None], Y]).sum(axis=0)
     return float((s @ s - n) / (n * (n - 1)))
 

@@ -3,8 +3,7 @@ files a rule depends on, atomic I/O and provenance, job logging, the lineage of 
 rules' default resources and the scheduler fix (docs/pipeline.md).
 
 Imports :mod:`attnscale.backend` (the adapter sets each job's kernel backend; the configuration
-checks its name) and :mod:`attnscale._moved` (the old names of renamed adapter functions),
-nothing else of attnscale. The adapter loads the experiment or figure function
+checks its name), nothing else of attnscale. The adapter loads the experiment or figure function
 a rule names at run time, by its name and not by an import statement, so it sits below them
 (docs/pipeline.md#the-package-layout)."""
 

@@ -27,8 +27,6 @@ import importlib
 import inspect
 from pathlib import Path
 
-from attnscale._moved import renamed
-
 __all__ = ["entry_function", "load_file", "load_input", "write_outputs", "call", "run_rule"]
 
 FIGURE_EXTS = (".png", ".pdf")
@@ -229,4 +227,3 @@ def _log_jax_device(log) -> None:
 
 #: ``resolve`` and ``load`` were these functions' names; :func:`attnscale.backend.resolve` resolves a
 #: backend and :func:`attnscale.pipeline.config.load` a configuration (docs/glossary.md).
-__getattr__ = renamed(__name__, {"resolve": "entry_function", "load": "load_file"})

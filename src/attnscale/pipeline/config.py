@@ -95,8 +95,11 @@ class Config:
                 labs = [label(v) for v in vals]
                 for v, lab in zip(vals, labs, strict=True):
                     if float(lab) != float(v):
-                        fail(key, f"values with at most {LABEL_DIGITS} decimals (they name "
-                             "files)", float(v))  # fmt: skip
+                        fail(
+                            key,
+                            f"values with at most {LABEL_DIGITS} decimals (they name files)",
+                            float(v),
+                        )
             self._grids[key] = vals
         return self._grids[key]
 

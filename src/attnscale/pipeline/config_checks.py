@@ -38,15 +38,20 @@ def check_choices(cfg) -> None:
 
 def _check_eta_trials(cfg) -> None:
     if cfg.get("paper_a.eta.trials") > cfg.get("paper_a.trials"):
-        fail("paper_a.eta.trials", "<= paper_a.trials (Figure 2 reuses Figure 1's draws)",
-             cfg.get("paper_a.eta.trials"))  # fmt: skip
+        fail(
+            "paper_a.eta.trials",
+            "<= paper_a.trials (Figure 2 reuses Figure 1's draws)",
+            cfg.get("paper_a.eta.trials"),
+        )
 
 
 def _check_finite_d_intermediate_trials(cfg) -> None:
     if cfg.get("finite_d.intermediate.trials") > cfg.get("paper_a.trials"):
-        fail("finite_d.intermediate.trials",
-             "<= paper_a.trials (the intermediate phase reuses Figure 1's draws)",
-             cfg.get("finite_d.intermediate.trials"))  # fmt: skip
+        fail(
+            "finite_d.intermediate.trials",
+            "<= paper_a.trials (the intermediate phase reuses Figure 1's draws)",
+            cfg.get("finite_d.intermediate.trials"),
+        )
 
 
 def _check_causal(cfg) -> None:
@@ -57,11 +62,17 @@ def _check_causal(cfg) -> None:
         return
     n_min = min(cfg.grid("causal.rules_simulated.n"))
     if block > n_min:
-        fail("causal.rules_simulated.block", f"<= the smallest causal.rules_simulated.n "
-             f"({int(n_min)})", block)  # fmt: skip
+        fail(
+            "causal.rules_simulated.block",
+            f"<= the smallest causal.rules_simulated.n ({int(n_min)})",
+            block,
+        )
     if not np.any(np.isclose(cfg.grid("causal.self_weight.gamma_factors"), 1.0)):
-        fail("causal.self_weight.gamma_factors", "a grid containing 1 (gamma = gamma_c)",
-             cfg.get("causal.self_weight.gamma_factors"))  # fmt: skip
+        fail(
+            "causal.self_weight.gamma_factors",
+            "a grid containing 1 (gamma = gamma_c)",
+            cfg.get("causal.self_weight.gamma_factors"),
+        )
 
 
 def _check_realistic_rank(cfg) -> None:
@@ -86,8 +97,11 @@ def _check_paper_b(cfg) -> None:
     if not all(math.isfinite(v) for v in q) or math.hypot(*q) == 0:
         fail("paper_b.heat_drift.q", "three finite numbers, not all zero", q)
     if cfg.get("paper_b.heat_drift.max_contexts") < cfg.get("paper_b.heat_drift.min_contexts"):
-        fail("paper_b.heat_drift.max_contexts", ">= paper_b.heat_drift.min_contexts",
-             cfg.get("paper_b.heat_drift.max_contexts"))  # fmt: skip
+        fail(
+            "paper_b.heat_drift.max_contexts",
+            ">= paper_b.heat_drift.min_contexts",
+            cfg.get("paper_b.heat_drift.max_contexts"),
+        )
 
 
 def _check_paper_b_exponent(cfg) -> None:
@@ -97,12 +111,18 @@ def _check_paper_b_exponent(cfg) -> None:
         return
     k_max = max(cfg.ints("paper_b_exponent.subsphere.k"))
     if k_max >= d:
-        fail("paper_b_exponent.subsphere.k", f"sub-sphere dimensions 3 <= k < "
-             f"paper_b_exponent.subsphere.d ({d})", k_max)  # fmt: skip
+        fail(
+            "paper_b_exponent.subsphere.k",
+            f"sub-sphere dimensions 3 <= k < paper_b_exponent.subsphere.d ({d})",
+            k_max,
+        )
     extra = set(cfg.ints("paper_b_exponent.rope_long.d")) - set(cfg.ints("paper_b_exponent.rope.d"))
     if extra:
-        fail("paper_b_exponent.rope_long.d", "a subset of paper_b_exponent.rope.d (the long run "
-             "shares the job of its d)", sorted(extra))  # fmt: skip
+        fail(
+            "paper_b_exponent.rope_long.d",
+            "a subset of paper_b_exponent.rope.d (the long run shares the job of its d)",
+            sorted(extra),
+        )
     for sec in ("rope", "rope_long"):
         bad = [v for v in cfg.ints(f"paper_b_exponent.{sec}.d") if v % 2]
         if bad:
@@ -110,8 +130,12 @@ def _check_paper_b_exponent(cfg) -> None:
     for sec in ("uniform", "subsphere", "rope", "rope_long"):
         n = [int(round(v)) for v in cfg.grid(f"paper_b_exponent.{sec}.n")]
         if len(set(n)) != len(n) or len(n) < 4:
-            fail(f"paper_b_exponent.{sec}.n", "at least 4 values, distinct after rounding to "
-                 "integers (the exponent fits need them)", n)  # fmt: skip
+            fail(
+                f"paper_b_exponent.{sec}.n",
+                "at least 4 values, distinct after rounding to "
+                "integers (the exponent fits need them)",
+                n,
+            )
 
 
 def _check_regimes(cfg) -> None:
@@ -121,8 +145,11 @@ def _check_regimes(cfg) -> None:
         return
     for sec in ("gap", "rem", "finite_d", "ties_finite_d", "read_off"):
         if batches > cfg.get(f"regimes.{sec}.contexts"):
-            fail("regimes.batches", f"<= regimes.{sec}.contexts "
-                 f"({cfg.get(f'regimes.{sec}.contexts')})", batches)  # fmt: skip
+            fail(
+                "regimes.batches",
+                f"<= regimes.{sec}.contexts ({cfg.get(f'regimes.{sec}.contexts')})",
+                batches,
+            )
     n = [int(round(v)) for v in cfg.grid("regimes.n")]
     if len(set(n)) != len(n):
         fail("regimes.n", "distinct after rounding to integers", n)
@@ -134,8 +161,11 @@ def _check_explorer(cfg) -> None:
     except KeyError:  # section absent (only the schema's defaults create it)
         return
     if d[0] != 3:
-        fail("explorer.d", "d-nodes starting at 3 (the theory's smallest d; the page covers "
-             "3 .. 4096)", d)  # fmt: skip
+        fail(
+            "explorer.d",
+            "d-nodes starting at 3 (the theory's smallest d; the page covers 3 .. 4096)",
+            d,
+        )
     tiers = cfg.ints("explorer.tier_d")
     if tiers[-1] < d[-1]:
         fail("explorer.tier_d", f"tiers whose last is >= the largest d-node ({d[-1]})", tiers)
@@ -158,8 +188,11 @@ def _check_sharpness(cfg) -> None:
         if not d_range.ok(s["d"]):
             fail(f"sharpness.sizes[{k}].d", d_range.text(), s["d"])
         if not n_range.ok(s["n_max"]):
-            fail(f"sharpness.sizes[{k}].n_max", f"{n_range.text()} (>= the smallest "
-                 "sharpness.n)", s["n_max"])  # fmt: skip
+            fail(
+                f"sharpness.sizes[{k}].n_max",
+                f"{n_range.text()} (>= the smallest sharpness.n)",
+                s["n_max"],
+            )
     ds = [s["d"] for s in sizes]
     if any(b <= a for a, b in zip(ds, ds[1:], strict=False)):
         fail("sharpness.sizes", "entries with increasing d", ds)
@@ -196,8 +229,9 @@ def check_backend(cfg) -> None:
         gb = cfg.get("backend_memory_gb")
     except KeyError:
         gb = None
-    if gb is not None and (isinstance(gb, bool) or not isinstance(gb, (int, float))
-                           or not Range(low=0.0).ok(gb)):  # fmt: skip
+    if gb is not None and (
+        isinstance(gb, bool) or not isinstance(gb, (int, float)) or not Range(low=0.0).ok(gb)
+    ):
         fail("backend_memory_gb", "null or a finite number in (0, inf)", gb)
     try:
         name = cfg.get("backend")
@@ -209,6 +243,16 @@ def check_backend(cfg) -> None:
 
 
 #: Checks that involve several keys: functions of the :class:`Config` that call :func:`fail`.
-CHECKS: list = [check_choices, _check_causal, _check_eta_trials, _check_finite_d_intermediate_trials,
-                _check_realistic_rank, _check_paper_b, _check_paper_b_exponent,
-                _check_regimes, _check_explorer, _check_sharpness, check_backend]  # fmt: skip
+CHECKS: list = [
+    check_choices,
+    _check_causal,
+    _check_eta_trials,
+    _check_finite_d_intermediate_trials,
+    _check_realistic_rank,
+    _check_paper_b,
+    _check_paper_b_exponent,
+    _check_regimes,
+    _check_explorer,
+    _check_sharpness,
+    check_backend,
+]

@@ -194,7 +194,7 @@ GRIDS: dict[str, Range] = {
     "regimes.finite_d.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "regimes.ties_finite_d.d": Range(
         low=3, low_open=False, high=4096, high_open=False, integer=True
-    ),  # fmt: skip
+    ),
     "regimes.rem_orders.n": Range(low=3, low_open=False, high=1e30, high_open=False),
     "regimes.rem_orders.factors": Range(low=0.0),
     "regimes.read_off.copy_cosine": Range(low=-1.0, high=1.0, high_open=False, increasing=False),

@@ -25,6 +25,8 @@ __all__ = [
     "git_commit",
     "provenance",
     "provenance_columns",
+    "spawn_key_text",
+    "SPAWN_KEY_PATTERN",
     "save_npz",
     "save_csv",
     "save_figure",
@@ -110,8 +112,11 @@ def git_commit() -> str:
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, check=True, cwd=here,
-        ).stdout.strip()  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=here,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
@@ -133,16 +138,44 @@ def provenance(root_seed: int | None, key, params: dict) -> dict:
     }
 
 
-def provenance_columns(root_seed: int | None, key, params: dict) -> dict:
-    """:func:`provenance` as table columns (spawn key joined with ``-``)."""
-    p = provenance(root_seed, key, params)
-    return {
-        "root_seed": p["root_seed"],
-        "spawn_key": "-".join(str(k) for k in p["spawn_key"]),
-        "params_hash": p["params_hash"],
-        "attnscale_version": p["attnscale_version"],
-        "git_commit": p["git_commit"],
-    }
+def provenance_columns(
+    root_seed: int | None, key, params: dict, *, contexts: int | None = None
+) -> dict:
+    """:func:`provenance` as table columns: the one place every table's provenance columns are
+    written (docs/pipeline.md#reliability-and-provenance).
+
+    ``spawn_key`` has one format in every table: the integers of a key joined with ``-``
+    (``"17-3-0"``); several keys (``key`` a list of keys) joined with ``;``; a key prefix whose
+    last id runs over ``contexts`` rows (``contexts`` given) as ``<prefix>-{0..contexts-1}``.
+    A table computed without random draws (``root_seed`` and ``key`` both ``None``) has no
+    ``root_seed`` or ``spawn_key`` column.
+    """
+    p = provenance(root_seed, None, params)
+    out = {}
+    if root_seed is not None or key is not None:
+        out["root_seed"] = p["root_seed"]
+        out["spawn_key"] = spawn_key_text(key, contexts)
+    out["params_hash"] = p["params_hash"]
+    out["attnscale_version"] = p["attnscale_version"]
+    out["git_commit"] = p["git_commit"]
+    return out
+
+
+def spawn_key_text(key, contexts: int | None = None) -> str | None:
+    """The ``spawn_key`` column's text of ``key`` (see :func:`provenance_columns`): ``None`` for no
+    key, ``"a-b-c"`` for one key, ``"a-b-c;a-b-d"`` for a list of keys, and
+    ``"a-b-{0..k-1}"`` for a prefix with ``contexts = k``."""
+    if key is None:
+        return None
+    keys = list(key)
+    if keys and not isinstance(keys[0], int | np.integer):  # a list of keys
+        return ";".join(spawn_key_text(k) for k in keys)
+    text = "-".join(str(int(k)) for k in keys)
+    return text if contexts is None else f"{text}-{{0..{int(contexts) - 1}}}"
+
+
+#: The pattern every table's ``spawn_key`` matches (tests/test_table_columns.py).
+SPAWN_KEY_PATTERN = r"^\d+(-\d+)*(-\{0\.\.\d+\})?(;\d+(-\d+)*)*$"
 
 
 def save_npz(path, **arrays) -> None:

@@ -97,8 +97,11 @@ def main(argv=None) -> int:
         ap.error("--depth must be >= 0")
     root = Path(args.root)
     if _record(args.path, root) is None:
-        print(f"no Snakemake record for {args.path!r} under {root}/.snakemake/metadata "
-              "(build it first, from this directory)", file=sys.stderr)  # fmt: skip
+        print(
+            f"no Snakemake record for {args.path!r} under {root}/.snakemake/metadata "
+            "(build it first, from this directory)",
+            file=sys.stderr,
+        )
         return 1
     print("\n".join(explain(args.path, root, args.depth)))
     return 0

@@ -55,5 +55,8 @@ class Progress:
         self.done += k
         self.log.info(
             "%s: %d/%d done, elapsed %.1f s",
-            self.what, self.done, self.total, time.perf_counter() - self.t0,
-        )  # fmt: skip
+            self.what,
+            self.done,
+            self.total,
+            time.perf_counter() - self.t0,
+        )

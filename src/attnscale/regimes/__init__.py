@@ -27,10 +27,8 @@ imports none of them, so a rule depends only on the modules it uses):
 :mod:`attnscale.regimes.common`
     the level, and the argument checks the models share
 
-Imports :mod:`attnscale.core`, :mod:`attnscale.layer` (the finite-d theory) and
-:mod:`attnscale._moved` (old keyword names), nothing above
-(docs/pipeline.md#the-package-layout). The old path ``attnscale.layer.score_regimes`` still
-imports, with a DeprecationWarning naming these modules (:mod:`attnscale._moved`).
+Imports :mod:`attnscale.core` and :mod:`attnscale.layer` (the finite-d theory), nothing above
+(docs/pipeline.md#the-package-layout).
 """
 
 __all__: list[str] = []

@@ -7,24 +7,16 @@ import math
 
 import numpy as np
 
-from attnscale.core.roots import LEVEL
 from attnscale.core.validation import check_real
 
 __all__ = [
-    "LEVEL",
     "LOG_SQRT_2PI",
     "n_array",
     "out_like",
     "check_level",
     "logit",
-    "check_rho",
-    "check_beta",
-    "check_rng",
 ]
 
-#: ``LEVEL`` (:data:`attnscale.core.roots.LEVEL`, re-exported here where it was documented): the
-#: target level of the mean top-group weight that defines ``beta*``, 1/2, the simplex value at
-#: Paper A's ``gamma_c`` [choice] (docs/regimes.md#the-observable).
 
 #: ``ln sqrt(2 pi)``, the constant of the log standard normal density.
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -57,19 +49,3 @@ def check_level(level) -> float:
 def logit(level: float) -> float:
     """``ln(level / (1 - level))``."""
     return math.log(level / (1.0 - level))
-
-
-def check_rho(rho) -> float:
-    """``rho`` as a float in ``[0, 1)``, or raise naming it."""
-    return check_real("rho", rho, low=0.0, high=1.0, high_open=True)
-
-
-def check_beta(beta) -> float:
-    """``beta`` as a finite float ``>= 0``, or raise naming it."""
-    return check_real("beta", beta, low=0.0)
-
-
-def check_rng(rng) -> None:
-    """Raise unless ``rng`` is a :class:`numpy.random.Generator` (docs/regimes.md#samplers)."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")

@@ -11,17 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale.core.validation import check_int
+from attnscale.core.roots import LEVEL
+from attnscale.core.validation import check_int, check_real, check_rho
 from attnscale.layer import finite_d
-from attnscale.regimes.common import (
-    LEVEL,
-    check_beta,
-    check_level,
-    check_rho,
-    logit,
-    n_array,
-    out_like,
-)
+from attnscale.regimes.common import check_level, logit, n_array, out_like
 
 __all__ = ["gap_top_weight", "gap_critical_beta", "finite_d_critical_beta", "log_n_breakdown"]
 
@@ -47,7 +40,7 @@ def gap_top_weight(n, rho, beta):
         ``A_self`` with the shape of ``n``.
     """
     nn = n_array(n)
-    rho, beta = check_rho(rho), check_beta(beta)
+    rho, beta = check_rho(rho), check_real("beta", beta, low=0.0)
     return out_like(1.0 / (1.0 + (nn - 1.0) * np.exp(-beta * (1.0 - rho))), n)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale.regimes.common import check_beta
+from attnscale.core.validation import check_real
 
 __all__ = ["group_weight", "group_weight_grid"]
 
@@ -19,7 +19,7 @@ def group_weight(group, others, beta: float) -> tuple[float, float]:
     ``dW/dbeta = (G' O - G O') / (G + O)^2`` with ``G' = sum g e^{beta g}``. No overflow: every
     exponent is ``<= 0``.
     """
-    beta = check_beta(beta)
+    beta = check_real("beta", beta, low=0.0)
     g = np.asarray(group, dtype=np.float64)
     o = np.asarray(others, dtype=np.float64)
     eg = np.exp(beta * g)

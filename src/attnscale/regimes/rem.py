@@ -20,8 +20,9 @@ from scipy import integrate, optimize, special
 
 from attnscale.core import laplace
 from attnscale.core.quadrature import gauss_legendre_panels, panel_edges
+from attnscale.core.roots import LEVEL
 from attnscale.core.validation import check_int, check_real
-from attnscale.regimes.common import LEVEL, LOG_SQRT_2PI, check_level, n_array, out_like
+from attnscale.regimes.common import LOG_SQRT_2PI, check_level, n_array, out_like
 
 __all__ = [
     "gaussian_tail_scale",

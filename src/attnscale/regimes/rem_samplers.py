@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from attnscale.core.validation import check_int, check_real
-from attnscale.regimes.common import check_rng
+from attnscale.core.validation import check_int, check_real, check_rng
 
 __all__ = ["rem_scores", "rem_scores_above"]
 

@@ -14,9 +14,10 @@ from functools import cache
 import numpy as np
 from scipy import optimize, special
 
-from attnscale.core.validation import check_int, check_real
+from attnscale.core.roots import LEVEL
+from attnscale.core.validation import check_int, check_real, check_rho
 from attnscale.layer import finite_d
-from attnscale.regimes.common import LEVEL, check_level, check_rho, logit, n_array, out_like
+from attnscale.regimes.common import check_level, logit, n_array, out_like
 
 __all__ = [
     "copy_cosines",

@@ -18,14 +18,13 @@ import math
 
 import numpy as np
 
-from attnscale._moved import renamed_keywords
 from attnscale.core import laplace
-from attnscale.core.roots import increasing_root
+from attnscale.core.roots import LEVEL, increasing_root
 from attnscale.core.validation import check_real
 from attnscale.layer import finite_d
 from attnscale.layer.finite_d import laplace as fd_laplace
 from attnscale.layer.finite_d import laws
-from attnscale.regimes.common import LEVEL, check_level
+from attnscale.regimes.common import check_level
 from attnscale.regimes.ties import copy_gap_rule, ties_critical_beta
 
 __all__ = ["group_transform", "ties_group_weight", "ties_exact_critical_beta"]
@@ -80,9 +79,7 @@ def group_transform(k: float, beta: float, gaps: np.ndarray, weights: np.ndarray
     return noisy
 
 
-@renamed_keywords(quad="quadrature")
-def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0,
-                      quadrature: str = "standard"):  # fmt: skip
+def ties_group_weight(n, k, d, rho, beta, *, copy_noise: float = 0.0, quadrature: str = "standard"):
     """Mean weight of the top group (the query and ``k - 1`` copies) among Gaussian near-simplex
     tokens, exact up to quadrature (docs/regimes.md#exact-finite-d-theory-for-k-copies).
 

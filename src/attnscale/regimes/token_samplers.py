@@ -10,8 +10,7 @@ import math
 
 import numpy as np
 
-from attnscale.core.validation import check_int
-from attnscale.regimes.common import check_rho, check_rng
+from attnscale.core.validation import check_int, check_rho, check_rng
 from attnscale.regimes.ties import copy_cosines
 
 __all__ = ["gaussian_token_draw", "gaussian_token_row"]

@@ -5,7 +5,6 @@ Key samplers, the closed forms and quadratures of Paper B, its Poisson and marke
 and the critical exponent.
 
 Imports :mod:`attnscale.core`, :mod:`attnscale.backend` (the kernel backend of a job, for the
-JAX kernels and their dispatch) and :mod:`attnscale._moved` (old names of renamed functions),
-nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
+JAX twins), nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
 
 __all__: list[str] = []

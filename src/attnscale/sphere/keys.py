@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from attnscale.backend import uses_jax
-from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
+from attnscale.core.validation import check_int, check_matrix, check_real, check_rng, check_vector
 from attnscale.sphere import theory as st
 from attnscale.sphere.quadrature import cap_probability_x1x2
 
@@ -52,8 +52,7 @@ LOG_MAX_X1X2 = 0.5
 
 
 def _rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     return rng
 
 
@@ -341,8 +340,9 @@ def ordered_weights_from_d2q(T, beta: float, k: int | None = None, *, backend=No
     return -np.sort(-top, axis=-1)
 
 
-def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
-                        backend=None) -> np.ndarray:  # fmt: skip
+def top_weight_from_d2q(
+    T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *, backend=None
+) -> np.ndarray:
     """``A_(1) = 1 / sum_j exp(-beta (T_j - min T))`` for each row of ``T`` and each beta.
 
     Parameters
@@ -379,8 +379,9 @@ def top_weight_from_d2q(T, betas, max_entries: int = DEFAULT_BLOCK_ENTRIES, *,
 
 
 # --------------------------------------------------------------------------- attention output
-def attention_output(Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES, *,
-                     backend=None) -> np.ndarray:  # fmt: skip
+def attention_output(
+    Q, K, beta: float, block_entries: int = DEFAULT_BLOCK_ENTRIES, *, backend=None
+) -> np.ndarray:
     """``ATT_n(q) = sum_i A_i(q) x_i`` (``V = I``) for every row ``q`` of ``Q`` (docs/paper-b.md).
 
     Queries are processed in blocks so that at most ``block_entries`` entries of the

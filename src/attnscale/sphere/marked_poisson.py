@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from attnscale.core.validation import check_int, check_real
+from attnscale.core.validation import check_int, check_real, check_rng
 from attnscale.sphere.poisson_limit import POISSON_MAX_POINTS, POISSON_Y_MAX
 from attnscale.sphere.theory import alpha_exponent, c_uniform, d2q_cdf_uniform, d2q_ppf_uniform
 
@@ -44,8 +44,7 @@ def _check_common(gamma, d, trials, rng, y_max, max_points):
     trials = check_int("trials", trials, minimum=1)
     y_max = check_real("y_max", y_max, low=0.0, low_open=True)
     max_points = check_int("max_points", max_points, minimum=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     return gamma, d, trials, y_max, max_points
 
 

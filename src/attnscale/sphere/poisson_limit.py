@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from attnscale.core.validation import check_int, check_real
+from attnscale.core.validation import check_int, check_real, check_rng
 from attnscale.sphere.theory import alpha_exponent
 
 __all__ = [
@@ -77,8 +77,7 @@ def poisson_limit_top_weight(
     trials = check_int("trials", trials, minimum=1)
     y_max = check_real("y_max", y_max, low=0.0, low_open=True)
     max_points = check_int("max_points", max_points, minimum=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
 
     def lam(y):
         return c * (y / gamma) ** a

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from attnscale.core.validation import check_int, check_matrix, check_real, check_vector
+from attnscale.core.validation import check_int, check_matrix, check_real, check_rng, check_vector
 
 __all__ = [
     "check_subsphere",
@@ -35,8 +35,7 @@ ROPE_BASE = 10000.0
 
 
 def _rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     return rng
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from attnscale._moved import renamed
 from attnscale.core.validation import check_int, check_real, check_vector
 
 __all__ = [
@@ -124,7 +123,7 @@ def m_eff(n: int, beta: float, c: float, d: int) -> float:
 
 def critical_scale(n: float, d: int, gamma: float = 1.0) -> float:
     """Paper B's critical scale ``beta = gamma n^alpha``, ``alpha = 2/(d-1)`` (docs/paper-b.md)
-    [paper]. (Named ``critical_beta`` before; that name still works, with a warning.)"""
+    [paper]. (Named ``critical_beta`` until 0.2.0.)"""
     n = check_real("n", n, low=0.0, low_open=True)
     gamma = check_real("gamma", gamma, low=0.0, low_open=True)
     return float(gamma * n ** alpha_exponent(d))
@@ -325,6 +324,3 @@ def nearest_key_tangent_ms(n: int, c, d: int) -> np.ndarray:
     n = check_int("n", n, minimum=1)
     alpha = alpha_exponent(d)
     return 2.0 * special.gamma(1.0 + alpha) * (np.asarray(c, dtype=float) * n) ** (-alpha)
-
-
-__getattr__ = renamed(__name__, {"critical_beta": "critical_scale"})

@@ -3,7 +3,7 @@
 
 It holds the theory grid (:mod:`attnscale.experiments.explorer.grid`) with its error measured at
 held-out points, Paper B's power-law exponent per ``d``, the real models' scaling rules the
-calculator knows (``attnscale.layer.scaling_rules``; the page computes them in JavaScript and
+calculator knows (``attnscale.layer.scores.scaling_rules``; the page computes them in JavaScript and
 tests/test_explorer.py checks it against Python), and the simulated lambda phase diagrams of the
 run (Figure 1's table, plus any extra tables the configuration names), with the provenance of
 each. The docs build embeds the published copy in the page (docs/_ext/attnscale_explorer.py).
@@ -63,9 +63,15 @@ def theory_grid(nodes: list[pd.DataFrame], rho_max: float) -> dict:
         surf = surf.reindex(index=rhos, columns=ns)
         if g0.isna().any() or surf.isna().any().any():
             raise ValueError(f"theory nodes of d = {d} do not cover every (rho, n) node")
-        out.append({"d": int(d), "n": [int(n) for n in ns], "rho": [float(r) for r in rhos],
-                    "g0": [_sig(v) for v in g0],
-                    "g": [[_sig(v) for v in row] for row in surf.to_numpy()]})  # fmt: skip
+        out.append(
+            {
+                "d": int(d),
+                "n": [int(n) for n in ns],
+                "rho": [float(r) for r in rhos],
+                "g0": [_sig(v) for v in g0],
+                "g": [[_sig(v) for v in row] for row in surf.to_numpy()],
+            }
+        )
     return {
         "quantity": "g = ln(beta* (1 - rho) / ln(n - 1))",
         "d_min": grid.D_MIN,
@@ -86,9 +92,16 @@ def accuracy(theory: dict, heldout: pd.DataFrame, nodes: list[pd.DataFrame]) -> 
         if row.n == 2:
             continue
         est = grid.interpolate_beta_star(theory, int(row.n), int(row.d), float(row.rho))
-        points.append({"d": int(row.d), "n": int(row.n), "rho": float(row.rho),
-                       "beta_star": _sig(row.beta_star), "interpolated": _sig(est),
-                       "rel_error": _sig(est / row.beta_star - 1.0, 4)})  # fmt: skip
+        points.append(
+            {
+                "d": int(row.d),
+                "n": int(row.n),
+                "rho": float(row.rho),
+                "beta_star": _sig(row.beta_star),
+                "interpolated": _sig(est),
+                "rel_error": _sig(est / row.beta_star - 1.0, 4),
+            }
+        )
     worst = max(points, key=lambda p: abs(p["rel_error"]), default=None)
     table = pd.concat(nodes, ignore_index=True)
     small = table[(table["d"] == table["d"].min()) & (table["n"] == table["n"].min())]
@@ -99,9 +112,13 @@ def accuracy(theory: dict, heldout: pd.DataFrame, nodes: list[pd.DataFrame]) -> 
         "points": points,
         "max_abs_rel_error": None if worst is None else abs(worst["rel_error"]),
         "worst": worst,
-        "route_jump": {"d": int(small["d"].iloc[0]), "n": int(small["n"].iloc[0]),
-                       "rho_eps": grid.RHO_EPS, "rel": _sig(at_eps / at0 - 1.0, 3)},
-    }  # fmt: skip
+        "route_jump": {
+            "d": int(small["d"].iloc[0]),
+            "n": int(small["n"].iloc[0]),
+            "rho_eps": grid.RHO_EPS,
+            "rel": _sig(at_eps / at0 - 1.0, 3),
+        },
+    }
 
 
 def _lambda_column(df: pd.DataFrame, source: str) -> str:
@@ -121,8 +138,10 @@ def lambda_panels(tables: list[pd.DataFrame], sources: list[str]) -> list[dict]:
     for df, source in zip(tables, sources, strict=True):
         missing = {"d", "n", "rho", "gamma"} - set(df.columns)
         if missing:
-            raise ValueError(f"{source}: a lambda table needs columns d, n, rho, gamma; "
-                             f"missing {sorted(missing)}")  # fmt: skip
+            raise ValueError(
+                f"{source}: a lambda table needs columns d, n, rho, gamma; "
+                f"missing {sorted(missing)}"
+            )
         col = _lambda_column(df, source)
         if "alpha" in df.columns and df["alpha"].nunique() > 1:
             df = df[df["alpha"] == 0.0]
@@ -131,32 +150,47 @@ def lambda_panels(tables: list[pd.DataFrame], sources: list[str]) -> list[dict]:
             if rhos.size < 2 or gammas.size < 2:
                 continue
             lam = sub.pivot_table(index="rho", columns="gamma", values=col).reindex(
-                index=rhos, columns=gammas)  # fmt: skip
+                index=rhos, columns=gammas
+            )
             se = None
             if "lambda_se" in sub.columns:
-                se = sub.pivot_table(index="rho", columns="gamma", values="lambda_se",
-                                     dropna=False).reindex(index=rhos, columns=gammas)  # fmt: skip
+                se = sub.pivot_table(
+                    index="rho", columns="gamma", values="lambda_se", dropna=False
+                ).reindex(index=rhos, columns=gammas)
             commits = sorted(str(c) for c in sub.get("git_commit", pd.Series()).dropna().unique())
-            panels.append({
-                "source": source, "d": int(d), "n": int(n),
-                "trials": int(sub["trials"].max()) if "trials" in sub.columns else None,
-                "rho": [_sig(r, 8) for r in rhos], "gamma": [_sig(g, 8) for g in gammas],
-                "lambda": [[_sig(v, 5) for v in row] for row in lam.to_numpy()],
-                "lambda_se": None if se is None else [[_sig(v, 2) for v in row]
-                                                      for row in se.to_numpy()],
-                "git_commit": commits,
-            })  # fmt: skip
+            panels.append(
+                {
+                    "source": source,
+                    "d": int(d),
+                    "n": int(n),
+                    "trials": int(sub["trials"].max()) if "trials" in sub.columns else None,
+                    "rho": [_sig(r, 8) for r in rhos],
+                    "gamma": [_sig(g, 8) for g in gammas],
+                    "lambda": [[_sig(v, 5) for v in row] for row in lam.to_numpy()],
+                    "lambda_se": None
+                    if se is None
+                    else [[_sig(v, 2) for v in row] for row in se.to_numpy()],
+                    "git_commit": commits,
+                }
+            )
     return panels
 
 
 def rules_table() -> list[dict]:
     """The scaling rules ``attnscale critical`` places (calibration A, then the absolute rules),
     as the page lists them; their formulas are in docs/_static/explorer.js (tested)."""
-    from attnscale.layer import scaling_rules
+    from attnscale.layer.scores import scaling_rules
 
-    return [{"key": r.key, "name": r.name, "calibration": r.calibration,
-             "L": None if r.calibration == "absolute" else float(r.L), "order": r.order}
-            for r in scaling_rules.RULES + scaling_rules.ABSOLUTE_RULES]  # fmt: skip
+    return [
+        {
+            "key": r.key,
+            "name": r.name,
+            "calibration": r.calibration,
+            "L": None if r.calibration == "absolute" else float(r.L),
+            "order": r.order,
+        }
+        for r in scaling_rules.RULES + scaling_rules.ABSOLUTE_RULES
+    ]
 
 
 def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, root_seed) -> dict:
@@ -222,8 +256,10 @@ def check_data(doc: dict, bound: bool = True) -> None:
             raise ValueError(f"the rho-nodes of d = {node['d']} must span [0, rho_max]")
     err = doc["accuracy"]["max_abs_rel_error"]
     if bound and err is not None and err > ERROR_BOUND:
-        raise ValueError(f"interpolation error {err:.2e} at held-out points exceeds the bound "
-                         f"{ERROR_BOUND:g}: add nodes (config explorer.*)")  # fmt: skip
+        raise ValueError(
+            f"interpolation error {err:.2e} at held-out points exceeds the bound "
+            f"{ERROR_BOUND:g}: add nodes (config explorer.*)"
+        )
 
 
 def publish(results: Path, docs: Path) -> Path:
@@ -240,8 +276,10 @@ def publish(results: Path, docs: Path) -> Path:
     cfg = cfg["explorer"]
     got = [node["d"] for node in doc["theory"]["d_nodes"]], doc["theory"]["rho_max"]
     if got != (cfg["d"], cfg["rho_max"]):
-        raise SystemExit(f"{src} has d-nodes {got[0]} and rho_max {got[1]}, not config.yaml's "
-                         f"{cfg['d']} and {cfg['rho_max']}: publish a default run's data")  # fmt: skip
+        raise SystemExit(
+            f"{src} has d-nodes {got[0]} and rho_max {got[1]}, not config.yaml's "
+            f"{cfg['d']} and {cfg['rho_max']}: publish a default run's data"
+        )
     dest = Path(docs) / "explorer-data.json"
     shutil.copyfile(src, dest)
     print(f"{src} -> {dest}")

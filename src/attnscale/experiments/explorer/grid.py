@@ -70,8 +70,15 @@ RHO_EPS = 1e-9
 
 #: Fixed held-out points at the edges of the range, ``(d, n, rho / rho_max)`` (checked besides the
 #: random ones; none is a node of the default grid in all three coordinates).
-EDGE_POINTS = ((3, 7, 0.97), (3, 9_500_000, 0.013), (4096, 9_000_000, 0.61), (1000, 5, 0.0),
-               (5, 40, 1.0), (4000, 3, 0.5), (23, 123_457, 0.0))  # fmt: skip
+EDGE_POINTS = (
+    (3, 7, 0.97),
+    (3, 9_500_000, 0.013),
+    (4096, 9_000_000, 0.61),
+    (1000, 5, 0.0),
+    (5, 40, 1.0),
+    (4000, 3, 0.5),
+    (23, 123_457, 0.0),
+)
 
 
 #: glibc's mallopt parameters (malloc.h): allocations above the first are mapped fresh from the
@@ -179,8 +186,17 @@ def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> p
                 b = critical_beta_near(n, d, rho_eval, guess)
             Ls.append(L)
             gs.append(math.log(b * (1.0 - rho_eval) / L))
-            rows.append({"d": d, "rho": rho, "rho_eval": rho_eval, "slice": kind, "n": n,
-                         "beta_star": b, "g": gs[-1]})  # fmt: skip
+            rows.append(
+                {
+                    "d": d,
+                    "rho": rho,
+                    "rho_eval": rho_eval,
+                    "slice": kind,
+                    "n": n,
+                    "beta_star": b,
+                    "g": gs[-1],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -206,8 +222,10 @@ def heldout_theory(*, points: int, rho_max: float, root_seed: int) -> pd.DataFra
 
     points = check_int("points", points, minimum=0)
     keep_freed_memory()
-    rows = [{"d": d, "n": n, "rho": rho, "beta_star": finite_d.critical_beta(n, d, rho)}
-            for d, n, rho in heldout_points(points, rho_max, root_seed)]  # fmt: skip
+    rows = [
+        {"d": d, "n": n, "rho": rho, "beta_star": finite_d.critical_beta(n, d, rho)}
+        for d, n, rho in heldout_points(points, rho_max, root_seed)
+    ]
     return pd.DataFrame(rows, columns=["d", "n", "rho", "beta_star"])
 
 

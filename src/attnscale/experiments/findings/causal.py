@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core import stats
+from attnscale.core.crossings import first_crossing
 from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
@@ -42,15 +43,10 @@ REPORT_RHO = (0.2, 0.5, 0.8)
 
 
 def _crossing(gamma, values, level) -> float:
-    """gamma where ``values`` (increasing in gamma on the whole) first reaches ``level``,
-    interpolated linearly in log gamma; nan if never."""
-    g, v = np.asarray(gamma, float), np.asarray(values, float)
-    above = np.nonzero(v >= level)[0]
-    if above.size == 0 or above[0] == 0:
-        return np.nan
-    i = above[0]
-    t = (level - v[i - 1]) / (v[i] - v[i - 1])
-    return float(np.exp(np.log(g[i - 1]) + t * (np.log(g[i]) - np.log(g[i - 1]))))
+    """gamma where ``values`` first crosses ``level`` upwards, interpolated linearly in log gamma
+    (:func:`attnscale.core.crossings.first_crossing`); nan if never."""
+    hit = first_crossing(gamma, values, level, log_x=True)
+    return np.nan if hit is None else hit.x
 
 
 def _grid(L: pd.DataFrame, scaling: str, col: str = "lambda") -> pd.DataFrame:
@@ -67,8 +63,11 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
 
     def bins(scaling, factor):
         s = pick(S, scaling=scaling, gamma_factor=factor)
-        return s.groupby(["pos_lo", "pos_hi"], as_index=False)[
-            ["self_weight", "self_weight_simplex"]].mean().sort_values("pos_lo")  # fmt: skip
+        return (
+            s.groupby(["pos_lo", "pos_hi"], as_index=False)[["self_weight", "self_weight_simplex"]]
+            .mean()
+            .sort_values("pos_lo")
+        )
 
     def global_above():
         b = bins("global", 1.0)
@@ -90,7 +89,7 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
             "value": [
                 float(np.average(b["self_weight"], weights=w)),
                 float(np.average(b["self_weight_simplex"], weights=w)),
-            ],  # fmt: skip
+            ],
         }
 
     def late(scaling, factor):
@@ -100,7 +99,8 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
             raise NotAvailable(f"no positions >= {LATE_POSITION}")
         w = b["pos_hi"] - b["pos_lo"] + 1
         return float(np.average(b["self_weight"], weights=w)), float(
-            np.average(b["self_weight_simplex"], weights=w))  # fmt: skip
+            np.average(b["self_weight_simplex"], weights=w)
+        )
 
     def position_critical():
         sim, simplex = late("position", 1.0)
@@ -185,32 +185,95 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
 
     src_s, src_l = [SELF], [LAMBDA]
     return [
-        compute("causal.global_above_0p9_up_to", "global scaling, early positions", global_above,
-                source=src_s),
-        compute("causal.global_average", "global scaling, position average", global_average,
-                fmt=".3f", source=src_s),
-        compute("causal.position_critical", "per-position scaling at gamma_c",
-                position_critical, fmt=".3f", source=src_s),
-        compute("causal.position_last_bin", "per-position scaling, last bin",
-                position_last_bin, fmt=".2f", source=src_s),
-        compute("causal.lambda_global", "global lambda at gamma_c",
-                lambda: lambda_at_critical("global"), fmt=".3f", source=src_l),
-        compute("causal.lambda_position", "per-position lambda at gamma_c",
-                lambda: lambda_at_critical("position"), fmt=".3f", source=src_l),
-        compute("causal.lambda_bidirectional", "bidirectional simplex lambda", bidirectional,
-                fmt=".3f", source=src_l),
-        compute("causal.turnover_global", "global turnover", lambda: turnover("global"),
-                kind="range", fmt=".2f", source=src_l),
-        compute("causal.turnover_position", "per-position turnover",
-                lambda: turnover("position"), kind="range", fmt=".2f", source=src_l),
-        compute("causal.sharpness_global", "global sharpness", lambda: sharpness("global"),
-                kind="range", fmt=".2f", source=src_l),
-        compute("causal.sharpness_position", "per-position sharpness",
-                lambda: sharpness("position"), kind="range", fmt=".2f", source=src_l),
-        compute("causal.sharpness_bidirectional", "bidirectional sharpness",
-                lambda: sharpness("position", "lambda_simplex_bidirectional"), kind="range",
-                fmt=".2f", source=src_l),
-    ]  # fmt: skip
+        compute(
+            "causal.global_above_0p9_up_to",
+            "global scaling, early positions",
+            global_above,
+            source=src_s,
+        ),
+        compute(
+            "causal.global_average",
+            "global scaling, position average",
+            global_average,
+            fmt=".3f",
+            source=src_s,
+        ),
+        compute(
+            "causal.position_critical",
+            "per-position scaling at gamma_c",
+            position_critical,
+            fmt=".3f",
+            source=src_s,
+        ),
+        compute(
+            "causal.position_last_bin",
+            "per-position scaling, last bin",
+            position_last_bin,
+            fmt=".2f",
+            source=src_s,
+        ),
+        compute(
+            "causal.lambda_global",
+            "global lambda at gamma_c",
+            lambda: lambda_at_critical("global"),
+            fmt=".3f",
+            source=src_l,
+        ),
+        compute(
+            "causal.lambda_position",
+            "per-position lambda at gamma_c",
+            lambda: lambda_at_critical("position"),
+            fmt=".3f",
+            source=src_l,
+        ),
+        compute(
+            "causal.lambda_bidirectional",
+            "bidirectional simplex lambda",
+            bidirectional,
+            fmt=".3f",
+            source=src_l,
+        ),
+        compute(
+            "causal.turnover_global",
+            "global turnover",
+            lambda: turnover("global"),
+            kind="range",
+            fmt=".2f",
+            source=src_l,
+        ),
+        compute(
+            "causal.turnover_position",
+            "per-position turnover",
+            lambda: turnover("position"),
+            kind="range",
+            fmt=".2f",
+            source=src_l,
+        ),
+        compute(
+            "causal.sharpness_global",
+            "global sharpness",
+            lambda: sharpness("global"),
+            kind="range",
+            fmt=".2f",
+            source=src_l,
+        ),
+        compute(
+            "causal.sharpness_position",
+            "per-position sharpness",
+            lambda: sharpness("position"),
+            kind="range",
+            fmt=".2f",
+            source=src_l,
+        ),
+        compute(
+            "causal.sharpness_bidirectional",
+            "bidirectional sharpness",
+            lambda: sharpness("position", "lambda_simplex_bidirectional"),
+            kind="range",
+            fmt=".2f",
+            source=src_l,
+        ),
+    ]
 
 
 def rules_simulated_findings(*, data) -> list[Finding]:
@@ -223,16 +286,33 @@ def rules_simulated_findings(*, data) -> list[Finding]:
     def per_rule_n():
         g = R.groupby(["rule_key", "n"], sort=False)
         m, se = stats.mean_se(g[["self_weight", "lambda_block"]])
-        out = g.agg(fd=("self_weight_finite_d", "mean"), sx=("self_weight_simplex", "mean"),
-                    ratio=("gamma_ratio", "mean"), rule=("rule", "first"))  # fmt: skip
-        return out.assign(sim=m["self_weight"], sim_se=se["self_weight"], lam=m["lambda_block"],
-                          lam_se=se["lambda_block"]).reset_index()  # fmt: skip
+        out = g.agg(
+            fd=("self_weight_finite_d", "mean"),
+            sx=("self_weight_simplex", "mean"),
+            ratio=("gamma_ratio", "mean"),
+            rule=("rule", "first"),
+        )
+        return out.assign(
+            sim=m["self_weight"],
+            sim_se=se["self_weight"],
+            lam=m["lambda_block"],
+            lam_se=se["lambda_block"],
+        ).reset_index()
 
     def table():
         t = per_rule_n()
         t = t[t["n"] == t["n"].max()]
-        rows = [[r["rule"], r["ratio"], f"{r['sim']:.3g} ± {r['sim_se']:.2g}", r["fd"], r["sx"],
-                 f"{r['lam']:.3g} ± {r['lam_se']:.2g}"] for _, r in t.iterrows()]  # fmt: skip
+        rows = [
+            [
+                r["rule"],
+                r["ratio"],
+                f"{r['sim']:.3g} ± {r['sim_se']:.2g}",
+                r["fd"],
+                r["sx"],
+                f"{r['lam']:.3g} ± {r['lam_se']:.2g}",
+            ]
+            for _, r in t.iterrows()
+        ]
         return {
             "label": f"n = {int(t['n'].iloc[0])}, d = {int(R['d'].iloc[0])}, rho = "
             f"{R['rho'].iloc[0]:g}: mean A_ii of the last {int(R['block'].iloc[0])} queries",
@@ -285,16 +365,45 @@ def rules_simulated_findings(*, data) -> list[Finding]:
         }
 
     return [
-        compute("rules_simulated.table", "rules at the largest n", table, kind="table",
-                columns=["rule", "beta_n / (gamma_c ln n)", "A_ii simulated ± SE",
-                         "finite-d E A_ii", "simplex A_ii", "lambda in the block ± SE"],
-                columns_fmt=["", ".3f", "", ".3g", ".3g", ""],
-                pm=PM_DRAWS.format(k=k), source=src),
-        compute("rules_simulated.finite_d_beta_ratio", "finite-d critical beta", beta_ratio,
-                fmt=".4f", source=src),
-        compute("rules_simulated.max_z", "finite-d theory against simulation", max_z,
-                fmt=".2f", source=src, note="SE over draws; the draws are shared by rules and n"),
-        compute("rules_simulated.simplex_excess", "simplex excess", simplex_excess,
-                kind="range", fmt=".2f", source=src),
+        compute(
+            "rules_simulated.table",
+            "rules at the largest n",
+            table,
+            kind="table",
+            columns=[
+                "rule",
+                "beta_n / (gamma_c ln n)",
+                "A_ii simulated ± SE",
+                "finite-d E A_ii",
+                "simplex A_ii",
+                "lambda in the block ± SE",
+            ],
+            columns_fmt=["", ".3f", "", ".3g", ".3g", ""],
+            pm=PM_DRAWS.format(k=k),
+            source=src,
+        ),
+        compute(
+            "rules_simulated.finite_d_beta_ratio",
+            "finite-d critical beta",
+            beta_ratio,
+            fmt=".4f",
+            source=src,
+        ),
+        compute(
+            "rules_simulated.max_z",
+            "finite-d theory against simulation",
+            max_z,
+            fmt=".2f",
+            source=src,
+            note="SE over draws; the draws are shared by rules and n",
+        ),
+        compute(
+            "rules_simulated.simplex_excess",
+            "simplex excess",
+            simplex_excess,
+            kind="range",
+            fmt=".2f",
+            source=src,
+        ),
         compute("rules_simulated.longrope", "LongRoPE drift", longrope, fmt=".3f", source=src),
-    ]  # fmt: skip
+    ]

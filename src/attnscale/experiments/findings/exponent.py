@@ -111,8 +111,10 @@ def exponent_findings(*, fits: pd.DataFrame, points: pd.DataFrame) -> list[Findi
                     row += ["n/a", None]
                 else:
                     r = sub.iloc[0]
-                    row += [f"{r['alpha']:.4f} ± {r['se_alpha_scaled']:.4f} (n <= {int(r['n_max'])})",
-                            r["z"]]  # fmt: skip
+                    row += [
+                        f"{r['alpha']:.4f} ± {r['se_alpha_scaled']:.4f} (n <= {int(r['n_max'])})",
+                        r["z"],
+                    ]
             rows.append(row)
         d = int(f["d"].iloc[0])
         return {
@@ -205,38 +207,110 @@ def exponent_findings(*, fits: pd.DataFrame, points: pd.DataFrame) -> list[Findi
         }
 
     return [
-        compute("exponent.uniform_within_2se", "uniform keys within 2 SE", uniform_count,
-                kind="count", source=[FITS]),
-        compute("exponent.uniform_table", "uniform keys, fitted exponents", uniform_table,
-                kind="table", source=[FITS], pm=PM_FIT_SCALED,
-                columns=["d", "2/(d-1)", "correction fit", "z", "plain (all n)", "z",
-                         "upper (large n)", "z"],
-                columns_fmt=["d", ".4f", "", ".2f", "", ".2f", "", ".2f"]),
-        compute("exponent.uniform_worst", "largest |z|", worst, source=[FITS],
-                note="z uses the chi^2-scaled SE"),
-        compute("exponent.plain_bias", "pure power-law bias", plain_bias, fmt=".3g",
-                source=[FITS]),
-        compute("exponent.uniform_rise", "finite-n rise", rise, fmt=".0f", unit="%",
-                source=[POINTS]),
-        compute("exponent.prefactor_at_largest_n", "prefactor at the largest n", prefactor,
-                fmt=".3g", source=[POINTS]),
-        compute("exponent.subsphere_table", "sub-spheres", subsphere, kind="table",
-                source=[FITS], pm=PM_FIT_SCALED,
-                columns=["k", "2/(k-1)", "exact law", "z", "keys in R^d", "z"],
-                columns_fmt=["d", ".3f", "", ".2f", "", ".2f"]),
-        compute("exponent.rope_table", "RoPE exponents", rope_table, kind="table",
-                source=[FITS, POINTS], pm=PM_FIT_SCALED),
-        compute("exponent.rope_long_top3", "repeated key exponent", rope_long, fmt=".2f",
-                pm=PM_FIT_SCALED, source=[FITS]),
-        compute("exponent.rope_long_beta", "repeated key beta*", rope_long_beta, fmt=".3g",
-                pm=PM_POINT, source=[POINTS]),
-        compute("exponent.rope_vmf_excess_nmin", "vMF content at the smallest n",
-                lambda: rope_vmf("min"), kind="range", fmt="+.0f", unit="%", source=[POINTS]),
-        compute("exponent.rope_vmf_excess_nmax", "vMF content at the largest n",
-                lambda: rope_vmf("max"), kind="range", fmt="+.0f", unit="%", source=[POINTS]),
-        compute("exponent.rope_repeated_ratio", "repeated-key ratio", rope_repeated, fmt=".2f",
-                source=[POINTS]),
-    ]  # fmt: skip
+        compute(
+            "exponent.uniform_within_2se",
+            "uniform keys within 2 SE",
+            uniform_count,
+            kind="count",
+            source=[FITS],
+        ),
+        compute(
+            "exponent.uniform_table",
+            "uniform keys, fitted exponents",
+            uniform_table,
+            kind="table",
+            source=[FITS],
+            pm=PM_FIT_SCALED,
+            columns=[
+                "d",
+                "2/(d-1)",
+                "correction fit",
+                "z",
+                "plain (all n)",
+                "z",
+                "upper (large n)",
+                "z",
+            ],
+            columns_fmt=["d", ".4f", "", ".2f", "", ".2f", "", ".2f"],
+        ),
+        compute(
+            "exponent.uniform_worst",
+            "largest |z|",
+            worst,
+            source=[FITS],
+            note="z uses the chi^2-scaled SE",
+        ),
+        compute("exponent.plain_bias", "pure power-law bias", plain_bias, fmt=".3g", source=[FITS]),
+        compute(
+            "exponent.uniform_rise", "finite-n rise", rise, fmt=".0f", unit="%", source=[POINTS]
+        ),
+        compute(
+            "exponent.prefactor_at_largest_n",
+            "prefactor at the largest n",
+            prefactor,
+            fmt=".3g",
+            source=[POINTS],
+        ),
+        compute(
+            "exponent.subsphere_table",
+            "sub-spheres",
+            subsphere,
+            kind="table",
+            source=[FITS],
+            pm=PM_FIT_SCALED,
+            columns=["k", "2/(k-1)", "exact law", "z", "keys in R^d", "z"],
+            columns_fmt=["d", ".3f", "", ".2f", "", ".2f"],
+        ),
+        compute(
+            "exponent.rope_table",
+            "RoPE exponents",
+            rope_table,
+            kind="table",
+            source=[FITS, POINTS],
+            pm=PM_FIT_SCALED,
+        ),
+        compute(
+            "exponent.rope_long_top3",
+            "repeated key exponent",
+            rope_long,
+            fmt=".2f",
+            pm=PM_FIT_SCALED,
+            source=[FITS],
+        ),
+        compute(
+            "exponent.rope_long_beta",
+            "repeated key beta*",
+            rope_long_beta,
+            fmt=".3g",
+            pm=PM_POINT,
+            source=[POINTS],
+        ),
+        compute(
+            "exponent.rope_vmf_excess_nmin",
+            "vMF content at the smallest n",
+            lambda: rope_vmf("min"),
+            kind="range",
+            fmt="+.0f",
+            unit="%",
+            source=[POINTS],
+        ),
+        compute(
+            "exponent.rope_vmf_excess_nmax",
+            "vMF content at the largest n",
+            lambda: rope_vmf("max"),
+            kind="range",
+            fmt="+.0f",
+            unit="%",
+            source=[POINTS],
+        ),
+        compute(
+            "exponent.rope_repeated_ratio",
+            "repeated-key ratio",
+            rope_repeated,
+            fmt=".2f",
+            source=[POINTS],
+        ),
+    ]
 
 
 def near_n(series: pd.Series, n: float) -> pd.Series:

@@ -101,8 +101,9 @@ def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
                 sub = g[(g["d"] == d) & np.isclose(g["rho"], rho)].set_index("n")
                 if sub.empty:
                     continue
-                rows.append([d, rho, *[float(sub.loc[n, "gamma_star"] / sub.loc[n, "gamma_c"])
-                                       for n in ns]])  # fmt: skip
+                rows.append(
+                    [d, rho, *[float(sub.loc[n, "gamma_star"] / sub.loc[n, "gamma_c"]) for n in ns]]
+                )
         if not rows:
             raise NotAvailable(f"no theory at d = {TABLE_D}")
         return {
@@ -119,10 +120,15 @@ def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
             ann = 100.0 * (sub["beta_annealed"] / sub["beta_star"] - 1.0)
             fo = 100.0 * (sub["beta_first_order"] / sub["beta_star"] - 1.0)
             nan_n = sub.loc[sub["beta_first_order"].isna(), "n"]
-            rows.append([
-                int(d), rho, _span(ann), _span(fo),
-                "none" if nan_n.empty else f"{int(nan_n.min())} ({len(nan_n)} of {len(sub)})",
-            ])  # fmt: skip
+            rows.append(
+                [
+                    int(d),
+                    rho,
+                    _span(ann),
+                    _span(fo),
+                    "none" if nan_n.empty else f"{int(nan_n.min())} ({len(nan_n)} of {len(sub)})",
+                ]
+            )
         ns = g["n"]
         return {
             "label": f"relative error of the approximations to the exact beta* over n = "
@@ -168,8 +174,15 @@ def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
                 first = None
             else:
                 first = int(sub["n"].iloc[ok[-1] + 1])
-            rows.append([int(d), float(rel.min()), float(rel.max()), float(rel.iloc[-1]),
-                         "never" if first is None else first])  # fmt: skip
+            rows.append(
+                [
+                    int(d),
+                    float(rel.min()),
+                    float(rel.max()),
+                    float(rel.iloc[-1]),
+                    "never" if first is None else first,
+                ]
+            )
         return {
             "label": f"rho = 0: power law n^(2/(d-1)) over the exact beta* (range over n, at the "
             f"largest n), and the first grid n from which it stays within {POWER_TOL:g}",
@@ -199,37 +212,106 @@ def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
 
     src_p, src_t = [POINTS], [THEORY]
     gamma_rows = [
-        compute(f"finite_d.gamma_star_rho0_d{d}", f"beta*/ln n at d = {d}",
-                lambda d=d: gamma_row(d), fmt=".4g", source=src_t)
+        compute(
+            f"finite_d.gamma_star_rho0_d{d}",
+            f"beta*/ln n at d = {d}",
+            lambda d=d: gamma_row(d),
+            fmt=".4g",
+            source=src_t,
+        )
         for d in GAMMA_TABLE_D
-    ]  # fmt: skip
+    ]
     return [
-        compute("finite_d.points_within_2se", "points within 2 SE", lambda: within(2),
-                kind="count", source=src_p),
-        compute("finite_d.points_within_3se", "points within 3 SE", lambda: within(3),
-                kind="count", source=src_p),
-        compute("finite_d.points_chi2", "chi^2 and largest |z|", chi2, fmt=".3g", source=src_p,
-                note="z = (mean A_ii at the theory's beta* - 1/2) / its SE over draws"),
-        compute("finite_d.read_off_gamma_star", "read-off gamma*", lambda: read_off(False),
-                fmt=".3f", source=src_t),
-        compute("finite_d.read_off_over_gamma_c", "read-off gamma*/gamma_c",
-                lambda: read_off(True), fmt=".3f", source=src_t),
-        compute("finite_d.gamma_ratio_table", "gamma*/gamma_c of typical heads", ratio_table,
-                kind="table", source=src_t),
-        compute("finite_d.approximation_table", "approximations", approx_table, kind="table",
-                columns=["d", "rho", "annealed", "first order", "first grid n without a "
-                         "first-order root"],
-                columns_fmt=["d", "g", "", "", ""], source=src_t),
-        compute("finite_d.first_order_crossover", "first-order crossover", first_order_roots,
-                kind="table", columns=["d", "rho", "first n without a root", "first nan on the grid"],
-                columns_fmt=["d", "g", "d", "d"], source=src_t),
-        compute("finite_d.power_law_table", "power law", power_table, kind="table",
-                columns=["d", "min ratio", "max ratio", "ratio at the largest n",
-                         "within tolerance from n"],
-                columns_fmt=["d", ".4g", ".4g", ".4g", ""], source=src_t),
-        compute("finite_d.power_law_over_exact", "power law at the largest n", power_at_largest,
-                fmt=".4f", source=src_t),
-    ] + gamma_rows  # fmt: skip
+        compute(
+            "finite_d.points_within_2se",
+            "points within 2 SE",
+            lambda: within(2),
+            kind="count",
+            source=src_p,
+        ),
+        compute(
+            "finite_d.points_within_3se",
+            "points within 3 SE",
+            lambda: within(3),
+            kind="count",
+            source=src_p,
+        ),
+        compute(
+            "finite_d.points_chi2",
+            "chi^2 and largest |z|",
+            chi2,
+            fmt=".3g",
+            source=src_p,
+            note="z = (mean A_ii at the theory's beta* - 1/2) / its SE over draws",
+        ),
+        compute(
+            "finite_d.read_off_gamma_star",
+            "read-off gamma*",
+            lambda: read_off(False),
+            fmt=".3f",
+            source=src_t,
+        ),
+        compute(
+            "finite_d.read_off_over_gamma_c",
+            "read-off gamma*/gamma_c",
+            lambda: read_off(True),
+            fmt=".3f",
+            source=src_t,
+        ),
+        compute(
+            "finite_d.gamma_ratio_table",
+            "gamma*/gamma_c of typical heads",
+            ratio_table,
+            kind="table",
+            source=src_t,
+        ),
+        compute(
+            "finite_d.approximation_table",
+            "approximations",
+            approx_table,
+            kind="table",
+            columns=[
+                "d",
+                "rho",
+                "annealed",
+                "first order",
+                "first grid n without a first-order root",
+            ],
+            columns_fmt=["d", "g", "", "", ""],
+            source=src_t,
+        ),
+        compute(
+            "finite_d.first_order_crossover",
+            "first-order crossover",
+            first_order_roots,
+            kind="table",
+            columns=["d", "rho", "first n without a root", "first nan on the grid"],
+            columns_fmt=["d", "g", "d", "d"],
+            source=src_t,
+        ),
+        compute(
+            "finite_d.power_law_table",
+            "power law",
+            power_table,
+            kind="table",
+            columns=[
+                "d",
+                "min ratio",
+                "max ratio",
+                "ratio at the largest n",
+                "within tolerance from n",
+            ],
+            columns_fmt=["d", ".4g", ".4g", ".4g", ""],
+            source=src_t,
+        ),
+        compute(
+            "finite_d.power_law_over_exact",
+            "power law at the largest n",
+            power_at_largest,
+            fmt=".4f",
+            source=src_t,
+        ),
+    ] + gamma_rows
 
 
 def _span(v: pd.Series) -> str:
@@ -265,12 +347,25 @@ def intermediate_findings(*, data) -> list[Finding]:
         for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
             gc = float(sub["gamma_c"].iloc[0])
             gammas = np.sort(sub["gamma"].unique())
-            chosen = sorted({float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))])
-                             for f in INTERMEDIATE_FACTORS})  # fmt: skip
+            chosen = sorted(
+                {
+                    float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))])
+                    for f in INTERMEDIATE_FACTORS
+                }
+            )
             for g in chosen:
                 r = sub[np.isclose(sub["gamma"], g)].iloc[0]
-                rows.append([int(d), g, g / gc, r["self_weight_mean"], r["n_eff_mean"],
-                             r["n_eff_others_mean"], r["k_mass_mean"]])  # fmt: skip
+                rows.append(
+                    [
+                        int(d),
+                        g,
+                        g / gc,
+                        r["self_weight_mean"],
+                        r["n_eff_mean"],
+                        r["n_eff_others_mean"],
+                        r["k_mass_mean"],
+                    ]
+                )
         mass = float(D["mass"].iloc[0])
         return {
             "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
@@ -289,16 +384,35 @@ def intermediate_findings(*, data) -> list[Finding]:
                 float(sub["n_eff_mean"].min()),
                 float(sub["n_eff_mean"].max()),
                 float(sub["self_weight_mean"].max()),
-            ],  # fmt: skip
+            ],
         }
 
     return [
-        compute("intermediate.gamma_star_offset", "gamma* above gamma_c", star_offset,
-                kind="table", columns=["d", "gamma*/gamma_c - 1 (%)"], columns_fmt=["d", ""],
-                source=src),
-        compute("intermediate.table", "intermediate phase", table, kind="table",
-                columns=["d", "gamma", "gamma/gamma_c", "A_ii", "N_eff", "N_eff others",
-                         "keys for the mass"],
-                columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"], source=src),
+        compute(
+            "intermediate.gamma_star_offset",
+            "gamma* above gamma_c",
+            star_offset,
+            kind="table",
+            columns=["d", "gamma*/gamma_c - 1 (%)"],
+            columns_fmt=["d", ""],
+            source=src,
+        ),
+        compute(
+            "intermediate.table",
+            "intermediate phase",
+            table,
+            kind="table",
+            columns=[
+                "d",
+                "gamma",
+                "gamma/gamma_c",
+                "A_ii",
+                "N_eff",
+                "N_eff others",
+                "keys for the mass",
+            ],
+            columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"],
+            source=src,
+        ),
         compute("intermediate.low_d", "lowest d", low_d, fmt=".3g", source=src),
-    ]  # fmt: skip
+    ]

@@ -51,8 +51,14 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
         rows = []
         for d, sub in critical.groupby("d", sort=False):
             means = sub.groupby("rho")["diff_vs_simplex_n"].mean()
-            rows.append([int(d), float(means.min()), float(means.max()),
-                         float(sub["diff_vs_simplex_n"].abs().max())])  # fmt: skip
+            rows.append(
+                [
+                    int(d),
+                    float(means.min()),
+                    float(means.max()),
+                    float(sub["diff_vs_simplex_n"].abs().max()),
+                ]
+            )
         return {
             "label": f"lambda at gamma_c(rho_hat) minus the finite-n simplex value (n = "
             f"{int(critical['n'].iloc[0])}, {k} draws per rho): range over rho of the draw means, "
@@ -70,28 +76,49 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
             m, se, _ = mean_se_count(pick(sub, rho=r)[col])
             vals.append(m)
             ses.append(se)
-        out = {"label": f"d = {dmax}, rho = " + " / ".join(f"{r:g}" for r in rhos) + ": " + label,
-               "value": vals}  # fmt: skip
+        out = {
+            "label": f"d = {dmax}, rho = " + " / ".join(f"{r:g}" for r in rhos) + ": " + label,
+            "value": vals,
+        }
         if col == "lambda":
             out.update(se=ses, pm=PM_DRAWS.format(k=k))
         return out
 
     src = [CRITICAL]
     return [
-        compute("paper_a.lambda_critical_gap", "lambda at gamma_c against the simplex",
-                gap_table, kind="table", source=src,
-                columns=["d", "lowest mean gap", "highest mean gap", "largest |gap| of a draw"],
-                columns_fmt=["d", "+.3f", "+.3f", ".3f"]),
-        compute("paper_a.lambda_critical_sim", "simulated lambda at gamma_c",
-                lambda: at_rho("lambda", "simulated lambda at gamma_c(rho_hat)"), fmt=".3f",
-                source=src),
-        compute("paper_a.lambda_critical_simplex", "simplex lambda at gamma_c",
-                lambda: at_rho("lambda_simplex_n", "finite-n simplex lambda at the draws' "
-                               "rho_hat (mean)"), fmt=".3f", source=src),
-        compute("paper_a.lambda_critical_rho_hat", "rho_hat of the draws",
-                lambda: at_rho("rho_hat", "realised mean cosine rho_hat (mean over draws)"),
-                fmt=".3f", source=src),
-    ]  # fmt: skip
+        compute(
+            "paper_a.lambda_critical_gap",
+            "lambda at gamma_c against the simplex",
+            gap_table,
+            kind="table",
+            source=src,
+            columns=["d", "lowest mean gap", "highest mean gap", "largest |gap| of a draw"],
+            columns_fmt=["d", "+.3f", "+.3f", ".3f"],
+        ),
+        compute(
+            "paper_a.lambda_critical_sim",
+            "simulated lambda at gamma_c",
+            lambda: at_rho("lambda", "simulated lambda at gamma_c(rho_hat)"),
+            fmt=".3f",
+            source=src,
+        ),
+        compute(
+            "paper_a.lambda_critical_simplex",
+            "simplex lambda at gamma_c",
+            lambda: at_rho(
+                "lambda_simplex_n", "finite-n simplex lambda at the draws' rho_hat (mean)"
+            ),
+            fmt=".3f",
+            source=src,
+        ),
+        compute(
+            "paper_a.lambda_critical_rho_hat",
+            "rho_hat of the draws",
+            lambda: at_rho("rho_hat", "realised mean cosine rho_hat (mean over draws)"),
+            fmt=".3f",
+            source=src,
+        ),
+    ]
 
 
 def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
@@ -108,13 +135,18 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
             fd = sub[sub["finite_d"].notna()]
             a0 = fd[fd["alpha"] == 0.0]
             sw = a0[a0["quantity"] == "self_weight"]
-            rows.append([
-                int(d), f"{int(sub['within_2se'].sum())} of {len(sub)}",
-                f"{int(a0['accept_fd'].sum())} of {len(a0)}" if len(a0) else "n/a",
-                f"{int(a0['within_2se_fd'].sum())} / {int(a0['within_3se_fd'].sum())} of "
-                f"{len(a0)}" if len(a0) else "n/a",
-                float(sw["z_fd"].abs().max()) if len(sw) else None,
-            ])  # fmt: skip
+            rows.append(
+                [
+                    int(d),
+                    f"{int(sub['within_2se'].sum())} of {len(sub)}",
+                    f"{int(a0['accept_fd'].sum())} of {len(a0)}" if len(a0) else "n/a",
+                    f"{int(a0['within_2se_fd'].sum())} / {int(a0['within_3se_fd'].sum())} of "
+                    f"{len(a0)}"
+                    if len(a0)
+                    else "n/a",
+                    float(sw["z_fd"].abs().max()) if len(sw) else None,
+                ]
+            )
         return {
             "label": f"rows of the theorem table ({k} draws each) that agree with the theory",
             "value": rows,
@@ -125,8 +157,11 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
     def critical_self_weight():
         rows = []
         for d, sub in T.groupby("d", sort=False):
-            s = sub[(sub["quantity"] == "self_weight") & (sub["gamma_factor"] == 1.0)
-                    & (sub["alpha"] == 0.0)]  # fmt: skip
+            s = sub[
+                (sub["quantity"] == "self_weight")
+                & (sub["gamma_factor"] == 1.0)
+                & (sub["alpha"] == 0.0)
+            ]
             if s.empty:
                 continue
             rows.append(
@@ -149,8 +184,10 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
     def critical_eta():
         d = T["d"].max()
         s = pick(T, d=d, quantity="eta", gamma_factor=1.0, alpha=0.0).sort_values("rho")
-        rows = [[r["rho"], f"{r['sim_mean']:.4f} ± {r['sim_se']:.4f}", r["limit"],
-                 r["simplex_n"]] for _, r in s.iterrows()]  # fmt: skip
+        rows = [
+            [r["rho"], f"{r['sim_mean']:.4f} ± {r['sim_se']:.4f}", r["limit"], r["simplex_n"]]
+            for _, r in s.iterrows()
+        ]
         return {
             "label": f"d = {int(d)}: eta at gamma_c(rho_hat) against the n -> infinity limit "
             "(1 - 1/d)/(4 q_hat) and the finite-n simplex value",
@@ -163,8 +200,16 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
         if s.empty:
             raise NotAvailable("no alpha > 0 rows")
         s = s.sort_values(["alpha", "gamma_factor", "rho"])
-        rows = [[r["alpha"], r["gamma_factor"], r["rho"], f"{r['sim_mean']:.4f} ± "
-                 f"{r['sim_se']:.4f}", r["limit"]] for _, r in s.iterrows()]  # fmt: skip
+        rows = [
+            [
+                r["alpha"],
+                r["gamma_factor"],
+                r["rho"],
+                f"{r['sim_mean']:.4f} ± {r['sim_se']:.4f}",
+                r["limit"],
+            ]
+            for _, r in s.iterrows()
+        ]
         return {
             "label": f"d = {int(d)}, with the residual: eta simulated against our derived "
             "n -> infinity limit",
@@ -173,49 +218,110 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
 
     def failing():
         fd = T[T["finite_d"].notna() & (T["alpha"] == 0.0) & ~T["accept_fd"].astype(bool)]
-        rows = [[int(r["d"]), r["rho"], r["gamma_factor"], r["quantity"], r["sim_mean"],
-                 r["finite_d"], r["z_fd"]] for _, r in fd.iterrows()]  # fmt: skip
+        rows = [
+            [
+                int(r["d"]),
+                r["rho"],
+                r["gamma_factor"],
+                r["quantity"],
+                r["sim_mean"],
+                r["finite_d"],
+                r["z_fd"],
+            ]
+            for _, r in fd.iterrows()
+        ]
         return {"label": "rows that fail the finite-d criterion", "value": rows}
 
     def point(simulated):
         d, rho = THEOREM_POINT
         s = pick(T, d=d, rho=rho, alpha=0.0, quantity="self_weight").sort_values("gamma_factor")
-        at = (f"d = {d}, n = {int(s['n'].iloc[0])}, rho = {rho:g}, gamma = "
-              + " / ".join(f"{f:g}" for f in s["gamma_factor"]) + " gamma_c(rho_hat)")  # fmt: skip
+        at = (
+            f"d = {d}, n = {int(s['n'].iloc[0])}, rho = {rho:g}, gamma = "
+            + " / ".join(f"{f:g}" for f in s["gamma_factor"])
+            + " gamma_c(rho_hat)"
+        )
         if simulated:
-            return {"label": f"{at}: simulated self-weight A_ii", "value": s["sim_mean"].tolist(),
-                    "se": s["sim_se"].tolist()}  # fmt: skip
-        return {"label": f"{at}: finite-d theory of A_ii (conditioned on each draw's ||z_0||)",
-                "value": s["finite_d"].tolist()}  # fmt: skip
+            return {
+                "label": f"{at}: simulated self-weight A_ii",
+                "value": s["sim_mean"].tolist(),
+                "se": s["sim_se"].tolist(),
+            }
+        return {
+            "label": f"{at}: finite-d theory of A_ii (conditioned on each draw's ||z_0||)",
+            "value": s["finite_d"].tolist(),
+        }
 
     return [
-        compute("theorem.self_weight_point_sim", "self-weight at one point", lambda: point(True),
-                fmt=".4f", source=src, pm=PM_DRAWS.format(k=k)),
-        compute("theorem.self_weight_point_theory", "finite-d self-weight at one point",
-                lambda: point(False), fmt=".4f", source=src),
-        compute("theorem.agreement", "agreement counts", counts, kind="table", source=src,
-                columns=["d", "within 2 SE of the simplex theory",
-                         "finite-d criterion met", "finite-d within 2 SE / 3 SE",
-                         "largest |z| of the self-weight (finite d)"],
-                columns_fmt=["d", "", "", "", ".2f"], pm=PM_DRAWS.format(k=k)),
-        compute("theorem.critical_self_weight", "critical self-weight", critical_self_weight,
-                kind="table", source=src,
-                columns=["d", "simulated low", "simulated high", "finite-d low",
-                         "finite-d high"],
-                columns_fmt=["d", ".3f", ".3f", ".3f", ".3f"]),
-        compute("theorem.critical_eta", "critical eta", critical_eta, kind="table", source=src,
-                columns=["rho", "simulated ± SE", "limit", "finite-n simplex"],
-                columns_fmt=["g", "", ".4f", ".4f"], pm=PM_DRAWS.format(k=k)),
-        compute("theorem.residual_eta", "eta with a residual", residual_eta, kind="table",
-                source=src, columns=["alpha", "gamma / gamma_c", "rho", "simulated ± SE",
-                                     "limit"],
-                columns_fmt=["g", "g", "g", "", ".4f"], pm=PM_DRAWS.format(k=k)),
-        compute("theorem.finite_d_failures", "finite-d failures", failing, kind="table",
-                source=src,
-                columns=["d", "rho", "gamma / gamma_c", "quantity", "simulated", "finite-d",
-                         "z"],
-                columns_fmt=["d", "g", "g", "", ".4f", ".4f", ".2f"]),
-    ]  # fmt: skip
+        compute(
+            "theorem.self_weight_point_sim",
+            "self-weight at one point",
+            lambda: point(True),
+            fmt=".4f",
+            source=src,
+            pm=PM_DRAWS.format(k=k),
+        ),
+        compute(
+            "theorem.self_weight_point_theory",
+            "finite-d self-weight at one point",
+            lambda: point(False),
+            fmt=".4f",
+            source=src,
+        ),
+        compute(
+            "theorem.agreement",
+            "agreement counts",
+            counts,
+            kind="table",
+            source=src,
+            columns=[
+                "d",
+                "within 2 SE of the simplex theory",
+                "finite-d criterion met",
+                "finite-d within 2 SE / 3 SE",
+                "largest |z| of the self-weight (finite d)",
+            ],
+            columns_fmt=["d", "", "", "", ".2f"],
+            pm=PM_DRAWS.format(k=k),
+        ),
+        compute(
+            "theorem.critical_self_weight",
+            "critical self-weight",
+            critical_self_weight,
+            kind="table",
+            source=src,
+            columns=["d", "simulated low", "simulated high", "finite-d low", "finite-d high"],
+            columns_fmt=["d", ".3f", ".3f", ".3f", ".3f"],
+        ),
+        compute(
+            "theorem.critical_eta",
+            "critical eta",
+            critical_eta,
+            kind="table",
+            source=src,
+            columns=["rho", "simulated ± SE", "limit", "finite-n simplex"],
+            columns_fmt=["g", "", ".4f", ".4f"],
+            pm=PM_DRAWS.format(k=k),
+        ),
+        compute(
+            "theorem.residual_eta",
+            "eta with a residual",
+            residual_eta,
+            kind="table",
+            source=src,
+            columns=["alpha", "gamma / gamma_c", "rho", "simulated ± SE", "limit"],
+            columns_fmt=["g", "g", "g", "", ".4f"],
+            pm=PM_DRAWS.format(k=k),
+        ),
+        compute(
+            "theorem.finite_d_failures",
+            "finite-d failures",
+            failing,
+            kind="table",
+            source=src,
+            columns=["d", "rho", "gamma / gamma_c", "quantity", "simulated", "finite-d", "z"],
+            columns_fmt=["d", "g", "g", "", ".4f", ".4f", ".2f"],
+        ),
+    ]
 
 
 def finite_size_findings(*, finite_size: pd.DataFrame) -> list[Finding]:
@@ -233,8 +339,15 @@ def finite_size_findings(*, finite_size: pd.DataFrame) -> list[Finding]:
             "pm": PM_DRAWS.format(k=int(s["trials"].iloc[0])),
         }
 
-    return [compute("finite_size.self_weight", "self-weight against n", by_n, fmt=".3f",
-                    source=[FINITE_SIZE])]  # fmt: skip
+    return [
+        compute(
+            "finite_size.self_weight",
+            "self-weight against n",
+            by_n,
+            fmt=".3f",
+            source=[FINITE_SIZE],
+        )
+    ]
 
 
 def scaling_rules_findings(*, rules: pd.DataFrame) -> list[Finding]:
@@ -248,13 +361,26 @@ def scaling_rules_findings(*, rules: pd.DataFrame) -> list[Finding]:
         n_o = over.iloc[0]
         rows = []
         for rule, sub in rules.groupby("rule", sort=False):
-            rows.append([rule, float(pick(sub, n=n_o)["gamma_ratio"].iloc[0]),
-                         float(pick(sub, n=nmax)["gamma_ratio"].iloc[0])])  # fmt: skip
+            rows.append(
+                [
+                    rule,
+                    float(pick(sub, n=n_o)["gamma_ratio"].iloc[0]),
+                    float(pick(sub, n=nmax)["gamma_ratio"].iloc[0]),
+                ]
+            )
         return {
             "label": f"gamma_eff / gamma_c at the overlay n = {int(n_o)} and at n = {sci(nmax)}",
             "value": rows,
         }
 
-    return [compute("scaling_rules.gamma_ratio", "scaling rules", table, kind="table",
-                    columns=["rule", "at the overlay n", "at the largest n"],
-                    columns_fmt=["", ".3f", ".3f"], source=[RULES])]  # fmt: skip
+    return [
+        compute(
+            "scaling_rules.gamma_ratio",
+            "scaling rules",
+            table,
+            kind="table",
+            columns=["rule", "at the overlay n", "at the largest n"],
+            columns_fmt=["", ".3f", ".3f"],
+            source=[RULES],
+        )
+    ]

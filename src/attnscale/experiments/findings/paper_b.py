@@ -91,13 +91,24 @@ def phase_findings(*, phase: pd.DataFrame, limit: pd.DataFrame) -> list[Finding]
         }
 
     return [
-        compute("phase.top_weight_lines", "E A_(1) along the critical lines", lines,
-                fmt=".3g", source=src[:1]),
-        compute("phase.poisson_limit_lines", "Poisson limit of E A_(1)", limits, fmt=".3g",
-                source=src[1:]),
-        compute("phase.subcritical_ratio", "subcritical ratio", subcritical, fmt=".3f",
-                source=src[1:]),
-    ]  # fmt: skip
+        compute(
+            "phase.top_weight_lines",
+            "E A_(1) along the critical lines",
+            lines,
+            fmt=".3g",
+            source=src[:1],
+        ),
+        compute(
+            "phase.poisson_limit_lines",
+            "Poisson limit of E A_(1)",
+            limits,
+            fmt=".3g",
+            source=src[1:],
+        ),
+        compute(
+            "phase.subcritical_ratio", "subcritical ratio", subcritical, fmt=".3f", source=src[1:]
+        ),
+    ]
 
 
 def profile_findings(*, profiles) -> list[Finding]:
@@ -122,10 +133,18 @@ def profile_findings(*, profiles) -> list[Finding]:
             }
 
         src = [PROFILE.format(d=d)]
-        out.append(compute(f"profile.d{d}_ratio_at_1", "profile ratio", at_one, fmt=".3f",
-                           source=src))  # fmt: skip
-        out.append(compute(f"profile.d{d}_mass_at_1", "cumulative mass",
-                           lambda d=d: at_one(d, "mass"), fmt=".3f", source=src))  # fmt: skip
+        out.append(
+            compute(f"profile.d{d}_ratio_at_1", "profile ratio", at_one, fmt=".3f", source=src)
+        )
+        out.append(
+            compute(
+                f"profile.d{d}_mass_at_1",
+                "cumulative mass",
+                lambda d=d: at_one(d, "mass"),
+                fmt=".3f",
+                source=src,
+            )
+        )
     return out
 
 
@@ -171,9 +190,10 @@ def critical_laws_findings(*, laws) -> list[Finding]:
     return [
         compute("laws.d3_ks_max", "KS at d = 3", d3_max, fmt=".3f", source=[LAWS.format(d=3)]),
         compute("laws.d5_ks_by_n", "KS at d = 5", d5_by_n, fmt=".2g", source=[LAWS.format(d=5)]),
-        compute("laws.d5_limit_gamma1", "limit mean", d5_limit, fmt=".4f",
-                source=[LAWS.format(d=5)]),
-    ]  # fmt: skip
+        compute(
+            "laws.d5_limit_gamma1", "limit mean", d5_limit, fmt=".4f", source=[LAWS.format(d=5)]
+        ),
+    ]
 
 
 def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[Finding]:
@@ -183,10 +203,16 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
     def table():
         s = summary.sort_values("beta")
         rows = [
-            [r["beta"], int(r["contexts"]), r["ratio_mean"], r["ratio_se"],
-             r["ratio_quadrature"], (r["ratio_mean"] - r["ratio_quadrature"]) / r["ratio_se"]]
+            [
+                r["beta"],
+                int(r["contexts"]),
+                r["ratio_mean"],
+                r["ratio_se"],
+                r["ratio_quadrature"],
+                (r["ratio_mean"] - r["ratio_quadrature"]) / r["ratio_se"],
+            ]
             for _, r in s.iterrows()
-        ]  # fmt: skip
+        ]
         return {
             "label": f"n = {sci(int(s['n'].iloc[0]))}: simulated ratio (mean and SE over contexts) "
             "against the n = infinity quadrature",
@@ -218,18 +244,32 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
         }
 
     return [
-        compute("heat_drift.correction_by_decade", "correction by decade",
-                lambda: by_decade("correction_quadrature"), fmt=".6g", source=[DRIFT_CURVE]),
-        compute("heat_drift.ratio_by_decade", "ratio at small beta",
-                lambda: by_decade("ratio_quadrature"), fmt=".4f", source=[DRIFT_CURVE]),
-        compute("heat_drift.ratio_table", "heat drift", table, kind="table",
-                columns=["beta", "contexts", "simulated", "SE", "quadrature", "z"],
-                columns_fmt=["g", "d", ".4f", ".4f", ".4f", ".2f"],
-                pm="SE: one standard error of the mean over the contexts of the row",
-                source=[DRIFT]),
-        compute("heat_drift.correction", "correction", correction, fmt=".3f",
-                source=[DRIFT_CURVE]),
-    ]  # fmt: skip
+        compute(
+            "heat_drift.correction_by_decade",
+            "correction by decade",
+            lambda: by_decade("correction_quadrature"),
+            fmt=".6g",
+            source=[DRIFT_CURVE],
+        ),
+        compute(
+            "heat_drift.ratio_by_decade",
+            "ratio at small beta",
+            lambda: by_decade("ratio_quadrature"),
+            fmt=".4f",
+            source=[DRIFT_CURVE],
+        ),
+        compute(
+            "heat_drift.ratio_table",
+            "heat drift",
+            table,
+            kind="table",
+            columns=["beta", "contexts", "simulated", "SE", "quadrature", "z"],
+            columns_fmt=["g", "d", ".4f", ".4f", ".4f", ".2f"],
+            pm="SE: one standard error of the mean over the contexts of the row",
+            source=[DRIFT],
+        ),
+        compute("heat_drift.correction", "correction", correction, fmt=".3f", source=[DRIFT_CURVE]),
+    ]
 
 
 def output_law_findings(*, summaries) -> list[Finding]:
@@ -294,8 +334,10 @@ def output_law_findings(*, summaries) -> list[Finding]:
     def mecke():
         lim = S.groupby(["d", "gamma"], sort=True)["m2_mecke"].first()
         gammas = sorted(lim.index.get_level_values("gamma").unique())
-        rows = [[int(d), *[lim.get((d, g)) for g in gammas]]
-                for d in sorted(lim.index.get_level_values("d").unique())]  # fmt: skip
+        rows = [
+            [int(d), *[lim.get((d, g)) for g in gammas]]
+            for d in sorted(lim.index.get_level_values("d").unique())
+        ]
         return {
             "label": "E|L|^2 of the limit (Mecke formula, by quadrature) by d and gamma",
             "value": rows,

@@ -50,12 +50,21 @@ def learned_qk_findings(*, curves, critical) -> list[Finding]:
         rows = []
         for (kind, value), g in C.groupby(["kind", "value"], sort=False):
             g = g.sort_values("trial")
-            rows.append([_variant(kind, value), *g["gamma_half_sim"], *g["sim_over_eff"],
-                         *g["sim_over_fluct"]])  # fmt: skip
+            rows.append(
+                [
+                    _variant(kind, value),
+                    *g["gamma_half_sim"],
+                    *g["sim_over_eff"],
+                    *g["sim_over_fluct"],
+                ]
+            )
         k = C["trial"].nunique()
-        cols = ["W", *[f"gamma* draw {t}" for t in range(k)],
-                *[f"gamma*/gamma_c,eff draw {t}" for t in range(k)],
-                *[f"gamma*/gamma_c,sigma draw {t}" for t in range(k)]]  # fmt: skip
+        cols = [
+            "W",
+            *[f"gamma* draw {t}" for t in range(k)],
+            *[f"gamma*/gamma_c,eff draw {t}" for t in range(k)],
+            *[f"gamma*/gamma_c,sigma draw {t}" for t in range(k)],
+        ]
         return {
             "label": f"simulated critical gamma (mean A_ii = 1/2; n = {int(C['n'].iloc[0])}, "
             f"d = {int(C['d'].iloc[0])}, rho = {C['rho'].iloc[0]:g}) and its ratio to the "
@@ -130,20 +139,47 @@ def learned_qk_findings(*, curves, critical) -> list[Finding]:
         }
 
     return [
-        compute("learned_qk.table", "learned Q^T K critical points", table, kind="table",
-                source=src_c),
-        compute("learned_qk.mean_score_ratio", "mean-score prediction", eff_range,
-                kind="range", fmt=".3f", source=src_c),
-        compute("learned_qk.spread_error", "spread prediction", fluct_error, fmt=".2f",
-                unit="%", source=src_c),
-        compute("learned_qk.no_transition_ranks", "ranks without a transition", no_transition,
-                source=src_c),
-        compute("learned_qk.low_rank_self_weight", "low-rank self-weight", low_rank_at_top,
-                fmt=".2g", source=src_g),
-        compute("learned_qk.low_rank_lambda", "low-rank lambda", low_rank_lambda, fmt=".2f",
-                source=src_g),
+        compute(
+            "learned_qk.table", "learned Q^T K critical points", table, kind="table", source=src_c
+        ),
+        compute(
+            "learned_qk.mean_score_ratio",
+            "mean-score prediction",
+            eff_range,
+            kind="range",
+            fmt=".3f",
+            source=src_c,
+        ),
+        compute(
+            "learned_qk.spread_error",
+            "spread prediction",
+            fluct_error,
+            fmt=".2f",
+            unit="%",
+            source=src_c,
+        ),
+        compute(
+            "learned_qk.no_transition_ranks",
+            "ranks without a transition",
+            no_transition,
+            source=src_c,
+        ),
+        compute(
+            "learned_qk.low_rank_self_weight",
+            "low-rank self-weight",
+            low_rank_at_top,
+            fmt=".2g",
+            source=src_g,
+        ),
+        compute(
+            "learned_qk.low_rank_lambda",
+            "low-rank lambda",
+            low_rank_lambda,
+            fmt=".2f",
+            source=src_g,
+        ),
         compute("learned_qk.r_min", "r_min", r_min, fmt=".1f", source=src_c),
-    ]  # fmt: skip
+    ]
 
 
 def sink_findings(*, curves, critical) -> list[Finding]:
@@ -157,11 +193,20 @@ def sink_findings(*, curves, critical) -> list[Finding]:
 
     def table():
         rows = [
-            [r["kc"], r["c_s"], r["kappa"], r["gamma_half_sim"], r["shift_pct"],
-             r["gamma_half_simplex"], r["gamma_half_fluct"], r["spread_err_pct"],
-             r["sink_mass_at_gc"], r["sink_mass_at_gc_simplex"]]
+            [
+                r["kc"],
+                r["c_s"],
+                r["kappa"],
+                r["gamma_half_sim"],
+                r["shift_pct"],
+                r["gamma_half_simplex"],
+                r["gamma_half_fluct"],
+                r["spread_err_pct"],
+                r["sink_mass_at_gc"],
+                r["sink_mass_at_gc_simplex"],
+            ]
             for _, r in C.sort_values(["kc", "kappa"]).iterrows()
-        ]  # fmt: skip
+        ]
         return {
             "label": f"critical gamma with a sink (n = {int(C['n'].iloc[0])}, d = "
             f"{int(C['d'].iloc[0])}, rho = {C['rho'].iloc[0]:g}, one draw), by kappa c_s",
@@ -183,8 +228,11 @@ def sink_findings(*, curves, critical) -> list[Finding]:
         }
 
     def strong():
-        s = C[(C["kappa"] > 1.0) & np.isfinite(C["gamma_half_sim"]) & (C["kc"] > C.loc[
-            C["kappa"] == 1.0, "kc"].max())].sort_values("kc")  # fmt: skip
+        s = C[
+            (C["kappa"] > 1.0)
+            & np.isfinite(C["gamma_half_sim"])
+            & (C["kc"] > C.loc[C["kappa"] == 1.0, "kc"].max())
+        ].sort_values("kc")
         if s.empty:
             raise NotAvailable("no kappa c_s beyond the kappa = 1 rows with a transition")
         return {
@@ -235,28 +283,71 @@ def sink_findings(*, curves, critical) -> list[Finding]:
             "value": bad["spread_err_pct"].tolist(),
         }
 
-    cols = ["kappa c_s", "c_s", "kappa", "gamma* sim", "shift %", "gamma* simplex",
-            "gamma* simplex + spread", "spread error %", "sink mass at gamma_c",
-            "sink mass, simplex"]  # fmt: skip
+    cols = [
+        "kappa c_s",
+        "c_s",
+        "kappa",
+        "gamma* sim",
+        "shift %",
+        "gamma* simplex",
+        "gamma* simplex + spread",
+        "spread error %",
+        "sink mass at gamma_c",
+        "sink mass, simplex",
+    ]
     return [
-        compute("sink.table", "sink table", table, kind="table", source=src, columns=cols,
-                columns_fmt=[".3g", "g", "g", ".4f", "+.2f", ".4f", ".4f", "+.3f", ".2g",
-                             ".2g"]),
-        compute("sink.kappa1_max_mass", "sink mass at kappa = 1", harmless, fmt=".2g",
-                source=src),
-        compute("sink.kappa1_max_shift", "shift at kappa = 1", harmless_shift, fmt=".2f",
-                unit="%", source=src),
-        compute("sink.strong_shift", "shift with a strong sink key", strong, fmt="+.1f",
-                unit="%", source=src),
-        compute("sink.no_transition_mass", "no transition", no_transition, fmt=".2f",
-                source=src),
-        compute("sink.simplex_offset", "simplex offset", simplex_offset, kind="range",
-                fmt=".2f", unit="%", source=src),
-        compute("sink.spread_exact_up_to", "spread correction exact up to", spread_exact_up_to,
-                fmt=".3g", source=src),
-        compute("sink.spread_error_beyond", "spread correction error beyond", spread_beyond,
-                fmt="+.2f", unit="%", source=src),
-    ]  # fmt: skip
+        compute(
+            "sink.table",
+            "sink table",
+            table,
+            kind="table",
+            source=src,
+            columns=cols,
+            columns_fmt=[".3g", "g", "g", ".4f", "+.2f", ".4f", ".4f", "+.3f", ".2g", ".2g"],
+        ),
+        compute("sink.kappa1_max_mass", "sink mass at kappa = 1", harmless, fmt=".2g", source=src),
+        compute(
+            "sink.kappa1_max_shift",
+            "shift at kappa = 1",
+            harmless_shift,
+            fmt=".2f",
+            unit="%",
+            source=src,
+        ),
+        compute(
+            "sink.strong_shift",
+            "shift with a strong sink key",
+            strong,
+            fmt="+.1f",
+            unit="%",
+            source=src,
+        ),
+        compute("sink.no_transition_mass", "no transition", no_transition, fmt=".2f", source=src),
+        compute(
+            "sink.simplex_offset",
+            "simplex offset",
+            simplex_offset,
+            kind="range",
+            fmt=".2f",
+            unit="%",
+            source=src,
+        ),
+        compute(
+            "sink.spread_exact_up_to",
+            "spread correction exact up to",
+            spread_exact_up_to,
+            fmt=".3g",
+            source=src,
+        ),
+        compute(
+            "sink.spread_error_beyond",
+            "spread correction error beyond",
+            spread_beyond,
+            fmt="+.2f",
+            unit="%",
+            source=src,
+        ),
+    ]
 
 
 def depth_findings(*, data) -> list[Finding]:
@@ -309,8 +400,10 @@ def depth_findings(*, data) -> list[Finding]:
         s = pick(D, alpha=0.0, gamma_factor=2.0).sort_values("layer")
         L = int(s["layer"].max())
         layers = sorted({L // 4, L // 2, 3 * L // 4, L - 4, L - 2, L})
-        rows = [[int(r["layer"]), r["delta"], r["delta_simplex"], r["gamma_over_gc_input"]]
-                for _, r in s[s["layer"].isin(layers)].iterrows()]  # fmt: skip
+        rows = [
+            [int(r["layer"]), r["delta"], r["delta_simplex"], r["gamma_over_gc_input"]]
+            for _, r in s[s["layer"].isin(layers)].iterrows()
+        ]
         return {"label": "alpha = 0, gamma = 2 gamma_c(rho_hat_0): 1 - rho by layer", "value": rows}
 
     def residual():
@@ -334,17 +427,29 @@ def depth_findings(*, data) -> list[Finding]:
         }
 
     return [
-        compute("depth.alpha0_critical", "collapse at gamma_c", critical_alpha0, fmt=".2g",
-                source=src),
-        compute("depth.alpha0_critical_map", "simplex map at gamma_c", critical_alpha0_map,
-                fmt=".2g", source=src),
+        compute(
+            "depth.alpha0_critical", "collapse at gamma_c", critical_alpha0, fmt=".2g", source=src
+        ),
+        compute(
+            "depth.alpha0_critical_map",
+            "simplex map at gamma_c",
+            critical_alpha0_map,
+            fmt=".2g",
+            source=src,
+        ),
         compute("depth.alpha0_layer2_ratio", "second layer", layer2, fmt=".2f", source=src),
-        compute("depth.alpha0_collapse_layer", "layers to collapse", layers_to_collapse,
-                source=src),
-        compute("depth.alpha0_twice_critical", "twice critical", twice, kind="table",
-                columns=["layer", "1 - rho simulated", "1 - rho simplex map",
-                         "gamma / gamma_c(rho_l)"],
-                columns_fmt=["d", ".3g", ".3g", ".3f"], source=src),
+        compute(
+            "depth.alpha0_collapse_layer", "layers to collapse", layers_to_collapse, source=src
+        ),
+        compute(
+            "depth.alpha0_twice_critical",
+            "twice critical",
+            twice,
+            kind="table",
+            columns=["layer", "1 - rho simulated", "1 - rho simplex map", "gamma / gamma_c(rho_l)"],
+            columns_fmt=["d", ".3g", ".3g", ".3f"],
+            source=src,
+        ),
         compute("depth.alpha1_final", "residual", residual, fmt=".3g", source=src),
         compute("depth.alpha1_final_map", "residual, map", residual_map, fmt=".3g", source=src),
-    ]  # fmt: skip
+    ]

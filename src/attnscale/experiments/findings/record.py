@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from attnscale._moved import renamed
 from attnscale.core import stats
 
 __all__ = [
@@ -385,4 +384,3 @@ def compute(key: str, label: str, fn, **meta) -> Finding:
 
 
 #: ``mean_se`` was :func:`mean_se_count`'s name; :func:`attnscale.core.stats.mean_se` is the statistic.
-__getattr__ = renamed(__name__, {"mean_se": "mean_se_count"})

@@ -23,8 +23,15 @@ from attnscale.experiments.findings.regimes_checks import (
     regimes_check_findings,
 )
 
-__all__ = ["TABLE", "READ_OFF", "SIMULATIONS", "EXPONENT", "REM_ORDERS", "SERIES",
-           "regimes_findings"]  # fmt: skip
+__all__ = [
+    "TABLE",
+    "READ_OFF",
+    "SIMULATIONS",
+    "EXPONENT",
+    "REM_ORDERS",
+    "SERIES",
+    "regimes_findings",
+]
 
 TABLE = "regimes/critical_scale.csv"
 READ_OFF = "regimes/read_off.csv"
@@ -114,8 +121,12 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
         rows, r = series_rows(name)
         head = f"{_describe(r)}, n = {sci(r['n'])}: "
         if what == "beta_sim":
-            return {"label": head + "simulated beta*", "value": r["beta"], "se": r["beta_se"],
-                    "pm": PM_ROWS.format(k=int(r["contexts"]))}  # fmt: skip
+            return {
+                "label": head + "simulated beta*",
+                "value": r["beta"],
+                "se": r["beta_se"],
+                "pm": PM_ROWS.format(k=int(r["contexts"])),
+            }
         if what == "beta_pred":
             return {"label": head + "finite-n prediction of beta*", "value": r["beta_pred"]}
         if what == "beta_leading":
@@ -142,14 +153,16 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
         return {
             "label": f"independent row sets among the {len(S)} simulated points (series drawn "
             "from the same rows, a query-alone series and its tie series at one n, count once)",
-            "value": int(S[["n", "spawn_keys"]].drop_duplicates().shape[0]),
+            "value": int(S[["n", "spawn_key"]].drop_duplicates().shape[0]),
         }
 
     def gap_over_leading():
         _, r = series_rows("gap")
-        return {"label": f"{_describe(r)}, n = {sci(r['n'])}: exact finite-d beta* over Paper A's "
-                "ln(n - 1)/(1 - rho), minus 1",
-                "value": 100.0 * (float(r["beta_pred"]) / float(r["beta_leading"]) - 1.0)}  # fmt: skip
+        return {
+            "label": f"{_describe(r)}, n = {sci(r['n'])}: exact finite-d beta* over Paper A's "
+            "ln(n - 1)/(1 - rho), minus 1",
+            "value": 100.0 * (float(r["beta_pred"]) / float(r["beta_leading"]) - 1.0),
+        }
 
     def largest_z():
         z = z_all()
@@ -190,8 +203,10 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
         n, b, se = float(r["n"]), float(r["beta"]), float(r["beta_se"])
         head = f"{_describe(r)}, n = {sci(n)}: "
         if what == "penultimate":
-            return {"label": head + "penultimate order w_n/(alpha_c s)",
-                    "value": theory_at("rem", "penultimate", n)}  # fmt: skip
+            return {
+                "label": head + "penultimate order w_n/(alpha_c s)",
+                "value": theory_at("rem", "penultimate", n),
+            }
         if what == "z_orders":
             lead, pen = theory_at("rem", "leading", n), theory_at("rem", "penultimate", n)
             return {
@@ -249,11 +264,14 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
             "label": f"{_describe(r)}, n = {sci(r['n'])}: gamma* = beta*/ln n simulated, "
             "predicted (exact finite-d theory of k copies) and its n -> infinity asymptote "
             "(1 - kappa)/(Delta - delta)",
-            "value": [r["gamma"], r["beta_pred"] / ln_n,
-                      theory_at(name, "asymptote", r["n"]) / ln_n],
+            "value": [
+                r["gamma"],
+                r["beta_pred"] / ln_n,
+                theory_at(name, "asymptote", r["n"]) / ln_n,
+            ],
             "se": [r["gamma_se"], None, None],
             "pm": PM_ROWS.format(k=int(r["contexts"])),
-        }  # fmt: skip
+        }
 
     # ------------------------------------------------------------------ the practical reading
     def theory_rows():
@@ -263,17 +281,21 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
 
     def ro_gamma():
         t, head = theory_rows()
-        return {"label": f"{head}: exact finite-d gamma* of the head without copies",
-                "value": t["gamma_star_exact"].iloc[0]}  # fmt: skip
+        return {
+            "label": f"{head}: exact finite-d gamma* of the head without copies",
+            "value": t["gamma_star_exact"].iloc[0],
+        }
 
     def ro_exact(what):
         t, head = theory_rows()
         r = pick(t, copy_cosine=1.0).iloc[0]
         shift = 100.0 * float(r["shift"])
         if what == "k":
-            return {"label": f"{head}: tokens in the top group (query and exact copies) that "
-                    f"lower gamma* by {shift:g} % (first-order group formula)",
-                    "value": r["k_needed"]}  # fmt: skip
+            return {
+                "label": f"{head}: tokens in the top group (query and exact copies) that "
+                f"lower gamma* by {shift:g} % (first-order group formula)",
+                "value": r["k_needed"],
+            }
         lo, hi = int(np.floor(r["k_needed"])), int(r["k_ceil"])
         return {
             "label": f"{head}: drop of gamma* with k = {lo} and k = {hi} exact tokens in the top "
@@ -304,76 +326,208 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
         head = f"d = {d}, n = {n}: relative drop of beta* with {ks}"
         pm = PM_PAIRED.format(k=int(s["contexts"].iloc[0]))
         if what == "sim":
-            return {"label": head + ", simulated", "value": s["shift_sim"].tolist(),
-                    "se": s["shift_sim_se"].tolist(), "pm": pm}  # fmt: skip
+            return {
+                "label": head + ", simulated",
+                "value": s["shift_sim"].tolist(),
+                "se": s["shift_sim_se"].tolist(),
+                "pm": pm,
+            }
         if what == "formula":
-            return {"label": head + ", first-order group formula",
-                    "value": s["shift_theory"].tolist()}  # fmt: skip
+            return {
+                "label": head + ", first-order group formula",
+                "value": s["shift_theory"].tolist(),
+            }
         if what in ("exact", "exact_excess") and "shift_exact" not in s.columns:
             raise NotAvailable("no column 'shift_exact'")
         if what == "exact":
-            return {"label": head + ", exact finite-d theory of k copies",
-                    "value": s["shift_exact"].tolist()}  # fmt: skip
+            return {
+                "label": head + ", exact finite-d theory of k copies",
+                "value": s["shift_exact"].tolist(),
+            }
         if what == "exact_excess":
-            return {"label": head + ": exact theory minus simulation",
-                    "value": (s["shift_exact"] - s["shift_sim"]).tolist(),
-                    "se": s["shift_sim_se"].tolist(), "pm": pm}  # fmt: skip
-        return {"label": head + ": formula minus simulation",
-                "value": (s["shift_theory"] - s["shift_sim"]).tolist(),
-                "se": s["shift_sim_se"].tolist(), "pm": pm}  # fmt: skip
+            return {
+                "label": head + ": exact theory minus simulation",
+                "value": (s["shift_exact"] - s["shift_sim"]).tolist(),
+                "se": s["shift_sim_se"].tolist(),
+                "pm": pm,
+            }
+        return {
+            "label": head + ": formula minus simulation",
+            "value": (s["shift_theory"] - s["shift_sim"]).tolist(),
+            "se": s["shift_sim_se"].tolist(),
+            "pm": pm,
+        }
 
     found = []
     for key, name in SERIES:
-        for what, fmt in (("beta_sim", ".2f"), ("beta_pred", ".2f"), ("beta_leading", ".2f"),
-                          ("z", ".2f"), ("gamma_span", ".3f")):  # fmt: skip
-            found.append(compute(f"regimes.{key}.{what}", f"{name}: {what}",
-                                 lambda name=name, what=what: at_largest(name, what),
-                                 fmt=fmt, source=src_t))  # fmt: skip
+        for what, fmt in (
+            ("beta_sim", ".2f"),
+            ("beta_pred", ".2f"),
+            ("beta_leading", ".2f"),
+            ("z", ".2f"),
+            ("gamma_span", ".3f"),
+        ):
+            found.append(
+                compute(
+                    f"regimes.{key}.{what}",
+                    f"{name}: {what}",
+                    lambda name=name, what=what: at_largest(name, what),
+                    fmt=fmt,
+                    source=src_t,
+                )
+            )
     sims = src_t + SIMULATIONS
-    return found + [
-        compute("regimes.ties_k0p5_noisy.gamma", "noisy copies", noisy_gamma, fmt=".3f",
-                source=src_t),
-        compute("regimes.finite_d16.beta_power_law", "power law", fd_power_law, fmt=".3g",
-                source=src_t),
-        compute("regimes.finite_d16.gamma_pred", "predicted gamma*", fd_gamma_pred, fmt=".2f",
-                source=src_t),
-        compute("regimes.rem.beta_penultimate", "penultimate", lambda: rem_extra("penultimate"),
-                fmt=".2f", source=src_t),
-        compute("regimes.rem.z_orders", "z of the orders", lambda: rem_extra("z_orders"),
-                fmt=".1f", source=src_t),
-        compute("regimes.rem.log_n_law", "log n law", lambda: rem_extra("log_n_law"),
-                fmt=".3g", source=src_t),
-        compute("regimes.rem.log_n_law_z", "log n law z", lambda: rem_extra("log_n_law_z"),
-                fmt=".1f", source=src_t),
-        compute("regimes.rem.truncated_from_n", "truncation", lambda: rem_truncation("from_n"),
-                fmt=".3g", source=src_t),
-        compute("regimes.rem.drawn_share", "drawn share", lambda: rem_truncation("share"),
-                fmt=".0f", unit="%", source=src_t),
-        compute("regimes.independent_row_sets", "row sets", row_sets, fmt="d", source=src_t),
-        compute("regimes.gap.pred_over_leading", "exact over leading", gap_over_leading,
-                fmt=".2f", unit="%", source=src_t),
-        compute("regimes.largest_abs_z", "largest |z|", largest_z, fmt=".2f", source=src_t),
-        compute("regimes.se_ratio", "SE ratio", lambda: se_ratio("mean"), fmt=".2f",
-                source=src_t, note="a batch-means SE of B batches scatters with relative sd close "
-                "to 1/sqrt(2 (B - 1))"),
-        compute("regimes.se_ratio_range", "SE ratio range", lambda: se_ratio("range"),
-                kind="range", fmt=".2f", source=src_t),
-        compute("regimes.regridded_points", "re-gridded", regridded, kind="count", source=sims),
-        compute("regimes.read_off.gamma_star", "read-off gamma*", ro_gamma, fmt=".4f",
-                source=src_r),
-        compute("regimes.read_off.k_exact", "k for exact copies", lambda: ro_exact("k"),
-                fmt=".3g", source=src_r),
-        compute("regimes.read_off.drop_integer_k", "drop at integer k", lambda: ro_exact("drop"),
-                fmt=".1f", unit="%", source=src_r),
-        compute("regimes.read_off.k_copies", "k for copies", ro_copies, fmt=".3g", source=src_r),
-        compute("regimes.read_off.drop_sim", "simulated drop", lambda: ro_sim("sim"), fmt=".6f",
-                source=src_r),
-        compute("regimes.read_off.drop_formula", "formula drop", lambda: ro_sim("formula"),
-                fmt=".6f", source=src_r),
-        compute("regimes.read_off.formula_excess", "formula minus simulation",
-                lambda: ro_sim("excess"), fmt=".2g", source=src_r),
-        compute("regimes.read_off.drop_exact", "exact drop", lambda: ro_sim("exact"),
-                fmt=".6f", source=src_r),
-        compute("regimes.read_off.exact_minus_sim", "exact minus simulation",
-                lambda: ro_sim("exact_excess"), fmt=".2g", source=src_r),
-    ] + regimes_check_findings(table=T, exponent=exponent, rem_orders=rem_orders)  # fmt: skip
+    return (
+        found
+        + [
+            compute(
+                "regimes.ties_k0p5_noisy.gamma",
+                "noisy copies",
+                noisy_gamma,
+                fmt=".3f",
+                source=src_t,
+            ),
+            compute(
+                "regimes.finite_d16.beta_power_law",
+                "power law",
+                fd_power_law,
+                fmt=".3g",
+                source=src_t,
+            ),
+            compute(
+                "regimes.finite_d16.gamma_pred",
+                "predicted gamma*",
+                fd_gamma_pred,
+                fmt=".2f",
+                source=src_t,
+            ),
+            compute(
+                "regimes.rem.beta_penultimate",
+                "penultimate",
+                lambda: rem_extra("penultimate"),
+                fmt=".2f",
+                source=src_t,
+            ),
+            compute(
+                "regimes.rem.z_orders",
+                "z of the orders",
+                lambda: rem_extra("z_orders"),
+                fmt=".1f",
+                source=src_t,
+            ),
+            compute(
+                "regimes.rem.log_n_law",
+                "log n law",
+                lambda: rem_extra("log_n_law"),
+                fmt=".3g",
+                source=src_t,
+            ),
+            compute(
+                "regimes.rem.log_n_law_z",
+                "log n law z",
+                lambda: rem_extra("log_n_law_z"),
+                fmt=".1f",
+                source=src_t,
+            ),
+            compute(
+                "regimes.rem.truncated_from_n",
+                "truncation",
+                lambda: rem_truncation("from_n"),
+                fmt=".3g",
+                source=src_t,
+            ),
+            compute(
+                "regimes.rem.drawn_share",
+                "drawn share",
+                lambda: rem_truncation("share"),
+                fmt=".0f",
+                unit="%",
+                source=src_t,
+            ),
+            compute("regimes.independent_row_sets", "row sets", row_sets, fmt="d", source=src_t),
+            compute(
+                "regimes.gap.pred_over_leading",
+                "exact over leading",
+                gap_over_leading,
+                fmt=".2f",
+                unit="%",
+                source=src_t,
+            ),
+            compute("regimes.largest_abs_z", "largest |z|", largest_z, fmt=".2f", source=src_t),
+            compute(
+                "regimes.se_ratio",
+                "SE ratio",
+                lambda: se_ratio("mean"),
+                fmt=".2f",
+                source=src_t,
+                note="a batch-means SE of B batches scatters with relative sd close "
+                "to 1/sqrt(2 (B - 1))",
+            ),
+            compute(
+                "regimes.se_ratio_range",
+                "SE ratio range",
+                lambda: se_ratio("range"),
+                kind="range",
+                fmt=".2f",
+                source=src_t,
+            ),
+            compute("regimes.regridded_points", "re-gridded", regridded, kind="count", source=sims),
+            compute(
+                "regimes.read_off.gamma_star", "read-off gamma*", ro_gamma, fmt=".4f", source=src_r
+            ),
+            compute(
+                "regimes.read_off.k_exact",
+                "k for exact copies",
+                lambda: ro_exact("k"),
+                fmt=".3g",
+                source=src_r,
+            ),
+            compute(
+                "regimes.read_off.drop_integer_k",
+                "drop at integer k",
+                lambda: ro_exact("drop"),
+                fmt=".1f",
+                unit="%",
+                source=src_r,
+            ),
+            compute(
+                "regimes.read_off.k_copies", "k for copies", ro_copies, fmt=".3g", source=src_r
+            ),
+            compute(
+                "regimes.read_off.drop_sim",
+                "simulated drop",
+                lambda: ro_sim("sim"),
+                fmt=".6f",
+                source=src_r,
+            ),
+            compute(
+                "regimes.read_off.drop_formula",
+                "formula drop",
+                lambda: ro_sim("formula"),
+                fmt=".6f",
+                source=src_r,
+            ),
+            compute(
+                "regimes.read_off.formula_excess",
+                "formula minus simulation",
+                lambda: ro_sim("excess"),
+                fmt=".2g",
+                source=src_r,
+            ),
+            compute(
+                "regimes.read_off.drop_exact",
+                "exact drop",
+                lambda: ro_sim("exact"),
+                fmt=".6f",
+                source=src_r,
+            ),
+            compute(
+                "regimes.read_off.exact_minus_sim",
+                "exact minus simulation",
+                lambda: ro_sim("exact_excess"),
+                fmt=".2g",
+                source=src_r,
+            ),
+        ]
+        + regimes_check_findings(table=T, exponent=exponent, rem_orders=rem_orders)
+    )

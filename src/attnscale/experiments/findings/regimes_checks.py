@@ -18,8 +18,14 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 
-__all__ = ["EXPONENT", "REM_ORDERS", "EXPONENT_D", "PM_EXPONENT", "PM_PAIRED_RATIO",
-           "regimes_check_findings"]  # fmt: skip
+__all__ = [
+    "EXPONENT",
+    "REM_ORDERS",
+    "EXPONENT_D",
+    "PM_EXPONENT",
+    "PM_PAIRED_RATIO",
+    "regimes_check_findings",
+]
 
 EXPONENT = "regimes/local_exponent.csv"
 REM_ORDERS = "regimes/rem_orders.csv"
@@ -62,8 +68,8 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
         if S.empty:
             raise NotAvailable("no simulated points")
         q = S[S["k"].astype(float) == 1.0]
-        sets = S[["n", "spawn_keys"]].drop_duplicates()
-        if len(q) != len(sets) or q[["n", "spawn_keys"]].duplicated().any():
+        sets = S[["n", "spawn_key"]].drop_duplicates()
+        if len(q) != len(sets) or q[["n", "spawn_key"]].duplicated().any():
             raise NotAvailable("a row set without exactly one query-alone series")
         return q["z_pred"].astype(float)
 
@@ -94,8 +100,9 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
         same = np.isclose(t["d"].astype(float), float(gap["d"].iloc[0]))
         t = t[same] if which == "gap_d" else t[~same]
         if t.empty:
-            raise NotAvailable("no tie series " + ("at the gap's d" if which == "gap_d" else
-                                                   "at another d"))  # fmt: skip
+            raise NotAvailable(
+                "no tie series " + ("at the gap's d" if which == "gap_d" else "at another d")
+            )
         return t
 
     def where(t):
@@ -110,23 +117,33 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
         fin = z[np.isfinite(z)]
         if fin.empty:
             raise NotAvailable("no finite paired z")
-        theory = "exact finite-d theory of k copies" if col == "z_ratio" else (
-            "first-order group formula")  # fmt: skip
+        theory = (
+            "exact finite-d theory of k copies"
+            if col == "z_ratio"
+            else ("first-order group formula")
+        )
         over = f"the {len(fin)} simulated tie points" + (
-            f" where it has a root (of {len(z)})" if len(fin) < len(z) else "")  # fmt: skip
+            f" where it has a root (of {len(z)})" if len(fin) < len(z) else ""
+        )
         if stat == "count":
-            return {"label": f"{where(t)}: paired z against the {theory} within 2, over {over}",
-                    "value": [int((fin.abs() <= 2.0).sum()), len(fin)]}  # fmt: skip
-        return {"label": f"{where(t)}: range of the paired z against the {theory} over {over}",
-                "value": [float(fin.min()), float(fin.max())]}  # fmt: skip
+            return {
+                "label": f"{where(t)}: paired z against the {theory} within 2, over {over}",
+                "value": [int((fin.abs() <= 2.0).sum()), len(fin)],
+            }
+        return {
+            "label": f"{where(t)}: range of the paired z against the {theory} over {over}",
+            "value": [float(fin.min()), float(fin.max())],
+        }
 
     def unpaired(which):
         t = tie_rows(which)
-        rows = S[S["spawn_keys"].isin(t["spawn_keys"])]
+        rows = S[S["spawn_key"].isin(t["spawn_key"])]
         z = rows["z_pred"].astype(float)
-        return {"label": f"{where(t)}: range of z = (simulated - exact finite-d prediction) / SE "
-                f"over the {len(z)} points of these rows (the query alone and its tie series)",
-                "value": [float(z.min()), float(z.max())]}  # fmt: skip
+        return {
+            "label": f"{where(t)}: range of z = (simulated - exact finite-d prediction) / SE "
+            f"over the {len(z)} points of these rows (the query alone and its tie series)",
+            "value": [float(z.min()), float(z.max())],
+        }
 
     def first_order_excess(which):
         t = tie_rows(which)
@@ -136,9 +153,12 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
         fin = ex[np.isfinite(ex)]
         if fin.empty:
             raise NotAvailable("the first-order formula has no root at any tie point")
-        return {"label": f"{where(t)}: first-order group formula over the exact finite-d "
-                f"theory, minus 1, over the {len(fin)} tie points where it has a root (of "
-                f"{len(ex)})", "value": [float(fin.min()), float(fin.max())]}  # fmt: skip
+        return {
+            "label": f"{where(t)}: first-order group formula over the exact finite-d "
+            f"theory, minus 1, over the {len(fin)} tie points where it has a root (of "
+            f"{len(ex)})",
+            "value": [float(fin.min()), float(fin.max())],
+        }
 
     # ------------------------------------------------------------------ the power-law regime
     def exp_row(d):
@@ -146,31 +166,43 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
         if E.empty:
             raise NotAvailable("no finite-d series with two simulated n")
         r = pick(E, series=f"finite_d d={d}").iloc[0]
-        head = (f"finite d = {d}, rho = {float(r['rho']):g}, last decade n = {sci(r['n_lo'])} "
-                f"to {sci(r['n_hi'])}")  # fmt: skip
+        head = (
+            f"finite d = {d}, rho = {float(r['rho']):g}, last decade n = {sci(r['n_lo'])} "
+            f"to {sci(r['n_hi'])}"
+        )
         return r, head
 
     def local_exponent(d):
         r, head = exp_row(d)
-        return {"label": f"{head}: local exponent d ln beta*/d ln n, simulated, exact finite-d "
-                "theory, Paper B's 2/(d - 1), and the log n law's ln(n - 1)/(1 - rho)",
-                "value": [r["exponent_sim"], r["exponent_pred"], r["exponent_power_law"],
-                          r["exponent_log_n"]],
-                "se": [r["exponent_sim_se"], None, None, None]}  # fmt: skip
+        return {
+            "label": f"{head}: local exponent d ln beta*/d ln n, simulated, exact finite-d "
+            "theory, Paper B's 2/(d - 1), and the log n law's ln(n - 1)/(1 - rho)",
+            "value": [
+                r["exponent_sim"],
+                r["exponent_pred"],
+                r["exponent_power_law"],
+                r["exponent_log_n"],
+            ],
+            "se": [r["exponent_sim_se"], None, None, None],
+        }
 
     def power_law_ratio(d):
         r, head = exp_row(d)
         if not np.isfinite(float(r["ratio_pred_power_law"])):
             raise NotAvailable("no power law at rho > 0")
-        return {"label": f"{head}: beta* over Paper B's power law at n = {sci(r['n_hi'])}, "
-                "simulated and exact finite-d theory",
-                "value": [r["ratio_sim_power_law"], r["ratio_pred_power_law"]],
-                "se": [r["ratio_sim_power_law_se"], None]}  # fmt: skip
+        return {
+            "label": f"{head}: beta* over Paper B's power law at n = {sci(r['n_hi'])}, "
+            "simulated and exact finite-d theory",
+            "value": [r["ratio_sim_power_law"], r["ratio_pred_power_law"]],
+            "se": [r["ratio_sim_power_law_se"], None],
+        }
 
     def ln_n_over_d(d):
         r, head = exp_row(d)
-        return {"label": f"{head}: ln n / d at the two ends",
-                "value": [r["ln_n_over_d_lo"], r["ln_n_over_d_hi"]]}  # fmt: skip
+        return {
+            "label": f"{head}: ln n / d at the two ends",
+            "value": [r["ln_n_over_d_lo"], r["ln_n_over_d_hi"]],
+        }
 
     # ------------------------------------------------------------------ the REM's orders
     def orders():
@@ -182,18 +214,26 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
     def rem_col(col, what):
         R = orders().drop_duplicates("n").sort_values("n")
         ns = " / ".join(sci(v) for v in R["n"])
-        return {"label": f"REM (s = {float(R['s'].iloc[0]):g}): {what} at n = {ns}",
-                "value": R[col].tolist()}  # fmt: skip
+        return {
+            "label": f"REM (s = {float(R['s'].iloc[0]):g}): {what} at n = {ns}",
+            "value": R[col].tolist(),
+        }
 
     def rem_weights(col):
         R = orders()
         top = R[R["n"] == R["n"].max()].sort_values("factor")
         cs = " / ".join(f"{c:g}" for c in top["factor"])
         if col == "top_weight":
-            return {"label": f"REM, n = {sci(top['n'].iloc[0])}: exact mean top weight E A_(1) at "
-                    f"beta = c sqrt(2 ln n)/s, c = {cs}", "value": top[col].tolist()}  # fmt: skip
-        return {"label": f"its n -> infinity limit, the mean top weight of PD(1/c) (0 for c <= 1), "
-                f"c = {cs}", "value": top[col].tolist()}  # fmt: skip
+            return {
+                "label": f"REM, n = {sci(top['n'].iloc[0])}: exact mean top weight E A_(1) at "
+                f"beta = c sqrt(2 ln n)/s, c = {cs}",
+                "value": top[col].tolist(),
+            }
+        return {
+            "label": f"its n -> infinity limit, the mean top weight of PD(1/c) (0 for c <= 1), "
+            f"c = {cs}",
+            "value": top[col].tolist(),
+        }
 
     def alpha_c():
         R = orders()
@@ -316,21 +356,60 @@ def regimes_check_findings(*, table, exponent, rem_orders) -> list[Finding]:
     src_r = [REM_ORDERS]
     return found + [
         compute("regimes.rem.alpha_c", "alpha_c", alpha_c, fmt=".6f", source=src_r),
-        compute("regimes.rem_orders.beta_exact", "exact", lambda: rem_col(
-            "beta_exact", "exact beta*"), fmt=".3f", source=src_r),
-        compute("regimes.rem_orders.beta_penultimate", "penultimate", lambda: rem_col(
-            "beta_penultimate", "penultimate w_n/alpha_c"), fmt=".3f", source=src_r),
-        compute("regimes.rem_orders.beta_leading", "leading", lambda: rem_col(
-            "beta_leading", "leading order sqrt(2 ln n)/alpha_c"), fmt=".3f", source=src_r),
-        compute("regimes.rem_orders.beta_freezing", "freezing", lambda: rem_col(
-            "beta_freezing", "freezing point sqrt(2 ln n)"), fmt=".3f", source=src_r),
-        compute("regimes.rem_orders.penultimate_excess", "penultimate excess", lambda: rem_col(
-            "penultimate_excess_ln_n", "(penultimate / exact - 1) ln n"), fmt=".2f",
-            source=src_r),
-        compute("regimes.rem_orders.exact_over_sqrt_2ln", "exact / sqrt(2 ln n)", lambda: rem_col(
-            "exact_over_sqrt_2ln", "exact beta* s / sqrt(2 ln n)"), fmt=".2f", source=src_r),
-        compute("regimes.rem_orders.top_weight", "top weight", lambda: rem_weights("top_weight"),
-                fmt=".4f", source=src_r),
-        compute("regimes.rem_orders.top_weight_pd", "PD limit",
-                lambda: rem_weights("top_weight_pd"), fmt=".4f", source=src_r),
-    ]  # fmt: skip
+        compute(
+            "regimes.rem_orders.beta_exact",
+            "exact",
+            lambda: rem_col("beta_exact", "exact beta*"),
+            fmt=".3f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.beta_penultimate",
+            "penultimate",
+            lambda: rem_col("beta_penultimate", "penultimate w_n/alpha_c"),
+            fmt=".3f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.beta_leading",
+            "leading",
+            lambda: rem_col("beta_leading", "leading order sqrt(2 ln n)/alpha_c"),
+            fmt=".3f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.beta_freezing",
+            "freezing",
+            lambda: rem_col("beta_freezing", "freezing point sqrt(2 ln n)"),
+            fmt=".3f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.penultimate_excess",
+            "penultimate excess",
+            lambda: rem_col("penultimate_excess_ln_n", "(penultimate / exact - 1) ln n"),
+            fmt=".2f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.exact_over_sqrt_2ln",
+            "exact / sqrt(2 ln n)",
+            lambda: rem_col("exact_over_sqrt_2ln", "exact beta* s / sqrt(2 ln n)"),
+            fmt=".2f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.top_weight",
+            "top weight",
+            lambda: rem_weights("top_weight"),
+            fmt=".4f",
+            source=src_r,
+        ),
+        compute(
+            "regimes.rem_orders.top_weight_pd",
+            "PD limit",
+            lambda: rem_weights("top_weight_pd"),
+            fmt=".4f",
+            source=src_r,
+        ),
+    ]

@@ -53,16 +53,22 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
     def exponent(obs):
         def fn():
             got = _per_d(trends, "exponent", "exponent_se", observable=obs)
-            return {"label": f"{NAMES[obs]}: exponent p of its 10 %-90 % width ~ (ln n)^p at rho = "
-                             f"{RHO:g}, d = {' / '.join(map(str, got['ds']))}",
-                    "value": got["value"], "se": got["se"]}  # fmt: skip
+            return {
+                "label": f"{NAMES[obs]}: exponent p of its 10 %-90 % width ~ (ln n)^p at rho = "
+                f"{RHO:g}, d = {' / '.join(map(str, got['ds']))}",
+                "value": got["value"],
+                "se": got["se"],
+            }
 
         return fn
 
     def simplex_exponent():
         got = _per_d(trends, "exponent_simplex", observable="lambda")
-        return {"label": "the same exponent for Paper A's finite-n simplex map over the same n, "
-                         f"d = {' / '.join(map(str, got['ds']))}", "value": got["value"]}  # fmt: skip
+        return {
+            "label": "the same exponent for Paper A's finite-n simplex map over the same n, "
+            f"d = {' / '.join(map(str, got['ds']))}",
+            "value": got["value"],
+        }
 
     def ratio(obs):
         def fn():
@@ -71,10 +77,12 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
             if not np.all(np.isfinite(r)):
                 raise NotAvailable("a width not computed at the largest n")
             ns = " / ".join(sci(n) for n in sub["n"])
-            return {"label": f"{NAMES[obs]}: width over Paper A's finite-n simplex width at the largest "
-                             f"n = {ns} of d = {' / '.join(map(str, sub['d']))} (rho = {RHO:g})",
-                    "value": r.tolist(),
-                    "se": (sub["width_se"] / sub["width_simplex"]).tolist()}  # fmt: skip
+            return {
+                "label": f"{NAMES[obs]}: width over Paper A's finite-n simplex width at the largest "
+                f"n = {ns} of d = {' / '.join(map(str, sub['d']))} (rho = {RHO:g})",
+                "value": r.tolist(),
+                "se": (sub["width_se"] / sub["width_simplex"]).tolist(),
+            }
 
         return fn
 
@@ -90,9 +98,11 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
     def within(col, ref, ref_se, what):
         def fn():
             z = z_self_weight(col, ref, ref_se)
-            return {"label": f"self-weight {what} within {Z_WITHIN:g} SE of the finite-d theory's "
-                             "(every d, rho, n)",
-                    "value": [int((z.abs() <= Z_WITHIN).sum()), len(z)]}  # fmt: skip
+            return {
+                "label": f"self-weight {what} within {Z_WITHIN:g} SE of the finite-d theory's "
+                "(every d, rho, n)",
+                "value": [int((z.abs() <= Z_WITHIN).sum()), len(z)],
+            }
 
         return fn
 
@@ -112,17 +122,23 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
             vals = sub["centre"].astype(float)
             if not np.all(np.isfinite(vals)):
                 raise NotAvailable("a centre not inside the grid at the largest n")
-            return {"label": f"{NAMES[obs]}: centre x (crossing of its value at gamma_c) at the largest n "
-                             f"of d = {' / '.join(map(str, sub['d']))} (rho = {RHO:g})",
-                    "value": vals.tolist(), "se": sub["centre_se"].tolist()}  # fmt: skip
+            return {
+                "label": f"{NAMES[obs]}: centre x (crossing of its value at gamma_c) at the largest n "
+                f"of d = {' / '.join(map(str, sub['d']))} (rho = {RHO:g})",
+                "value": vals.tolist(),
+                "se": sub["centre_se"].tolist(),
+            }
 
         return fn
 
     def x_star():
         sub = pick(_largest_n(transitions), rho=RHO, observable="self_weight").sort_values("d")
-        return {"label": "finite-d critical point x* = beta*(1 - rho_hat)/ln n of the same draws "
-                         f"there, d = {' / '.join(map(str, sub['d']))}",
-                "value": sub["x_star"].tolist(), "se": sub["x_star_se"].tolist()}  # fmt: skip
+        return {
+            "label": "finite-d critical point x* = beta*(1 - rho_hat)/ln n of the same draws "
+            f"there, d = {' / '.join(map(str, sub['d']))}",
+            "value": sub["x_star"].tolist(),
+            "se": sub["x_star_se"].tolist(),
+        }
 
     def table():
         t = trends.sort_values(["observable", "rho", "d"])
@@ -132,45 +148,141 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
         rows = []
         for _, r in t.iterrows():
             e = last.loc[(r["d"], r["rho"], r["observable"])]
-            rows.append([r["observable"], int(r["d"]), float(r["rho"]),
-                         f"{sci(r['n_min'])} .. {sci(r['n_max'])}", r["exponent"],
-                         r["exponent_se"], r["width_n_min"], r["width_n_max"],
-                         float(e["width_simplex"]), float(e["centre"]), float(e["x_star"])])  # fmt: skip
-        return {"label": "width and centre of every transition (x = gamma / gamma_c(rho_hat); "
-                         "at the largest n: width, simplex width, centre, finite-d x*)",
-                "value": rows,
-                "columns": ["observable", "d", "rho", "n", "exponent p", "SE", "width (n min)",
-                            "width (n max)", "simplex width", "centre", "x*"],
-                "columns_fmt": ["", "d", "g", "", "+.2f", ".2f", ".3f", ".3f", ".3f", ".3f",
-                                ".3f"]}  # fmt: skip
+            rows.append(
+                [
+                    r["observable"],
+                    int(r["d"]),
+                    float(r["rho"]),
+                    f"{sci(r['n_min'])} .. {sci(r['n_max'])}",
+                    r["exponent"],
+                    r["exponent_se"],
+                    r["width_n_min"],
+                    r["width_n_max"],
+                    float(e["width_simplex"]),
+                    float(e["centre"]),
+                    float(e["x_star"]),
+                ]
+            )
+        return {
+            "label": "width and centre of every transition (x = gamma / gamma_c(rho_hat); "
+            "at the largest n: width, simplex width, centre, finite-d x*)",
+            "value": rows,
+            "columns": [
+                "observable",
+                "d",
+                "rho",
+                "n",
+                "exponent p",
+                "SE",
+                "width (n min)",
+                "width (n max)",
+                "simplex width",
+                "centre",
+                "x*",
+            ],
+            "columns_fmt": ["", "d", "g", "", "+.2f", ".2f", ".3f", ".3f", ".3f", ".3f", ".3f"],
+        }
 
     return [
-        compute("sharpness.width_exponent_lambda", "lambda width exponent", exponent("lambda"),
-                fmt="+.2f", source=src_fit, pm=PM_FIT_SCALED),
-        compute("sharpness.width_exponent_eta", "eta width exponent", exponent("eta"),
-                fmt="+.2f", source=src_fit, pm=PM_FIT_SCALED),
-        compute("sharpness.width_exponent_self_weight", "self-weight width exponent",
-                exponent("self_weight"), fmt="+.2f", source=src_fit, pm=PM_FIT_SCALED),
-        compute("sharpness.width_exponent_simplex", "simplex width exponent", simplex_exponent,
-                fmt="+.2f", source=src_fit,
-                note="from the library: Paper A's finite-n simplex map (attnscale.layer.theory)"),
-        compute("sharpness.width_ratio_lambda", "lambda width over simplex", ratio("lambda"),
-                fmt=".2f", source=src_tr, pm=PM_DELTA.format(k="the")),
-        compute("sharpness.width_ratio_eta", "eta width over simplex", ratio("eta"),
-                fmt=".2f", source=src_tr, pm=PM_DELTA.format(k="the")),
-        compute("sharpness.width_self_weight_within", "self-weight width vs finite d",
-                within("width", "width_finite_d", None, "width"), kind="count", source=src_tr),
-        compute("sharpness.width_self_weight_max_z", "self-weight width max z",
-                max_z("width", "width_finite_d", None, "width"), fmt=".1f", source=src_tr),
-        compute("sharpness.centre_self_weight_within", "self-weight centre vs finite d",
-                within("centre", "x_star", "x_star_se", "centre"), kind="count", source=src_tr),
-        compute("sharpness.centre_self_weight_max_z", "self-weight centre max z",
-                max_z("centre", "x_star", "x_star_se", "centre"), fmt=".1f", source=src_tr),
-        compute("sharpness.centre_lambda", "lambda centre", centre("lambda"), fmt=".3f",
-                source=src_tr, pm=PM_DELTA.format(k="the")),
-        compute("sharpness.centre_eta", "eta centre", centre("eta"), fmt=".3f", source=src_tr,
-                pm=PM_DELTA.format(k="the")),
-        compute("sharpness.x_star", "finite-d x*", x_star, fmt=".3f", source=src_tr,
-                pm="one standard error of the mean over the draws"),
+        compute(
+            "sharpness.width_exponent_lambda",
+            "lambda width exponent",
+            exponent("lambda"),
+            fmt="+.2f",
+            source=src_fit,
+            pm=PM_FIT_SCALED,
+        ),
+        compute(
+            "sharpness.width_exponent_eta",
+            "eta width exponent",
+            exponent("eta"),
+            fmt="+.2f",
+            source=src_fit,
+            pm=PM_FIT_SCALED,
+        ),
+        compute(
+            "sharpness.width_exponent_self_weight",
+            "self-weight width exponent",
+            exponent("self_weight"),
+            fmt="+.2f",
+            source=src_fit,
+            pm=PM_FIT_SCALED,
+        ),
+        compute(
+            "sharpness.width_exponent_simplex",
+            "simplex width exponent",
+            simplex_exponent,
+            fmt="+.2f",
+            source=src_fit,
+            note="from the library: Paper A's finite-n simplex map (attnscale.layer.theory)",
+        ),
+        compute(
+            "sharpness.width_ratio_lambda",
+            "lambda width over simplex",
+            ratio("lambda"),
+            fmt=".2f",
+            source=src_tr,
+            pm=PM_DELTA.format(k="the"),
+        ),
+        compute(
+            "sharpness.width_ratio_eta",
+            "eta width over simplex",
+            ratio("eta"),
+            fmt=".2f",
+            source=src_tr,
+            pm=PM_DELTA.format(k="the"),
+        ),
+        compute(
+            "sharpness.width_self_weight_within",
+            "self-weight width vs finite d",
+            within("width", "width_finite_d", None, "width"),
+            kind="count",
+            source=src_tr,
+        ),
+        compute(
+            "sharpness.width_self_weight_max_z",
+            "self-weight width max z",
+            max_z("width", "width_finite_d", None, "width"),
+            fmt=".1f",
+            source=src_tr,
+        ),
+        compute(
+            "sharpness.centre_self_weight_within",
+            "self-weight centre vs finite d",
+            within("centre", "x_star", "x_star_se", "centre"),
+            kind="count",
+            source=src_tr,
+        ),
+        compute(
+            "sharpness.centre_self_weight_max_z",
+            "self-weight centre max z",
+            max_z("centre", "x_star", "x_star_se", "centre"),
+            fmt=".1f",
+            source=src_tr,
+        ),
+        compute(
+            "sharpness.centre_lambda",
+            "lambda centre",
+            centre("lambda"),
+            fmt=".3f",
+            source=src_tr,
+            pm=PM_DELTA.format(k="the"),
+        ),
+        compute(
+            "sharpness.centre_eta",
+            "eta centre",
+            centre("eta"),
+            fmt=".3f",
+            source=src_tr,
+            pm=PM_DELTA.format(k="the"),
+        ),
+        compute(
+            "sharpness.x_star",
+            "finite-d x*",
+            x_star,
+            fmt=".3f",
+            source=src_tr,
+            pm="one standard error of the mean over the draws",
+        ),
         compute("sharpness.table", "table", table, kind="table", source=src_tr + src_fit),
-    ]  # fmt: skip
+    ]

@@ -46,8 +46,16 @@ CRITICAL = "paper_a/lambda_critical_data.csv"
 THEOREM = "paper_a/theorem_table.csv"
 
 #: rho = 0 points (d, n) of the derivation we started from (docs/finite-d.md) [choice].
-START_POINTS = ((64, 256), (64, 2048), (16, 256), (16, 2048), (8, 256), (8, 2048), (4, 256),
-                (4, 2048))  # fmt: skip
+START_POINTS = (
+    (64, 256),
+    (64, 2048),
+    (16, 256),
+    (16, 2048),
+    (8, 256),
+    (8, 2048),
+    (4, 256),
+    (4, 2048),
+)
 #: (d, n, rho, gamma/gamma_c factors) of the self-weight comparison in docs/finite-d.md [choice].
 SELF_WEIGHT_POINT = (32, 1024, 0.5, (0.5, 1.0, 2.0))
 #: (n, rho, d values) of the first-order shift in docs/finite-d.md [choice].
@@ -106,36 +114,66 @@ def finite_d_points_findings(*, theory: pd.DataFrame) -> list[Finding]:
     at = f"d = {d}, n = {n}, rho = {rho:g}, gamma = " + " / ".join(f"{f:g}" for f in factors)
     shift_at = f"n = {n1}, rho = {rho1:g}, d = " + " / ".join(str(x) for x in dims)
     return [
-        compute("finite_d.start_points_beta_star",
-                f"rho = 0, (d, n) = {_pairs(START_POINTS)}: exact beta*",
-                lambda: start_points(finite_d.critical_beta), fmt=".4g", source=src,
-                note=_LIB.format("attnscale.layer.finite_d.critical_beta")),
-        compute("finite_d.start_points_annealed",
-                f"rho = 0, (d, n) = {_pairs(START_POINTS)}: annealed beta*",
-                lambda: start_points(finite_d.annealed_critical_beta), fmt=".4g", source=src,
-                note=_LIB.format("attnscale.layer.finite_d.annealed_critical_beta")),
-        compute("finite_d.start_point_self_weight",
-                f"{at} gamma_c: E[A_ii] averaged over the draw",
-                lambda: self_weight(False), fmt=".4f", source=src,
-                note=_LIB.format("attnscale.layer.finite_d.self_weight")),
-        compute("finite_d.start_point_self_weight_given",
-                f"{at} gamma_c: E[A_ii] conditioned on ||z_0|| = 1",
-                lambda: self_weight(True), fmt=".4f", source=src,
-                note=_LIB.format("attnscale.layer.finite_d.self_weight_given")),
-        compute("finite_d.first_order_above_gamma_c",
-                f"{shift_at}: first-order beta*_1 over gamma_c ln n, minus 1",
-                lambda: shift(finite_d.first_order_critical_beta), fmt=".2f", unit="%",
-                source=src, note=_LIB.format("attnscale.layer.finite_d.first_order_critical_beta")),
-        compute("finite_d.exact_above_gamma_c",
-                f"{shift_at}: exact beta* over gamma_c ln n, minus 1",
-                lambda: shift(finite_d.critical_beta), fmt=".2f", unit="%", source=src,
-                note=_LIB.format("attnscale.layer.finite_d.critical_beta")),
-        compute("finite_d.poisson_critical_intensity",
-                "Lambda*_d, the Poisson intensity at which E[A_ii] = 1/2, at d = "
-                + " / ".join(str(x) for x in INTENSITY_D),
-                intensity, fmt=".3g", source=src,
-                note=_LIB.format("attnscale.layer.finite_d.approx.poisson_critical_intensity")),
-    ]  # fmt: skip
+        compute(
+            "finite_d.start_points_beta_star",
+            f"rho = 0, (d, n) = {_pairs(START_POINTS)}: exact beta*",
+            lambda: start_points(finite_d.critical_beta),
+            fmt=".4g",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.critical_beta"),
+        ),
+        compute(
+            "finite_d.start_points_annealed",
+            f"rho = 0, (d, n) = {_pairs(START_POINTS)}: annealed beta*",
+            lambda: start_points(finite_d.annealed_critical_beta),
+            fmt=".4g",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.annealed_critical_beta"),
+        ),
+        compute(
+            "finite_d.start_point_self_weight",
+            f"{at} gamma_c: E[A_ii] averaged over the draw",
+            lambda: self_weight(False),
+            fmt=".4f",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.self_weight"),
+        ),
+        compute(
+            "finite_d.start_point_self_weight_given",
+            f"{at} gamma_c: E[A_ii] conditioned on ||z_0|| = 1",
+            lambda: self_weight(True),
+            fmt=".4f",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.self_weight_given"),
+        ),
+        compute(
+            "finite_d.first_order_above_gamma_c",
+            f"{shift_at}: first-order beta*_1 over gamma_c ln n, minus 1",
+            lambda: shift(finite_d.first_order_critical_beta),
+            fmt=".2f",
+            unit="%",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.first_order_critical_beta"),
+        ),
+        compute(
+            "finite_d.exact_above_gamma_c",
+            f"{shift_at}: exact beta* over gamma_c ln n, minus 1",
+            lambda: shift(finite_d.critical_beta),
+            fmt=".2f",
+            unit="%",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.critical_beta"),
+        ),
+        compute(
+            "finite_d.poisson_critical_intensity",
+            "Lambda*_d, the Poisson intensity at which E[A_ii] = 1/2, at d = "
+            + " / ".join(str(x) for x in INTENSITY_D),
+            intensity,
+            fmt=".3g",
+            source=src,
+            note=_LIB.format("attnscale.layer.finite_d.approx.poisson_critical_intensity"),
+        ),
+    ]
 
 
 def simplex_findings(*, critical: pd.DataFrame, theorem: pd.DataFrame) -> list[Finding]:
@@ -184,17 +222,40 @@ def simplex_findings(*, critical: pd.DataFrame, theorem: pd.DataFrame) -> list[F
     lib = _LIB.format("attnscale.layer.theory.simplex_lambda")
     lib_eta = _LIB.format("attnscale.layer.theory.simplex_eta and eta_limit")
     return [
-        compute("paper_a.simplex_lambda_at_gamma_c", "simplex lambda at gamma_c",
-                lambda_at_gamma_c, fmt=".4f", source=[CRITICAL], note=lib),
-        compute("paper_a.simplex_eta_table",
-                "n = d, rho = 0.5, q = 1, beta = gamma_c ln n: finite-n simplex eta, its limit "
-                "and the bias times d / beta", eta_table, kind="table", source=[THEOREM],
-                columns=["n = d", "simplex eta", "limit (1 - 1/d)/4", "bias x d / beta"],
-                columns_fmt=["d", ".4f", ".4f", ".2f"], note=lib_eta),
-        compute("paper_a.simplex_eta_bias_large",
-                f"n = d = {sci(ETA_LARGE_N)}, rho = 0.5, gamma = gamma_c: exact bias of the "
-                "simplex eta times d / beta", bias_large, fmt=".3f", source=[THEOREM],
-                note=lib_eta),
-        compute("paper_a.simplex_eta_bias_run", "simplex eta bias at the run's n and d",
-                bias_run, fmt=".3g", source=[THEOREM], note=lib_eta),
-    ]  # fmt: skip
+        compute(
+            "paper_a.simplex_lambda_at_gamma_c",
+            "simplex lambda at gamma_c",
+            lambda_at_gamma_c,
+            fmt=".4f",
+            source=[CRITICAL],
+            note=lib,
+        ),
+        compute(
+            "paper_a.simplex_eta_table",
+            "n = d, rho = 0.5, q = 1, beta = gamma_c ln n: finite-n simplex eta, its limit "
+            "and the bias times d / beta",
+            eta_table,
+            kind="table",
+            source=[THEOREM],
+            columns=["n = d", "simplex eta", "limit (1 - 1/d)/4", "bias x d / beta"],
+            columns_fmt=["d", ".4f", ".4f", ".2f"],
+            note=lib_eta,
+        ),
+        compute(
+            "paper_a.simplex_eta_bias_large",
+            f"n = d = {sci(ETA_LARGE_N)}, rho = 0.5, gamma = gamma_c: exact bias of the "
+            "simplex eta times d / beta",
+            bias_large,
+            fmt=".3f",
+            source=[THEOREM],
+            note=lib_eta,
+        ),
+        compute(
+            "paper_a.simplex_eta_bias_run",
+            "simplex eta bias at the run's n and d",
+            bias_run,
+            fmt=".3g",
+            source=[THEOREM],
+            note=lib_eta,
+        ),
+    ]

@@ -20,13 +20,10 @@ Gaussian near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i``, ``z ~ 
 
 from __future__ import annotations
 
-import math
-from numbers import Integral, Real
-
 import numpy as np
 
-from attnscale._moved import renamed_keywords
 from attnscale.core.roots import LEVEL, increasing_root
+from attnscale.core.validation import check_beta_array, check_integer_in, check_positive, check_rho
 from attnscale.layer import theory
 from attnscale.layer.finite_d import approx, laplace, laws
 from attnscale.layer.finite_d.mean_field import mean_field_values
@@ -52,53 +49,22 @@ D_MIN, D_MAX = 3, 4096
 N_MIN, N_MAX = 2, 10**7
 
 
-def _check_n(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, Real) or not math.isfinite(float(n)):
-        raise ValueError(f"n must be an integer in [{N_MIN}, {N_MAX:.0e}], got {n!r}")
-    if not isinstance(n, Integral) and not float(n).is_integer():
-        raise ValueError(f"n must be an integer in [{N_MIN}, {N_MAX:.0e}], got {n!r}")
-    n = int(n)
-    if not N_MIN <= n <= N_MAX:
-        raise ValueError(f"n must be an integer in [{N_MIN}, {N_MAX:.0e}], got {n}")
-    return n
-
-
-def _check_d(d) -> int:
-    if isinstance(d, bool) or not isinstance(d, Integral):
-        raise ValueError(f"d must be an integer in [{D_MIN}, {D_MAX}], got {d!r}")
-    d = int(d)
-    if not D_MIN <= d <= D_MAX:
-        raise ValueError(f"d must be an integer in [{D_MIN}, {D_MAX}], got {d}")
-    return d
-
-
-def _check_rho(rho) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, Real) or not (0.0 <= float(rho) < 1.0):
-        raise ValueError(f"rho must be a real number in [0, 1), got {rho!r}")
-    return float(rho)
-
-
-def _check_beta(beta) -> np.ndarray:
-    b = np.asarray(beta)
-    if b.dtype.kind not in "fiu" or b.dtype == np.bool_:
-        raise ValueError(f"beta must be real and finite, >= 0, got dtype {b.dtype}")
-    b = b.astype(np.float64)
-    if not np.all(np.isfinite(b)) or np.any(b < 0):
-        raise ValueError(f"beta must be finite and >= 0, got {beta!r}")
-    return b
-
-
 def check_args(n, d, rho, beta=None):
-    """Validate ``(n, d, rho[, beta])`` before any work; return them normalised.
+    """Validate ``(n, d, rho[, beta])`` before any work (with :mod:`attnscale.core.validation`);
+    return them normalised.
 
     Allowed: integer ``3 <= d <= 4096``, integer ``2 <= n <= 1e7``, real ``0 <= rho < 1``,
     ``beta`` finite and ``>= 0`` (scalar or array). Raises ``ValueError`` naming the argument and
     its allowed range. Returns ``(n, d, rho)`` or ``(n, d, rho, beta_array)``.
     """
-    out = (_check_n(n), _check_d(d), _check_rho(rho))
+    out = (
+        check_integer_in("n", n, N_MIN, N_MAX, integral_floats=True),
+        check_integer_in("d", d, D_MIN, D_MAX),
+        check_rho(rho),
+    )
     if beta is None:
         return out
-    return out + (_check_beta(beta),)
+    return out + (check_beta_array(beta),)
 
 
 def _quadrature(quadrature: str) -> str:
@@ -108,7 +74,6 @@ def _quadrature(quadrature: str) -> str:
     return quadrature
 
 
-@renamed_keywords(level="quadrature")
 def self_weight(n, d, rho, beta, *, quadrature: str = "standard"):
     """Mean self-weight ``E[A_ii]`` for Gaussian near-simplex tokens at nominal ``rho``.
 
@@ -140,7 +105,6 @@ def self_weight(n, d, rho, beta, *, quadrature: str = "standard"):
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-@renamed_keywords(level="quadrature")
 def self_weight_given(n, d, rho, beta, r0, *, quadrature: str = "standard"):
     """``E[A_ii | ||z_0|| = r0]``: :func:`self_weight` conditioned on the common vector's norm.
 
@@ -150,14 +114,12 @@ def self_weight_given(n, d, rho, beta, r0, *, quadrature: str = "standard"):
     ``r0 > 0`` finite.
     """
     n, d, rho, b = check_args(n, d, rho, beta)
-    if isinstance(r0, bool) or not isinstance(r0, Real) or not (0 < float(r0) < np.inf):
-        raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
+    r0 = check_positive("r0", r0)
     tab = laws.table_given_r0(d, rho, float(r0), _quadrature(quadrature))
     out = np.array([laplace.mean_self_weight(tab, n, float(x), quadrature) for x in b.ravel()])
     return out.reshape(b.shape) if b.ndim else float(out[0])
 
 
-@renamed_keywords(level="quadrature")
 def critical_beta(n, d, rho, *, quadrature: str = "standard", xtol: float = 1e-6) -> float:
     """``beta*(n, d, rho)``: the ``beta`` with :func:`self_weight` ``= 1/2``.
 
@@ -172,17 +134,16 @@ def critical_beta(n, d, rho, *, quadrature: str = "standard", xtol: float = 1e-6
     return _critical(laws.table(d, rho, _quadrature(quadrature)), n, d, rho, quadrature, xtol)
 
 
-@renamed_keywords(level="quadrature")
-def critical_beta_given(n, d, rho, r0, *, quadrature: str = "standard",
-                        xtol: float = 1e-6) -> float:  # fmt: skip
+def critical_beta_given(
+    n, d, rho, r0, *, quadrature: str = "standard", xtol: float = 1e-6
+) -> float:
     """``beta*`` of one draw: the ``beta`` with :func:`self_weight_given` ``= 1/2``, the critical
     point conditioned on the common vector's norm ``||z_0|| = r0``
     (docs/finite-d.md#finite-d-critical-point; the root as in :func:`critical_beta`). A draw's
     simulated transition is compared with it at its own ``r0`` (docs/long-context.md#transition-sharpness-against-context-length).
     """
     n, d, rho = check_args(n, d, rho)
-    if isinstance(r0, bool) or not isinstance(r0, Real) or not (0 < float(r0) < np.inf):
-        raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
+    r0 = check_positive("r0", r0)
     if n == 2:
         return 0.0
     tab = laws.table_given_r0(d, rho, float(r0), _quadrature(quadrature))
@@ -260,8 +221,7 @@ def mean_field_given(n, d, rho, beta, r0) -> dict:
     """:func:`mean_field` conditioned on ``||z_0|| = r0`` (compare with one draw; see
     :func:`self_weight_given`). Same keys and validity (docs/finite-d.md#mean-field-for-cosine-and-lambda)."""
     n, d, rho, b = check_args(n, d, rho, beta)
-    if isinstance(r0, bool) or not isinstance(r0, Real) or not (0 < float(r0) < np.inf):
-        raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
+    r0 = check_positive("r0", r0)
     vals = [mean_field_values(n, d, rho, float(x), r0=float(r0)) for x in b.ravel()]
     return {k: np.array([v[k] for v in vals]).reshape(b.shape) for k in ("a_ii", "cos", "lambda")}
 
@@ -269,7 +229,7 @@ def mean_field_given(n, d, rho, beta, r0) -> dict:
 def paper_a_asymptote_beta(n, rho):
     """Paper A's critical line ``beta = gamma_c ln n = ln n / (1 - rho)`` (``ln n << d``)."""
     n_arr = np.asarray(n, dtype=np.float64)
-    rho = _check_rho(rho)
+    rho = check_rho(rho)
     gc = 1.0 if rho == 0.0 else theory.gamma_c(rho)
     return gc * np.log(n_arr)
 
@@ -280,5 +240,5 @@ def power_law_beta(n, d):
     ``K_d`` is the uniform cap constant (``P(1 - c < y) ~ K_d y^{(d-1)/2}``) and ``Lambda*_d``
     the critical intensity of the Poisson near-neighbour limit (docs/finite-d.md#asymptotic-regimes).
     """
-    d = _check_d(d)
+    d = check_integer_in("d", d, D_MIN, D_MAX)
     return approx.power_law_beta(n, d)

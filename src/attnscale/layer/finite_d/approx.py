@@ -11,7 +11,6 @@ from functools import cache, lru_cache
 import numpy as np
 from scipy.special import gammaln, ive
 
-from attnscale._moved import renamed_keywords
 from attnscale.core.quadrature import gauss_legendre_panels
 from attnscale.core.roots import brentq
 
@@ -80,7 +79,6 @@ def vmf_mean(nu: float, k: np.ndarray) -> np.ndarray:
     )
 
 
-@renamed_keywords(level="quadrature")
 def log_annealed_mgf(d: int, rho: float, beta: float, quadrature: str = "standard") -> float:
     """``log E[e^{beta (c - 1)}]`` over the whole draw (docs/finite-d.md#annealed-approximation).
 
@@ -106,7 +104,6 @@ def log_annealed_mgf(d: int, rho: float, beta: float, quadrature: str = "standar
 
 
 @lru_cache(maxsize=64)
-@renamed_keywords(level="quadrature")
 def anneal_nodes(d: int, rho: float, quadrature: str):
     p = QUADRATURE_PRESETS[quadrature]
     r0s, r0w = r0_nodes(d, p["n_r0"])
@@ -125,7 +122,6 @@ def anneal_nodes(d: int, rho: float, quadrature: str):
     return tuple(out)
 
 
-@renamed_keywords(level="quadrature")
 def annealed_beta(n: int, d: int, rho: float, quadrature: str = "standard") -> float:
     """Root of ``ln(n-1) + log E[e^{beta (c-1)}] = 0`` (decreasing in ``beta``)."""
     if n == 2:

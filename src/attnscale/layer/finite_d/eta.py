@@ -263,8 +263,10 @@ def row_eta(d: int, rho: float, r0: float, n: int, beta: float, ti, tj, wj, alph
         (1.0 - e)[..., None, None] * S[None, :, None, None]
         + e[..., None, None] * (y[None, ..., :, None] * y[None, ..., None, :]),
         (1.0 - e) * iso[None, :, None, None],
-        yy, d, beta,
-    )  # fmt: skip
+        yy,
+        d,
+        beta,
+    )
     # the mean perturbation E_beta[h_y] = a (t_beta - delta_{y_i}) (eps, i)
     e1 = EPS[:, None]
     S_t = T_t.copy()
@@ -276,8 +278,10 @@ def row_eta(d: int, rho: float, r0: float, n: int, beta: float, ti, tj, wj, alph
         M + e1[..., None] * (a[:, None] * (m_t - yi)),
         S + e1[..., None, None] * dS,
         iso + e1 * a * (perp / (d - 2.0) if d > 2 else 0.0),
-        yi, d, beta,
-    )  # fmt: skip
+        yi,
+        d,
+        beta,
+    )
     # covariance of the self-normalised row: delta E_2[h h] - (b^2 / (n - 1)) E_1[h] E_1[h]
     c2 = b * b / (n - 1.0)
     corr_q = delta * np.einsum("ijl,ijl->i", w2, qy) - c2 * qg
@@ -290,12 +294,28 @@ def row_eta(d: int, rho: float, r0: float, n: int, beta: float, ti, tj, wj, alph
     off = delta * np.einsum("ijl,ijl->i", w2, inv2_j[None, :, None] * g)
     trb = inv1_i * (l0 + corr_l)
     r = diag0 + diag1 + off + 2.0 * alpha * trb + alpha * alpha * d
-    return {"eta": r / d, "a": a, "delta": delta, "diag0": diag0 / d, "diag1": diag1 / d,
-            "off": off / d, "tr_b": trb / d}  # fmt: skip
+    return {
+        "eta": r / d,
+        "a": a,
+        "delta": delta,
+        "diag0": diag0 / d,
+        "diag1": diag1 / d,
+        "off": off / d,
+        "tr_b": trb / d,
+    }
 
 
-def eta_mean_field(n: int, d: int, rho: float, beta, *, alpha=0.0, r0: float | None = None,
-                   quadrature: str = "standard", parts: bool = False):  # fmt: skip
+def eta_mean_field(
+    n: int,
+    d: int,
+    rho: float,
+    beta,
+    *,
+    alpha=0.0,
+    r0: float | None = None,
+    quadrature: str = "standard",
+    parts: bool = False,
+):
     """Mean-field eta (docs/finite-d.md#mean-field-for-eta) of Gaussian near-simplex tokens.
 
     Averaged over ``tau_i`` and ``R_0 = ||z_0||``, or conditioned on ``R_0 = r0`` (to compare with
@@ -337,8 +357,10 @@ def eta_mean_field(n: int, d: int, rho: float, beta, *, alpha=0.0, r0: float | N
             f"quadrature must be one of {sorted(QUADRATURE_PRESETS)}, got {quadrature!r}"
         )
     nodes = key_nodes(d, rho, quadrature, r0)
-    acc = [dict.fromkeys(("eta", "a", "delta", "diag0", "diag1", "off", "tr_b"), 0.0)
-           for _ in range(b.size)]  # fmt: skip
+    acc = [
+        dict.fromkeys(("eta", "a", "delta", "diag0", "diag1", "off", "tr_b"), 0.0)
+        for _ in range(b.size)
+    ]
     for k, bk in enumerate(b.ravel()):
         for wr, r, ti, wi, tj, wj in nodes:
             for key, v in row_eta(d, rho, r, n, float(bk), ti, tj, wj).items():

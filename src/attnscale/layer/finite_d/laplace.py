@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from attnscale._moved import renamed_keywords
 from attnscale.core import laplace
 
 from .laws import QUADRATURE_PRESETS, Table
@@ -47,7 +46,6 @@ def row_term_transform(
     return series, direct, m1max
 
 
-@renamed_keywords(level="quadrature")
 def conditional_self_weight(
     tab: Table, n: int, beta: float, quadrature: str = "standard"
 ) -> np.ndarray:
@@ -65,7 +63,6 @@ def conditional_self_weight(
     return laplace.reciprocal_mean(n, series, direct, h=h, t_lo=t_lo)
 
 
-@renamed_keywords(level="quadrature")
 def mean_self_weight(tab: Table, n: int, beta: float, quadrature: str = "standard") -> float:
     """``E[A_ii]``: the node average of :func:`conditional_self_weight`."""
     return float(tab.weight @ conditional_self_weight(tab, n, beta, quadrature))

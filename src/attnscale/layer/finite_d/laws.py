@@ -22,14 +22,10 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import betaincinv, gammainccinv, gammaincinv, ndtr, roots_jacobi
 
-from attnscale._moved import renamed, renamed_keywords
 from attnscale.core.quadrature import gauss_legendre_01, gauss_legendre_panels
 
-#: ``gauss_legendre_01`` lives in :mod:`attnscale.core.quadrature` (the library's one Gauss-Legendre
-#: source) and is re-exported here, where it was documented.
 __all__ = [
     "QUADRATURE_PRESETS",
-    "gauss_legendre_01",
     "log_j",
     "normal_score_rule",
     "r0_nodes",
@@ -184,7 +180,6 @@ def tau_law(d: int, rho: float, r0: float, n_fine: int = 2001) -> TauLaw:
     )
 
 
-@renamed_keywords(level="quadrature")
 def v_nodes(quadrature: str) -> tuple[np.ndarray, np.ndarray]:
     """Nodes ``v`` and weights for ``int_0^V e^{-v} g(v) dv``: Gauss-Legendre panels in ``sqrt(v)``.
 
@@ -207,7 +202,6 @@ def _panels(boundaries: np.ndarray, npt: int):
     return y, wu * y
 
 
-@renamed_keywords(level="quadrature")
 def score_quantiles(d: int, rho: float, law: TauLaw, tau_i: float, quadrature: str) -> np.ndarray:
     """``y(v) = 1 - c`` at the quantile nodes ``v_nodes(quadrature)`` for a query with ``tau_i``.
 
@@ -346,7 +340,6 @@ def omega_rule(d: int, n_w: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
-@renamed_keywords(level="quadrature")
 def uniform_score_quantiles(d: int, quadrature: str) -> np.ndarray:
     """``y(v) = 1 - c`` for uniform tokens (rho = 0): ``c = 2B - 1``, ``B ~ Beta((d-1)/2, (d-1)/2)``.
 
@@ -387,7 +380,6 @@ def _build(d: int, rho: float, quadrature: str, r0s, r0w) -> Table:
     return Table(y=np.array(ys), weight=w / w.sum(), r0=np.array(rs), tau=np.array(ts), v_weight=vw)
 
 
-@renamed_keywords(level="quadrature")
 @lru_cache(maxsize=128)
 def table(d: int, rho: float, quadrature: str = "standard") -> Table:
     """Quadrature table averaged over ``R_0`` (the law of the whole draw)."""
@@ -395,7 +387,6 @@ def table(d: int, rho: float, quadrature: str = "standard") -> Table:
     return _build(d, rho, quadrature, r0s, r0w)
 
 
-@renamed_keywords(level="quadrature")
 @lru_cache(maxsize=128)
 def table_given_r0(d: int, rho: float, r0: float, quadrature: str = "standard") -> Table:
     """Quadrature table conditioned on ``||z_0|| = r0``."""
@@ -403,4 +394,3 @@ def table_given_r0(d: int, rho: float, r0: float, quadrature: str = "standard") 
 
 
 #: ``LEVELS`` was the quadrature presets' name; "level" now means the target level only (docs/glossary.md).
-__getattr__ = renamed(__name__, {"LEVELS": "QUADRATURE_PRESETS"})

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale._moved import renamed_keywords
-
 from .approx import anneal_nodes, log_vmf, vmf_mean
 from .laws import QUADRATURE_PRESETS, normal_score_rule, omega_rule, tau_law
 
@@ -42,7 +40,6 @@ def row_moments(d: int, beta: float, n: int, ti, tj, wj):
     return a, P, Q, np.maximum(disp, 0.0), si
 
 
-@renamed_keywords(level="quadrature")
 def mean_field_values(
     n: int, d: int, rho: float, beta: float, quadrature: str = "standard", r0: float | None = None
 ) -> dict:
