@@ -287,6 +287,79 @@ function overflow(f) {
   var e = f.contentDocument.documentElement;
   return {scroll: e.scrollWidth, client: e.clientWidth};
 }
+// Issue 35: what a reader meets who types or addresses a bad value, drags a slider to an end,
+// changes the address, or uses a screen reader; in a frame opened at a bad address.
+function ux() {
+  var f = document.createElement("iframe"), out = {};
+  f.style.width = "1280px"; f.style.height = "900px"; f.style.border = "0";
+  document.body.appendChild(f);
+  f.src = "explorer.html#d=&n=&rho=0.95&rule=no_such_rule";
+  return wait(function () {
+    var d = f.contentDocument, root = d && d.getElementById("attnscale-explorer");
+    return root && root.getAttribute("data-ready") && d.readyState === "complete";
+  }, 20000).then(function () {
+    var w = f.contentWindow, d = w.document, api = w.attnscaleExplorer, ex = api.explorer;
+    function text(id) { return d.getElementById(id).textContent; }
+    function seen(id) {
+      var s = ex.state;
+      return {state: {d: s.d, n: s.n, rho: s.rho, rule: s.rule},
+              msg: id ? text(id + "-msg") : null, box: id ? d.getElementById(id).value : null,
+              beta: +d.getElementById("ax-out-beta_star").getAttribute("data-value"),
+              expect: api.betaStar(s.n, s.d, s.rho), hash: w.location.hash};
+    }
+    function circles() {  // every marker of every chart, and whether it lies inside its frame
+      return Array.from(d.querySelectorAll("svg.ax-chart")).map(function (svg) {
+        var fr = svg.querySelector("rect.ax-frame"), x0 = +fr.getAttribute("x"), y0 = +fr.getAttribute("y");
+        var x1 = x0 + +fr.getAttribute("width"), y1 = y0 + +fr.getAttribute("height");
+        return Array.from(svg.querySelectorAll("circle")).map(function (c) {
+          var cx = +c.getAttribute("cx"), cy = +c.getAttribute("cy");
+          return cx >= x0 - 0.5 && cx <= x1 + 0.5 && cy >= y0 - 0.5 && cy <= y1 + 0.5;
+        });
+      });
+    }
+    out.address = {seen: seen(null), msgs: ["d", "n", "rho"].map(function (k) { return text("ax-" + k + "-msg"); }),
+                   rule: text("ax-rule-msg"), boxes: ["d", "n", "rho"].map(function (k) { return d.getElementById("ax-" + k).value; })};
+    out.typed = [["ax-d", "99999"], ["ax-rho", "0.95"], ["ax-n", "2e7"], ["ax-d", ""], ["ax-n", "abc"],
+                 ["ax-d", "64.4"], ["ax-d", "64"], ["ax-d", "1"]].map(function (c) {
+      setControl(w, c[0], c[1]);
+      var s = seen(c[0]); s.id = c[0]; s.typed = c[1];
+      return s;
+    });
+    out.ends = ["d", "n", "rho"].map(function (k) {
+      var s = d.getElementById("ax-" + k + "-slider"), r = {key: k};
+      s.value = s.max; s.dispatchEvent(new w.Event("input", {bubbles: true}));
+      r.hi = ex.state[k]; r.hi_text = s.getAttribute("aria-valuetext"); r.hi_box = d.getElementById("ax-" + k).value;
+      s.value = s.min; s.dispatchEvent(new w.Event("input", {bubbles: true}));
+      r.lo = ex.state[k]; r.lo_text = s.getAttribute("aria-valuetext"); r.lo_box = d.getElementById("ax-" + k).value;
+      return r;
+    });
+    out.markers = [[128, 131072, 0.5], [3, 10000000, 0.9], [128, 131072, 0.01]].map(function (hd) {
+      setControl(w, "ax-d", hd[0]); setControl(w, "ax-n", hd[1]); setControl(w, "ax-rho", hd[2]);
+      return {head: hd, circles: circles(), where: text("ax-heat-where"), note: d.querySelector("#ax-heat-where + p").textContent};
+    });
+    var verdict = d.getElementById("ax-verdict"), before = verdict.textContent;
+    w.location.hash = "#d=64&n=1000&rho=0.3&rule=ssmax";
+    return wait(function () { return ex.state.d === 64; }, 5000).then(function () {
+      out.hashchange = seen("ax-d");
+      out.hashchange.verdict_changed = verdict.textContent !== before;
+      out.hashchange.slider_text = d.getElementById("ax-d-slider").getAttribute("aria-valuetext");
+      out.hashchange.rule = d.getElementById("ax-rule").value;
+      out.aria = {live: verdict.getAttribute("aria-live"),
+                  labels: ["ax-d", "ax-d-slider", "ax-n", "ax-n-slider", "ax-rho", "ax-rho-slider", "ax-rule"].map(function (id) {
+                    var e = d.getElementById(id), ls = Array.from(e.labels || []);
+                    return [id, ls.length > 0 && ls.every(function (l) {
+                      var r = l.getBoundingClientRect();
+                      return r.width > 0 && r.height > 0 && l.textContent.trim().length > 0;
+                    }), ls.map(function (l) { return l.textContent.trim(); }).join(" | ")];
+                  }),
+                  valuetext: ["d", "n", "rho"].map(function (k) { return d.getElementById("ax-" + k + "-slider").getAttribute("aria-valuetext"); })};
+      var link = Array.from(d.querySelectorAll("#attnscale-explorer code")).filter(function (c) {
+        return c.textContent.indexOf("attnscale estimate-rho") === 0; });
+      out.estimate_rho = link.map(function (c) { return c.parentElement.textContent; });
+      return out;
+    });
+  });
+}
 fetch("explorer.html").then(function (r) { return r.text(); }).then(function (html) {
   return open(html, 1280, 900).then(function (desk) {
     return open(html, 390, 844).then(function (phone) { return [desk, phone]; });
@@ -311,7 +384,7 @@ fetch("explorer.html").then(function (r) { return r.text(); }).then(function (ht
             paths: d.querySelectorAll("svg.ax-chart path").length,
             cells: d.querySelectorAll("svg.ax-chart rect[fill]").length};
   });
-  return result;
+  return ux().then(function (got) { result.ux = got; return result; });
 }).catch(function (e) { return {failed: String(e && e.stack || e)}; }).then(function (result) {
   var pre = document.createElement("pre");
   pre.id = "attnscale-probe";
