@@ -457,7 +457,9 @@ def site_check(request, site, served, tmp_path_factory) -> list:
     pages = [f"{p.stem}.html" for p in _docs_pages()]
     probe = SITE_PROBE.replace("PAGES", json.dumps(pages)).replace("WIDTHS", json.dumps(WIDTHS))
     (html / "_site_check.html").write_text(probe, encoding="utf-8")
-    report = browser_probe(exe, f"{served}/_site_check.html", tmp_path_factory.mktemp("site"), 60000)
+    report = browser_probe(
+        exe, f"{served}/_site_check.html", tmp_path_factory.mktemp("site"), 60000
+    )
     assert len(report) == len(pages) * len(WIDTHS), [(r["page"], r["width"]) for r in report]
     return report
 
@@ -487,7 +489,9 @@ def test_site_images_load(site_check):
 
 
 def test_no_list_links_the_same_page_twice(site_check):
-    bad = [f"{r['page']}: {x}" for r in site_check if r["width"] == WIDTHS[0] for x in r["repeated"]]
+    bad = [
+        f"{r['page']}: {x}" for r in site_check if r["width"] == WIDTHS[0] for x in r["repeated"]
+    ]
     assert not bad, "lists that link the same target twice:\n" + "\n".join(bad)
 
 
@@ -497,13 +501,17 @@ def test_the_site_check_sees_what_it_should(request, site, served, tmp_path_fact
     count; the same content done right is not."""
     exe = chromium(request.config)
     html = site["html"]
-    bad = ("<html><body><p>&lt;!-- finding:k --&gt;0.5 and $\\rho$ raw, \\(x\\), {math}`y`</p>"
-           "<table><tr><td style='min-width:2000px'>wide</td></tr></table>"
-           "<img src='no-such.png'><ul><li><a href='a.html'>A</a></li><li><a href='a.html'>A</a></li>"
-           "</ul></body></html>")
-    good = ("<html><body><p>text <code>$HOME &lt;!--</code></p><div style='overflow-x:auto'>"
-            "<table><tr><td style='min-width:2000px'>wide</td></tr></table></div>"
-            "<ul><li><a href='a.html'>A</a></li><li><a href='b.html'>B</a></li></ul></body></html>")
+    bad = (
+        "<html><body><p>&lt;!-- finding:k --&gt;0.5 and $\\rho$ raw, \\(x\\), {math}`y`</p>"
+        "<table><tr><td style='min-width:2000px'>wide</td></tr></table>"
+        "<img src='no-such.png'><ul><li><a href='a.html'>A</a></li><li><a href='a.html'>A</a></li>"
+        "</ul></body></html>"
+    )
+    good = (
+        "<html><body><p>text <code>$HOME &lt;!--</code></p><div style='overflow-x:auto'>"
+        "<table><tr><td style='min-width:2000px'>wide</td></tr></table></div>"
+        "<ul><li><a href='a.html'>A</a></li><li><a href='b.html'>B</a></li></ul></body></html>"
+    )
     (html / "_control_bad.html").write_text(bad, encoding="utf-8")
     (html / "_control_good.html").write_text(good, encoding="utf-8")
     probe = SITE_PROBE.replace("PAGES", json.dumps(["_control_bad.html", "_control_good.html"]))
