@@ -487,3 +487,107 @@ def test_the_script_is_the_python_twin(probed):
             gc = 1.0 if rho == 0 else 1.0 / (1.0 - rho)
             g_py = gc * float(scaling_rules.gamma_ratio(rule, float(n)))
         assert g == pytest.approx(g_py, rel=1e-12), (key, n, rho)
+
+
+# --------------------------------------------------------------------------- what a reader meets
+# (issue 35: the page opened at a bad address, then typed into, dragged, re-addressed)
+
+
+def _theory_range(doc: dict) -> dict:
+    th = doc["theory"]
+    return {"d": (th["d_min"], th["d_max"]), "n": (2, th["n_max"]), "rho": (0.0, th["rho_max"])}
+
+
+def test_a_bad_address_says_what_it_uses(probed):
+    """``#d=&n=&rho=0.95&rule=no_such_rule``: empty is not zero (d and n keep the page's head),
+    rho outside the grid uses its end, an unknown rule the first; a message next to each control
+    says so, and the numbers are those of the values used."""
+    got = probed["result"]["ux"]["address"]
+    rho_max = probed["doc"]["theory"]["rho_max"]
+    assert got["seen"]["state"]["d"] == 128 and got["seen"]["state"]["n"] == 131072, got
+    assert got["seen"]["state"]["rho"] == rho_max, got
+    msg_d, msg_n, msg_rho = got["msgs"]
+    assert "empty" in msg_d and "d = 128" in msg_d, msg_d
+    assert "empty" in msg_n and "n = 131072" in msg_n, msg_n
+    assert "0.95" in msg_rho and f"= {rho_max:g}" in msg_rho and "outside" in msg_rho, msg_rho
+    assert "no_such_rule" in got["rule"], got["rule"]
+    assert got["boxes"] == ["128", "131072", f"{rho_max:g}"], got["boxes"]
+    assert got["seen"]["beta"] == pytest.approx(got["seen"]["expect"], rel=1e-12)
+
+
+def test_a_typed_value_outside_the_range_or_empty_is_never_silent(probed):
+    """A typed value outside the range uses the nearest end and says so; an empty or non-numeric
+    box keeps the current value (not the minimum) and says so; a fraction of an integer input is
+    rounded and says so; a valid value clears the message. The box shows the value used and the
+    page's beta* is that value's."""
+    rng = _theory_range(probed["doc"])
+    steps = {(s["id"], s["typed"]): s for s in probed["result"]["ux"]["typed"]}
+    for s in steps.values():
+        assert s["beta"] == pytest.approx(s["expect"], rel=1e-12), s
+        key = s["id"].removeprefix("ax-")
+        assert float(s["box"]) == pytest.approx(s["state"][key]), s
+    big_d = steps[("ax-d", "99999")]
+    assert (
+        big_d["state"]["d"] == rng["d"][1] and "99999" in big_d["msg"] and "outside" in big_d["msg"]
+    )
+    big_rho = steps[("ax-rho", "0.95")]
+    assert big_rho["state"]["rho"] == rng["rho"][1] and "0.95" in big_rho["msg"]
+    big_n = steps[("ax-n", "2e7")]
+    assert big_n["state"]["n"] == rng["n"][1] and "2e7" in big_n["msg"]
+    empty = steps[("ax-d", "")]
+    assert empty["state"]["d"] == rng["d"][1], (
+        "an empty box must keep the current d, not the minimum"
+    )
+    assert "empty" in empty["msg"], empty
+    text = steps[("ax-n", "abc")]  # a number box holds no text: the browser empties it
+    assert text["state"]["n"] == rng["n"][1] and text["msg"], text
+    frac = steps[("ax-d", "64.4")]
+    assert frac["state"]["d"] == 64 and "whole number" in frac["msg"], frac
+    ok = steps[("ax-d", "64")]
+    assert ok["state"]["d"] == 64 and ok["msg"] == "", ok
+    small = steps[("ax-d", "1")]
+    assert small["state"]["d"] == rng["d"][0] and "outside" in small["msg"], small
+
+
+def test_sliders_reach_both_ends_exactly(probed):
+    rng = _theory_range(probed["doc"])
+    for end in probed["result"]["ux"]["ends"]:
+        lo, hi = rng[end["key"]]
+        assert (end["lo"], end["hi"]) == (lo, hi), end
+        assert float(end["lo_box"]) == lo and float(end["hi_box"]) == hi, end
+        assert float(end["hi_text"].split("= ")[1]) == hi, end  # the value, not the position
+        assert float(end["lo_text"].split("= ")[1]) == lo, end
+
+
+def test_markers_outside_the_panel_are_not_drawn(probed):
+    """Every marker of every chart lies inside its frame; where the head's gamma* or the rule's
+    gamma_eff is off the heat map (d = 3, n = 1e7, rho = 0.9: gamma* far above it; rho = 0.01:
+    left of the panel's first rho), the note says where it is instead."""
+    inside, far, left = probed["result"]["ux"]["markers"]
+    for case in (inside, far, left):
+        assert all(all(c) for c in case["circles"]), case
+    assert inside["where"] == "" and len(inside["circles"][2]) == 2, inside
+    assert far["where"].startswith("Not drawn:") and "above the panel" in far["where"], far
+    assert len(far["circles"][2]) < 2, far
+    assert "below the panel's" in left["where"] and "0.01" in left["where"], left
+
+
+def test_a_new_address_updates_the_open_page(probed):
+    got = probed["result"]["ux"]["hashchange"]
+    assert got["state"] == {"d": 64, "n": 1000, "rho": 0.3, "rule": "ssmax"}, got
+    assert got["box"] == "64" and got["msg"] == "" and got["rule"] == "ssmax", got
+    assert got["slider_text"] == "d = 64" and got["verdict_changed"], got
+    assert got["beta"] == pytest.approx(got["expect"], rel=1e-12)
+
+
+def test_screen_readers_hear_values_labels_and_the_verdict(probed):
+    aria = probed["result"]["ux"]["aria"]
+    assert aria["live"] == "polite", aria
+    bad = [(i, names) for i, ok, names in aria["labels"] if not ok]
+    assert not bad, f"controls without a visible label of their own: {bad}"
+    assert aria["valuetext"] == ["d = 64", "n = 1000", "\u03c1 = 0.3"], aria["valuetext"]
+
+
+def test_the_page_says_how_to_estimate_rho(probed):
+    notes = probed["result"]["ux"]["estimate_rho"]
+    assert notes and "estimate-rho" in notes[0] and "keys" in notes[0], notes
