@@ -567,9 +567,10 @@ def test_markers_outside_the_panel_are_not_drawn(probed):
     for case in (inside, far, left):
         assert all(all(c) for c in case["circles"]), case
     assert inside["where"] == "" and len(inside["circles"][2]) == 2, inside
-    assert far["where"].startswith("Not drawn:") and "above the panel" in far["where"], far
+    assert far["where"].startswith("Not drawn on the panel:"), far
+    assert "above the panel's \u03b3 range" in far["where"], far
     assert len(far["circles"][2]) < 2, far
-    assert "below the panel's" in left["where"] and "0.01" in left["where"], left
+    assert "below the panel's \u03c1 range" in left["where"] and "0.01" in left["where"], left
 
 
 def test_a_new_address_updates_the_open_page(probed):

@@ -543,7 +543,7 @@
     this.inputs.panel = ps;
     this.heat = new Chart(hm, { aspect: 0.55, right: 56, xlog: false, ylog: true, xlabel: "\u03c1",
                                 ylabel: "\u03b3 = \u03b2 / ln n", label: "simulated lambda" });
-    this.heatWhere = h("p", { "class": "ax-msg", id: "ax-heat-where", role: "status", "aria-live": "polite" }, hm);
+    this.heatWhere = h("p", { "class": "ax-note ax-where", id: "ax-heat-where", role: "status", "aria-live": "polite" }, hm);
     this.heatNote = h("p", { "class": "ax-note" }, hm);
     this.footer = h("p", { "class": "ax-note ax-source" }, root);
     this.renderFooter();
@@ -771,7 +771,7 @@
     var where = [];
     if (!gx) where.push(this.placeNote(c, "your head's \u03b3* = " + sig(r.gamma_star, 4), r.rho, r.gamma_star));
     if (!rx) where.push(this.placeNote(c, rule.name + "'s \u03b3_eff = " + sig(ge, 4), r.rho, ge));
-    this.heatWhere.textContent = where.length ? "Not drawn: " + where.join("; ") + "." : "";
+    this.heatWhere.textContent = where.length ? "Not drawn on the panel: " + where.join("; ") + "." : "";
     this.heatNote.textContent = "Mean angle ratio \u03bb over " + (p.trials || "?") +
       " token draws per cell (" + p.source + "; \u03bb \u2248 1: identity, \u2248 0: collapse). " +
       "Open circle: your head's \u03b3*(n = " + r.n + ", d = " + r.d + "); filled: " + rule.name +
@@ -782,10 +782,13 @@
   Explorer.prototype.placeNote = function (c, what, rho, gamma) {
     var side = c.outside(rho, gamma), p = this.shownPanel;
     var r0 = p.rho[0], r1 = p.rho[p.rho.length - 1], g0 = p.gamma[0], g1 = p.gamma[p.gamma.length - 1];
-    var why = side === "left" || side === "right" ? "\u03c1 = " + rho + " is " + (side === "left" ? "below" : "above") +
-      " the panel's \u03c1 (" + r0 + " \u2013 " + r1 + ")"
-      : side === "nowhere" ? "no value" : "\u03b3 is " + side + " the panel's " + sig(g0, 3) + " \u2013 " + sig(g1, 3);
-    return what + " at \u03c1 = " + rho + " (" + why + ")";
+    if (side === "nowhere") return what + " (no value)";
+    if (side === "left" || side === "right") {
+      return what + " at \u03c1 = " + rho + ", " + (side === "left" ? "below" : "above") +
+        " the panel's \u03c1 range " + r0 + " \u2013 " + r1;
+    }
+    return what + " at \u03c1 = " + rho + ", " + side + " the panel's \u03b3 range " + sig(g0, 3) +
+      " \u2013 " + sig(g1, 3);
   };
 
   Explorer.prototype.drawHeatPanel = function (p) {
