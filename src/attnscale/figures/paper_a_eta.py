@@ -203,6 +203,8 @@ def plot_finite_size(*, data: pd.DataFrame, caption: str):
         "Paper A: critical values against n (simulation, finite-n simplex, limit, finite d)",
         y=0.995,
     )
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.13, hspace=0.12, wspace=0.25)
+    # the y labels and 3-decimal ticks need 0.75 inch whatever the width (few d: a narrow figure)
+    left = max(0.09, 0.75 / fig.get_figwidth())
+    fig.subplots_adjust(left=left, right=0.98, top=0.88, bottom=0.13, hspace=0.12, wspace=0.25)
     add_caption(fig, caption)
     return fig
