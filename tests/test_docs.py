@@ -488,7 +488,7 @@ def test_site_images_load(site_check):
     assert any(r["images"] for r in site_check), "no image on any page: the check is broken"
 
 
-def test_no_list_links_the_same_page_twice(site_check):
+def test_site_lists_link_each_target_once(site_check):
     bad = [
         f"{r['page']}: {x}" for r in site_check if r["width"] == WIDTHS[0] for x in r["repeated"]
     ]
