@@ -108,6 +108,18 @@ def test_markers_quote_the_findings():
     assert not bad, "markers that do not quote their finding:\n" + "\n".join(bad)
 
 
+def test_no_marker_starts_a_line():
+    """A line that starts with an HTML comment is a raw HTML block in Markdown: the sentence
+    breaks into paragraphs and the maths of that line stays raw TeX (issue 35). Every marker of
+    README.md and docs/*.md has a word before it on its line (also inside list items)."""
+    starts = []
+    for path in _prose_files():
+        _, problems = marker_problems(path.read_text(encoding="utf-8"), quotable(DOCS),
+                                      str(path.relative_to(REPO)))  # fmt: skip
+        starts += [p for p in problems if "starts a line" in p]
+    assert not starts, "markers at the start of a line:\n" + "\n".join(starts)
+
+
 def test_published_findings_of_other_configurations():
     """Each docs/findings-NAME.json holds the findings of config/NAME.yaml's run, rendered as
     the default's are."""
