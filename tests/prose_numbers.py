@@ -38,7 +38,8 @@ import re
 from pathlib import Path
 
 # the blocks publish renders, and the markers (one definition, shared with publish)
-from attnscale.experiments.findings.record import MARKER, TABLE_BLOCK
+from attnscale.experiments.findings.markers import MARKER
+from attnscale.experiments.findings.record import TABLE_BLOCK
 
 # --------------------------------------------------------------------------- the rule, as data
 
@@ -538,7 +539,7 @@ def clean(text: str, rendered: dict[str, str], path: Path | None = None) -> str:
 def marker_problems(text: str, rendered: dict[str, str], where: str = "") -> tuple[int, list[str]]:
     """The number of finding markers in ``text`` (outside inline code, where a marker is an
     example) and what is wrong with them: a key that ``rendered`` (marker key -> rendered value,
-    :func:`attnscale.experiments.findings.record.quotable`) lacks, a value other than the rendered
+    :func:`attnscale.experiments.findings.markers.quotable`) lacks, a value other than the rendered
     one right after the marker (or more digits after it), a marker at the start of a line."""
     scan = re.sub(r"`[^`\n]*`", lambda c: " " * len(c.group(0)), text)
     seen, bad = 0, []

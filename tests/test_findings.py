@@ -40,12 +40,10 @@ from prose_numbers import (
 )
 
 from attnscale.experiments.findings import finite_d, realistic
+from attnscale.experiments.findings.markers import configuration_name, findings_file, quotable
 from attnscale.experiments.findings.record import (
     Finding,
-    configuration_name,
-    findings_file,
     format_number,
-    quotable,
     render_markdown,
     render_table_blocks,
     render_value,

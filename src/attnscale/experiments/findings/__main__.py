@@ -20,12 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from attnscale.experiments.findings.record import (
-    configuration_name,
-    findings_file,
-    render_markdown,
-    render_table_blocks,
-)
+from attnscale.experiments.findings.markers import configuration_name, findings_file
+from attnscale.experiments.findings.record import render_markdown, render_table_blocks
 
 
 def publish(results: Path, docs: Path) -> Path:
