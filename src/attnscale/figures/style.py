@@ -74,8 +74,8 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
 
         def savefig(*args, **kwargs):
             if not getattr(fig, "_attnscale_fitted", False):  # once, before the first save
-                fit_caption(fig)
-                problems = text_collisions(fig)
+                moved = fit_caption(fig)
+                problems = text_collisions(fig, draw=moved > 0)  # drawn by fit_caption if not
                 for line in problems:
                     LOG.warning("figure text collides: %s", line)
                 LOG.info("figure text checked: %d collisions", len(problems))
@@ -87,12 +87,13 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
     return caption
 
 
-def text_items(fig, *, skip=()) -> list[tuple[str, object]]:
+def text_items(fig, *, skip=(), draw: bool = True) -> list[tuple[str, object]]:
     """Every piece of text a reader sees on ``fig`` after drawing it, with its extent in pixels:
     figure texts (captions, titles), each axes' titles, axis labels, offset texts, the tick labels
     drawn and its texts, and each legend as one box; ``(name, Bbox)`` pairs, the artists in
-    ``skip`` left out."""
-    fig.canvas.draw()
+    ``skip`` left out. ``draw=False`` reuses the last drawing (nothing changed since)."""
+    if draw:
+        fig.canvas.draw()
     r = fig.canvas.get_renderer()
     out, seen = [], {id(a) for a in skip}
 
@@ -139,10 +140,10 @@ def _overlap(a, b) -> bool:
             and min(a.y1, b.y1) - max(a.y0, b.y0) > SLACK_PX)  # fmt: skip
 
 
-def text_collisions(fig) -> list[str]:
+def text_collisions(fig, *, draw: bool = True) -> list[str]:
     """What collides on ``fig``: any two pieces of :func:`text_items` that overlap, and any that
     leaves the canvas (one line each; empty if none)."""
-    items = text_items(fig)
+    items = text_items(fig, draw=draw)
     w, h = fig.canvas.get_width_height()
     out = []
     for name, b in items:
@@ -164,10 +165,9 @@ def fit_caption(fig, pad_pt: float = 4.0) -> float:
     cap = getattr(fig, "_attnscale_caption", None)
     if cap is None:
         return 0.0
-    fig.canvas.draw()
+    lows = [b.y0 for _, b in text_items(fig, skip=(cap,))]  # draws the figure
     r = fig.canvas.get_renderer()
     box = cap.get_window_extent(r)
-    lows = [b.y0 for _, b in text_items(fig, skip=(cap,))]
     lows += [ax.get_window_extent(r).y0 for ax in fig.axes if ax.get_visible()]
     need_px = box.y1 + pad_pt * fig.dpi / 72.0 - min(lows, default=np.inf)
     if not np.isfinite(need_px) or need_px <= 0:
