@@ -88,4 +88,6 @@ html_sidebars = {
 }
 html_static_path = ["_static"]
 html_css_files = ["attnscale.css"]
+# wide inline formulas scroll in their own box (attnscale.css)
+html_js_files = ["attnscale.js"]
 html_show_sourcelink = False

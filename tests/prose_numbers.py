@@ -2,8 +2,9 @@
 
 Every line of README.md and docs/*.md (the generated pages excepted: they are checked by
 equality) is scanned for numbers that look like results. A result of a run, or a theory value
-of the library, is stated only as a marker followed by its value (``<!-- finding:KEY -->VALUE``)
-or as a generated table between ``<!-- finding-table:KEY -->`` and ``<!-- /finding-table -->``
+of the library, is stated only as a marker followed by its value (``<!-- finding:KEY -->VALUE``
+for the default run, ``<!-- finding:NAME:KEY -->VALUE`` for the run of ``config/NAME.yaml``; a
+word always precedes the marker on its line: :func:`marker_problems`) or as a generated table between ``<!-- finding-table:KEY -->`` and ``<!-- /finding-table -->``
 (the rendering of a table finding, checked by equality). Exempt *by context*, never by listing
 lines (:func:`clean` blanks them, keeping every line break, so hits keep their line numbers):
 
@@ -36,12 +37,16 @@ import math
 import re
 from pathlib import Path
 
-from attnscale.experiments.findings.record import TABLE_BLOCK  # the blocks publish renders
+# the blocks publish renders, and the markers (one definition, shared with publish)
+from attnscale.experiments.findings.markers import MARKER
+from attnscale.experiments.findings.record import TABLE_BLOCK
 
 # --------------------------------------------------------------------------- the rule, as data
 
-#: ``<!-- finding:KEY -->`` (the value follows the marker directly).
-MARKER = re.compile(r"<!--\s*finding:([A-Za-z0-9_.\-]+)\s*-->")
+#: What may stand before a marker on its line and still leave it at the start of a block: indent,
+#: a list bullet, a blockquote sign. A marker there makes Markdown read the line as raw HTML
+#: (the paragraph breaks, and the maths of that line stays raw TeX on the site).
+LINE_START = re.compile(r"^[ \t>]*(?:(?:[*+-]|\d+[.)])[ \t]+)?$")
 #: Pages generated from data (checked by equality, not scanned).
 GENERATED = {"findings.md", "gallery.md", "api.md"}
 #: A section of measurements: its heading says "measured", and the heading or the section's
@@ -549,6 +554,36 @@ def clean(text: str, rendered: dict[str, str], path: Path | None = None) -> str:
                 if m.group().lstrip("-") in held or m.group() in held:
                     _blank(chars, m.start(), m.end())
     return "".join(chars)
+
+
+def marker_problems(text: str, rendered: dict[str, str], where: str = "") -> tuple[int, list[str]]:
+    """The number of finding markers in ``text`` (outside inline code, where a marker is an
+    example) and what is wrong with them: a key that ``rendered`` (marker key -> rendered value,
+    :func:`attnscale.experiments.findings.markers.quotable`) lacks, a value other than the rendered
+    one right after the marker (or more digits after it), a marker at the start of a line."""
+    scan = re.sub(r"`[^`\n]*`", lambda c: " " * len(c.group(0)), text)
+    seen, bad = 0, []
+    for m in MARKER.finditer(scan):
+        seen += 1
+        key = m.group(1)
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        at = f"{where}:{text.count(chr(10), 0, m.start()) + 1}"
+        if LINE_START.match(text[line_start : m.start()]):
+            bad.append(f"{at}: {key}: the marker starts a line (put a word before it)")
+        if key not in rendered:
+            name = m.group(2)
+            why = (
+                f"no findings of configuration {name!r}"
+                if name and not any(k.startswith(name + ":") for k in rendered)
+                else "unknown key"
+            )
+            bad.append(f"{at}: {why} {key!r}")
+            continue
+        val = rendered[key]
+        after = text[m.end() : m.end() + len(val) + 2]
+        if not after.startswith(val) or re.match(r"\d|\.\d", text[m.end() + len(val) :]):
+            bad.append(f"{at}: {key} must be followed by {val!r}, found {after!r}")
+    return seen, bad
 
 
 def suspects(text: str, rendered: dict[str, str], path: Path | None = None) -> list[tuple]:

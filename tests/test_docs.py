@@ -365,6 +365,200 @@ def test_gallery_images_load_in_a_real_browser(site, rendered):
     assert built and len(images) == len(built), (len(images), built)
 
 
+#: The site check (issue 35): opens every page in a same-origin iframe of each width in WIDTHS
+#: (the page's own window is the iframe, so its media queries apply), waits for MathJax's first
+#: typeset, and reports what a reader would see: visible text outside code and formulas that
+#: holds raw markup (a ``$``, ``<!--``, ``\(``, an unrendered MyST role), elements that reach past
+#: the window's right edge outside a horizontally scrolling box, the document's own width, the
+#: images that did not load, and links that one list repeats.
+SITE_PROBE = r"""<!DOCTYPE html><html><body><script>
+var RAW = [["$", /\$/], ["<!--", /<!--/], ["\\(", /\\\(/],
+           ["a MyST role", /\{[a-z][a-z0-9_:-]*\}`|\{[a-z][a-z0-9_:-]*\}$/]];
+var SKIP = "code, pre, kbd, samp, script, style, mjx-container, .math, .highlight, .MathJax";
+function visible(w, e) {
+  for (; e && e.nodeType === 1; e = e.parentElement) {
+    var cs = w.getComputedStyle(e);
+    if (cs.display === "none" || cs.visibility === "hidden") return false;
+  }
+  return true;
+}
+function where(e) {
+  var s = e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") +
+    (e.className && typeof e.className === "string" ? "." + e.className.trim().split(/\s+/).join(".") : "");
+  return s + " '" + (e.textContent || "").trim().replace(/\s+/g, " ").slice(0, 60) + "'";
+}
+function check(f, page, width) {
+  var w = f.contentWindow, doc = f.contentDocument, out = {page: page, width: width, raw: [],
+    wide: [], images: [], repeated: []};
+  // raw markup in the visible text
+  var walker = doc.createTreeWalker(doc.body, w.NodeFilter.SHOW_TEXT), node;
+  while ((node = walker.nextNode())) {
+    var parent = node.parentElement;
+    if (!parent || parent.closest(SKIP) || !visible(w, parent)) continue;
+    var text = node.nodeValue;
+    RAW.forEach(function (r) {
+      if (r[1].test(text)) out.raw.push(r[0] + " in " + where(parent) + ": '" +
+        text.trim().replace(/\s+/g, " ").slice(0, 80) + "'");
+    });
+  }
+  // wider than the window, outside a box that scrolls sideways
+  var W = doc.documentElement.clientWidth;
+  out.scroll = doc.documentElement.scrollWidth; out.client = W;
+  Array.from(doc.body.querySelectorAll("*")).forEach(function (e) {
+    if (e.closest("mjx-assistive-mml")) return;
+    var r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.right <= W + 1) return;
+    var up = e.parentElement;  // report the outermost element only
+    if (up && up !== doc.body && up.getBoundingClientRect().right > W + 1) return;
+    for (var a = e.parentElement; a && a !== doc.body; a = a.parentElement) {
+      var ox = w.getComputedStyle(a).overflowX;
+      if ((ox === "auto" || ox === "scroll") && a.getBoundingClientRect().right <= W + 1) return;
+    }
+    if (!visible(w, e)) return;
+    out.wide.push(where(e) + " right edge " + Math.round(r.right) + " > " + W);
+  });
+  out.wide = out.wide.slice(0, 8);
+  // images
+  Array.from(doc.images).forEach(function (i) {
+    out.images.push([i.getAttribute("src"), i.complete, i.naturalWidth]);
+  });
+  // a list that links the same target twice (in two of its own items)
+  Array.from(doc.querySelectorAll("ul, ol")).forEach(function (list) {
+    var seen = {};
+    Array.from(list.querySelectorAll("a[href]")).forEach(function (a) {
+      if (a.closest("ul, ol") !== list || a.classList.contains("headerlink")) return;
+      var item = a.closest("li"), href = a.href;
+      if (seen[href] && seen[href] !== item) out.repeated.push(href + " ('" + a.textContent.trim() + "')");
+      seen[href] = seen[href] || item;
+    });
+  });
+  return out;
+}
+function probe(page, width) {
+  return new Promise(function (resolve) {
+    var f = document.createElement("iframe");
+    f.style.width = width + "px"; f.style.height = "900px"; f.style.border = "0";
+    f.onload = function () {
+      var mj = f.contentWindow.MathJax;
+      var ready = (mj && mj.startup && mj.startup.promise) || Promise.resolve();
+      ready.then(function () {  // a tick for the page's own handlers of the first typeset
+        return new Promise(function (r) { setTimeout(r, 50); });
+      }).then(function () {
+        var r = check(f, page, width);
+        f.remove();
+        resolve(r);
+      }, function (e) { resolve({page: page, width: width, failed: String(e)}); });
+    };
+    f.src = page;
+    document.body.appendChild(f);
+  });
+}
+var all = [];
+WIDTHS.reduce(function (prev, width) {
+  return prev.then(function () {
+    return Promise.all(PAGES.map(function (p) { return probe(p, width); }));
+  }).then(function (got) { all = all.concat(got); });
+}, Promise.resolve()).then(function () {
+  var pre = document.createElement("pre");
+  pre.id = "attnscale-probe";
+  pre.textContent = JSON.stringify(all);
+  document.body.appendChild(pre);
+});
+</script></body></html>"""
+
+#: The widths the site is read at: a phone and a desktop window (CSS pixels).
+WIDTHS = (400, 1400)
+
+
+@pytest.fixture(scope="module")
+def site_check(request, site, served, tmp_path_factory) -> list:
+    """What a reader sees on every page at each of :data:`WIDTHS` (:data:`SITE_PROBE`)."""
+    exe = chromium(request.config)
+    assert site["proc"].returncode == 0, "the site did not build"
+    html = site["html"]
+    pages = [f"{p.stem}.html" for p in _docs_pages()]
+    probe = SITE_PROBE.replace("PAGES", json.dumps(pages)).replace("WIDTHS", json.dumps(WIDTHS))
+    (html / "_site_check.html").write_text(probe, encoding="utf-8")
+    report = browser_probe(
+        exe, f"{served}/_site_check.html", tmp_path_factory.mktemp("site"), 60000
+    )
+    assert len(report) == len(pages) * len(WIDTHS), [(r["page"], r["width"]) for r in report]
+    return report
+
+
+def test_site_shows_no_raw_markup(site_check):
+    """No ``$`` outside code and formulas, no ``<!--``, no ``\\(``, no unrendered role, on any
+    page at any width: every formula rendered and no finding marker broke its paragraph."""
+    bad = [f"{r['page']} @{r['width']}: {x}" for r in site_check for x in r.get("raw", [])]
+    failed = [r for r in site_check if r.get("failed")]
+    assert not failed and not bad, "raw markup on the site:\n" + "\n".join(bad[:40]) + str(failed)
+
+
+def test_site_is_no_wider_than_the_window(site_check):
+    """At 400 and 1400 pixels nothing reaches past the window's edge except inside a box that
+    scrolls sideways (a table, a display equation, a code block)."""
+    bad = [
+        f"{r['page']} @{r['width']}: document {r['scroll']} > {r['client']}"
+        for r in site_check
+        if r["scroll"] > r["client"] + 1
+    ]
+    bad += [f"{r['page']} @{r['width']}: {x}" for r in site_check for x in r["wide"]]
+    assert not bad, "wider than the window:\n" + "\n".join(bad[:40])
+
+
+def test_site_images_load(site_check):
+    broken = [
+        f"{r['page']} @{r['width']}: {src}"
+        for r in site_check
+        for src, complete, width in r["images"]
+        if not (complete and width > 0)
+    ]
+    assert not broken, "images that did not load:\n" + "\n".join(broken)
+    assert any(r["images"] for r in site_check), "no image on any page: the check is broken"
+
+
+def test_site_lists_link_each_target_once(site_check):
+    bad = [
+        f"{r['page']}: {x}" for r in site_check if r["width"] == WIDTHS[0] for x in r["repeated"]
+    ]
+    assert not bad, "lists that link the same target twice:\n" + "\n".join(bad)
+
+
+def test_the_site_check_sees_what_it_should(request, site, served, tmp_path_factory):
+    """Controls: a page with a marker at the start of a line (its maths left raw), a wide table
+    outside a scrolling box, a broken image and a list that repeats a link is flagged on each
+    count; the same content done right is not."""
+    exe = chromium(request.config)
+    html = site["html"]
+    bad = (
+        "<html><body><p>&lt;!-- finding:k --&gt;0.5 and $\\rho$ raw, \\(x\\), {math}`y`</p>"
+        "<table><tr><td style='min-width:2000px'>wide</td></tr></table>"
+        "<img src='no-such.png'><ul><li><a href='a.html'>A</a></li><li><a href='a.html'>A</a></li>"
+        "</ul></body></html>"
+    )
+    good = (
+        "<html><body><p>text <code>$HOME &lt;!--</code></p><div style='overflow-x:auto'>"
+        "<table><tr><td style='min-width:2000px'>wide</td></tr></table></div>"
+        "<ul><li><a href='a.html'>A</a></li><li><a href='b.html'>B</a></li></ul></body></html>"
+    )
+    (html / "_control_bad.html").write_text(bad, encoding="utf-8")
+    (html / "_control_good.html").write_text(good, encoding="utf-8")
+    probe = SITE_PROBE.replace("PAGES", json.dumps(["_control_bad.html", "_control_good.html"]))
+    probe = probe.replace("WIDTHS", json.dumps([400]))
+    (html / "_site_control.html").write_text(probe, encoding="utf-8")
+    got = {
+        r["page"]: r
+        for r in browser_probe(
+            exe, f"{served}/_site_control.html", tmp_path_factory.mktemp("control"), 20000
+        )
+    }
+    b, g = got["_control_bad.html"], got["_control_good.html"]
+    assert {x.split(" in ")[0] for x in b["raw"]} == {"$", "<!--", "\\(", "a MyST role"}, b["raw"]
+    assert b["scroll"] > b["client"] and b["wide"], b
+    assert [i[2] for i in b["images"]] == [0] and len(b["repeated"]) == 1, b
+    assert not g["raw"] and not g["wide"] and g["scroll"] <= g["client"] and not g["repeated"], g
+
+
 # --------------------------------------------------------------------------- the generators
 
 

@@ -304,6 +304,79 @@ function overflow(f) {
   var e = f.contentDocument.documentElement;
   return {scroll: e.scrollWidth, client: e.clientWidth};
 }
+// Issue 35: what a reader meets who types or addresses a bad value, drags a slider to an end,
+// changes the address, or uses a screen reader; in a frame opened at a bad address.
+function ux() {
+  var f = document.createElement("iframe"), out = {};
+  f.style.width = "1280px"; f.style.height = "900px"; f.style.border = "0";
+  document.body.appendChild(f);
+  f.src = "explorer.html#d=&n=&rho=0.95&rule=no_such_rule";
+  return wait(function () {
+    var d = f.contentDocument, root = d && d.getElementById("attnscale-explorer");
+    return root && root.getAttribute("data-ready") && d.readyState === "complete";
+  }, 20000).then(function () {
+    var w = f.contentWindow, d = w.document, api = w.attnscaleExplorer, ex = api.explorer;
+    function text(id) { return d.getElementById(id).textContent; }
+    function seen(id) {
+      var s = ex.state;
+      return {state: {d: s.d, n: s.n, rho: s.rho, rule: s.rule},
+              msg: id ? text(id + "-msg") : null, box: id ? d.getElementById(id).value : null,
+              beta: +d.getElementById("ax-out-beta_star").getAttribute("data-value"),
+              expect: api.betaStar(s.n, s.d, s.rho), hash: w.location.hash};
+    }
+    function circles() {  // every marker of every chart, and whether it lies inside its frame
+      return Array.from(d.querySelectorAll("svg.ax-chart")).map(function (svg) {
+        var fr = svg.querySelector("rect.ax-frame"), x0 = +fr.getAttribute("x"), y0 = +fr.getAttribute("y");
+        var x1 = x0 + +fr.getAttribute("width"), y1 = y0 + +fr.getAttribute("height");
+        return Array.from(svg.querySelectorAll("circle")).map(function (c) {
+          var cx = +c.getAttribute("cx"), cy = +c.getAttribute("cy");
+          return cx >= x0 - 0.5 && cx <= x1 + 0.5 && cy >= y0 - 0.5 && cy <= y1 + 0.5;
+        });
+      });
+    }
+    out.address = {seen: seen(null), msgs: ["d", "n", "rho"].map(function (k) { return text("ax-" + k + "-msg"); }),
+                   rule: text("ax-rule-msg"), boxes: ["d", "n", "rho"].map(function (k) { return d.getElementById("ax-" + k).value; })};
+    out.typed = [["ax-d", "99999"], ["ax-rho", "0.95"], ["ax-n", "2e7"], ["ax-d", ""], ["ax-n", "abc"],
+                 ["ax-d", "64.4"], ["ax-d", "64"], ["ax-d", "1"]].map(function (c) {
+      setControl(w, c[0], c[1]);
+      var s = seen(c[0]); s.id = c[0]; s.typed = c[1];
+      return s;
+    });
+    out.ends = ["d", "n", "rho"].map(function (k) {
+      var s = d.getElementById("ax-" + k + "-slider"), r = {key: k};
+      s.value = s.max; s.dispatchEvent(new w.Event("input", {bubbles: true}));
+      r.hi = ex.state[k]; r.hi_text = s.getAttribute("aria-valuetext"); r.hi_box = d.getElementById("ax-" + k).value;
+      s.value = s.min; s.dispatchEvent(new w.Event("input", {bubbles: true}));
+      r.lo = ex.state[k]; r.lo_text = s.getAttribute("aria-valuetext"); r.lo_box = d.getElementById("ax-" + k).value;
+      return r;
+    });
+    out.markers = [[128, 131072, 0.5], [3, 10000000, 0.9], [128, 131072, 0.01]].map(function (hd) {
+      setControl(w, "ax-d", hd[0]); setControl(w, "ax-n", hd[1]); setControl(w, "ax-rho", hd[2]);
+      return {head: hd, circles: circles(), where: text("ax-heat-where"), note: d.querySelector("#ax-heat-where + p").textContent};
+    });
+    var verdict = d.getElementById("ax-verdict"), before = verdict.textContent;
+    w.location.hash = "#d=64&n=1000&rho=0.3&rule=ssmax";
+    return wait(function () { return ex.state.d === 64; }, 5000).then(function () {
+      out.hashchange = seen("ax-d");
+      out.hashchange.verdict_changed = verdict.textContent !== before;
+      out.hashchange.slider_text = d.getElementById("ax-d-slider").getAttribute("aria-valuetext");
+      out.hashchange.rule = d.getElementById("ax-rule").value;
+      out.aria = {live: verdict.getAttribute("aria-live"),
+                  labels: ["ax-d", "ax-d-slider", "ax-n", "ax-n-slider", "ax-rho", "ax-rho-slider", "ax-rule"].map(function (id) {
+                    var e = d.getElementById(id), ls = Array.from(e.labels || []);
+                    return [id, ls.length > 0 && ls.every(function (l) {
+                      var r = l.getBoundingClientRect();
+                      return r.width > 0 && r.height > 0 && l.textContent.trim().length > 0;
+                    }), ls.map(function (l) { return l.textContent.trim(); }).join(" | ")];
+                  }),
+                  valuetext: ["d", "n", "rho"].map(function (k) { return d.getElementById("ax-" + k + "-slider").getAttribute("aria-valuetext"); })};
+      var link = Array.from(d.querySelectorAll("#attnscale-explorer code")).filter(function (c) {
+        return c.textContent.indexOf("attnscale estimate-rho") === 0; });
+      out.estimate_rho = link.map(function (c) { return c.parentElement.textContent; });
+      return out;
+    });
+  });
+}
 fetch("explorer.html").then(function (r) { return r.text(); }).then(function (html) {
   return open(html, 1280, 900).then(function (desk) {
     return open(html, 390, 844).then(function (phone) { return [desk, phone]; });
@@ -328,7 +401,7 @@ fetch("explorer.html").then(function (r) { return r.text(); }).then(function (ht
             paths: d.querySelectorAll("svg.ax-chart path").length,
             cells: d.querySelectorAll("svg.ax-chart rect[fill]").length};
   });
-  return result;
+  return ux().then(function (got) { result.ux = got; return result; });
 }).catch(function (e) { return {failed: String(e && e.stack || e)}; }).then(function (result) {
   var pre = document.createElement("pre");
   pre.id = "attnscale-probe";
@@ -436,3 +509,108 @@ def test_the_script_is_the_python_twin(probed):
             gc = 1.0 if rho == 0 else 1.0 / (1.0 - rho)
             g_py = gc * float(scaling_rules.gamma_ratio(rule, float(n)))
         assert g == pytest.approx(g_py, rel=1e-12), (key, n, rho)
+
+
+# --------------------------------------------------------------------------- what a reader meets
+# (issue 35: the page opened at a bad address, then typed into, dragged, re-addressed)
+
+
+def _theory_range(doc: dict) -> dict:
+    th = doc["theory"]
+    return {"d": (th["d_min"], th["d_max"]), "n": (2, th["n_max"]), "rho": (0.0, th["rho_max"])}
+
+
+def test_a_bad_address_says_what_it_uses(probed):
+    """``#d=&n=&rho=0.95&rule=no_such_rule``: empty is not zero (d and n keep the page's head),
+    rho outside the grid uses its end, an unknown rule the first; a message next to each control
+    says so, and the numbers are those of the values used."""
+    got = probed["result"]["ux"]["address"]
+    rho_max = probed["doc"]["theory"]["rho_max"]
+    assert got["seen"]["state"]["d"] == 128 and got["seen"]["state"]["n"] == 131072, got
+    assert got["seen"]["state"]["rho"] == rho_max, got
+    msg_d, msg_n, msg_rho = got["msgs"]
+    assert "empty" in msg_d and "d = 128" in msg_d, msg_d
+    assert "empty" in msg_n and "n = 131072" in msg_n, msg_n
+    assert "0.95" in msg_rho and f"= {rho_max:g}" in msg_rho and "outside" in msg_rho, msg_rho
+    assert "no_such_rule" in got["rule"], got["rule"]
+    assert got["boxes"] == ["128", "131072", f"{rho_max:g}"], got["boxes"]
+    assert got["seen"]["beta"] == pytest.approx(got["seen"]["expect"], rel=1e-12)
+
+
+def test_a_typed_value_outside_the_range_or_empty_is_never_silent(probed):
+    """A typed value outside the range uses the nearest end and says so; an empty or non-numeric
+    box keeps the current value (not the minimum) and says so; a fraction of an integer input is
+    rounded and says so; a valid value clears the message. The box shows the value used and the
+    page's beta* is that value's."""
+    rng = _theory_range(probed["doc"])
+    steps = {(s["id"], s["typed"]): s for s in probed["result"]["ux"]["typed"]}
+    for s in steps.values():
+        assert s["beta"] == pytest.approx(s["expect"], rel=1e-12), s
+        key = s["id"].removeprefix("ax-")
+        assert float(s["box"]) == pytest.approx(s["state"][key]), s
+    big_d = steps[("ax-d", "99999")]
+    assert (
+        big_d["state"]["d"] == rng["d"][1] and "99999" in big_d["msg"] and "outside" in big_d["msg"]
+    )
+    big_rho = steps[("ax-rho", "0.95")]
+    assert big_rho["state"]["rho"] == rng["rho"][1] and "0.95" in big_rho["msg"]
+    big_n = steps[("ax-n", "2e7")]
+    assert big_n["state"]["n"] == rng["n"][1] and "2e7" in big_n["msg"]
+    empty = steps[("ax-d", "")]
+    assert empty["state"]["d"] == rng["d"][1], (
+        "an empty box must keep the current d, not the minimum"
+    )
+    assert "empty" in empty["msg"], empty
+    text = steps[("ax-n", "abc")]  # a number box holds no text: the browser empties it
+    assert text["state"]["n"] == rng["n"][1] and text["msg"], text
+    frac = steps[("ax-d", "64.4")]
+    assert frac["state"]["d"] == 64 and "whole number" in frac["msg"], frac
+    ok = steps[("ax-d", "64")]
+    assert ok["state"]["d"] == 64 and ok["msg"] == "", ok
+    small = steps[("ax-d", "1")]
+    assert small["state"]["d"] == rng["d"][0] and "outside" in small["msg"], small
+
+
+def test_sliders_reach_both_ends_exactly(probed):
+    rng = _theory_range(probed["doc"])
+    for end in probed["result"]["ux"]["ends"]:
+        lo, hi = rng[end["key"]]
+        assert (end["lo"], end["hi"]) == (lo, hi), end
+        assert float(end["lo_box"]) == lo and float(end["hi_box"]) == hi, end
+        assert float(end["hi_text"].split("= ")[1]) == hi, end  # the value, not the position
+        assert float(end["lo_text"].split("= ")[1]) == lo, end
+
+
+def test_markers_outside_the_panel_are_not_drawn(probed):
+    """Every marker of every chart lies inside its frame; where the head's gamma* or the rule's
+    gamma_eff is off the heat map (d = 3, n = 1e7, rho = 0.9: gamma* far above it; rho = 0.01:
+    left of the panel's first rho), the note says where it is instead."""
+    inside, far, left = probed["result"]["ux"]["markers"]
+    for case in (inside, far, left):
+        assert all(all(c) for c in case["circles"]), case
+    assert inside["where"] == "" and len(inside["circles"][2]) == 2, inside
+    assert far["where"].startswith("Not drawn on the panel:"), far
+    assert "above the panel's \u03b3 range" in far["where"], far
+    assert len(far["circles"][2]) < 2, far
+    assert "below the panel's \u03c1 range" in left["where"] and "0.01" in left["where"], left
+
+
+def test_a_new_address_updates_the_open_page(probed):
+    got = probed["result"]["ux"]["hashchange"]
+    assert got["state"] == {"d": 64, "n": 1000, "rho": 0.3, "rule": "ssmax"}, got
+    assert got["box"] == "64" and got["msg"] == "" and got["rule"] == "ssmax", got
+    assert got["slider_text"] == "d = 64" and got["verdict_changed"], got
+    assert got["beta"] == pytest.approx(got["expect"], rel=1e-12)
+
+
+def test_screen_readers_hear_values_labels_and_the_verdict(probed):
+    aria = probed["result"]["ux"]["aria"]
+    assert aria["live"] == "polite", aria
+    bad = [(i, names) for i, ok, names in aria["labels"] if not ok]
+    assert not bad, f"controls without a visible label of their own: {bad}"
+    assert aria["valuetext"] == ["d = 64", "n = 1000", "\u03c1 = 0.3"], aria["valuetext"]
+
+
+def test_the_page_says_how_to_estimate_rho(probed):
+    notes = probed["result"]["ux"]["estimate_rho"]
+    assert notes and "estimate-rho" in notes[0] and "keys" in notes[0], notes

@@ -31,16 +31,18 @@ import pandas as pd
 import pytest
 from prose_numbers import (
     GENERATED,
-    MARKER,
     MEASURED_LINK,
     TABLE_BLOCK,
     evaluate,
+    marker_problems,
     measured_link_targets,
     suspects,
 )
 
 from attnscale.experiments.findings import finite_d, realistic
+from attnscale.experiments.findings.markers import configuration_name, findings_file, quotable
 from attnscale.experiments.findings.record import (
+    Finding,
     format_number,
     render_markdown,
     render_table_blocks,
@@ -58,7 +60,7 @@ def _load_json() -> dict:
 
 
 def _rendered() -> dict[str, str]:
-    return {k: e["rendered"] for k, e in _load_json()["findings"].items()}
+    return quotable(DOCS)
 
 
 def _prose_files(docs: Path = DOCS) -> list[Path]:
@@ -92,25 +94,129 @@ def test_the_published_findings_come_from_a_default_run():
 
 
 def test_markers_quote_the_findings():
-    rendered = _rendered()
+    """Every marker of README.md and docs/*.md quotes its finding's rendered value, from
+    docs/findings.json or, with a configuration's name in the key, docs/findings-NAME.json, and
+    none starts a line."""
+    rendered = quotable(DOCS)
     bad, seen = [], 0
     for path in _prose_files():
-        text = path.read_text(encoding="utf-8")
-        # markers shown as code (`<!-- finding:KEY -->`) are examples, not quotes
-        scan = re.sub(r"`[^`\n]*`", lambda c: " " * len(c.group(0)), text)
-        for m in MARKER.finditer(scan):
-            seen += 1
-            key = m.group(1)
-            where = f"{path.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}"
-            if key not in rendered:
-                bad.append(f"{where}: unknown key {key!r}")
-                continue
-            val = rendered[key]
-            after = text[m.end() : m.end() + len(val) + 2]
-            if not after.startswith(val) or re.match(r"\d|\.\d", text[m.end() + len(val) :]):
-                bad.append(f"{where}: {key} must be followed by {val!r}, found {after!r}")
+        n, problems = marker_problems(
+            path.read_text(encoding="utf-8"), rendered, str(path.relative_to(REPO))
+        )
+        seen += n
+        bad += problems
     assert seen, "no finding markers at all: the scan is broken"
     assert not bad, "markers that do not quote their finding:\n" + "\n".join(bad)
+
+
+def test_no_marker_starts_a_line():
+    """A line that starts with an HTML comment is a raw HTML block in Markdown: the sentence
+    breaks into paragraphs and the maths of that line stays raw TeX (issue 35). Every marker of
+    README.md and docs/*.md has a word before it on its line (also inside list items)."""
+    starts = []
+    for path in _prose_files():
+        _, problems = marker_problems(
+            path.read_text(encoding="utf-8"), quotable(DOCS), str(path.relative_to(REPO))
+        )
+        starts += [p for p in problems if "starts a line" in p]
+    assert not starts, "markers at the start of a line:\n" + "\n".join(starts)
+
+
+def test_published_findings_of_other_configurations():
+    """Each docs/findings-NAME.json holds the findings of config/NAME.yaml's run, rendered as
+    the default's are."""
+    for path in DOCS.glob("findings-*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        name = configuration_name(doc["source"]["configuration"])
+        assert findings_file(name) == path.name, (path.name, doc["source"])
+        assert (REPO / "config" / f"{name}.yaml").is_file(), name
+        for key, e in doc["findings"].items():
+            assert e["rendered"] == render_value(e), (path.name, key)
+
+
+def _fixture_docs(tmp_path: Path, value: float = 1.25) -> Path:
+    """A docs folder holding the default run's findings and a small long-context document of one
+    finding (as its run would publish it)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copyfile(FINDINGS_JSON, docs / "findings.json")
+    f = Finding(
+        key="sharpness.width_ratio_lambda",
+        label="width ratio",
+        value=[value, 2.5],
+        se=[0.06, None],
+        fmt=".2f",
+        source=["sharpness/transitions.csv"],
+    )
+    doc = {
+        "schema": 1,
+        "source": {
+            "configuration": "config.yaml + config/long-context.yaml",
+            "git_commit": ["abc"],
+            "attnscale_version": "x",
+            "root_seed": "1",
+        },
+        "sections": [
+            {"id": "sharpness", "title": "Sharpness", "figure": "", "doc": "", "keys": [f.key]}
+        ],
+        "findings": {f.key: f.to_json("sharpness")},
+    }
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "findings.json").write_text(json.dumps(doc), encoding="utf-8")
+    (results / "findings.md").write_text(render_markdown(doc), encoding="utf-8")
+    return docs
+
+
+def test_markers_of_another_configuration(tmp_path):
+    """The long-context run's findings, published by ``publish`` to docs/findings-long-context.json,
+    are quoted as ``<!-- finding:long-context:KEY -->``: the right value passes, next to a default
+    finding of the same key; a wrong value, an unpublished configuration and a marker at the
+    start of a line are flagged."""
+    from attnscale.experiments.findings.__main__ import publish
+
+    docs = _fixture_docs(tmp_path)
+    out = publish(tmp_path / "results", docs)
+    assert out == docs / "findings-long-context.json"
+    assert (docs / "findings.json").read_bytes() == FINDINGS_JSON.read_bytes()  # untouched
+    assert not (docs / "findings-long-context.md").exists()
+    rendered = quotable(docs)
+    lc = rendered["long-context:sharpness.width_ratio_lambda"]
+    assert lc == "1.25 ± 0.06 / 2.50"
+    default = rendered["sharpness.width_ratio_lambda"]
+    assert default != lc
+    good = (
+        f"At $n = 2^{{20}}$ the ratio is <!-- finding:long-context:sharpness.width_ratio_lambda"
+        f" -->{lc}, against\nthe default run's <!-- finding:sharpness.width_ratio_lambda -->"
+        f"{default}.\n"
+    )
+    assert marker_problems(good, rendered) == (2, [])
+    assert not suspects(good, rendered)
+    wrong = good.replace(lc, "1.30 ± 0.06 / 2.50")
+    assert "must be followed by" in marker_problems(wrong, rendered)[1][0]
+    assert suspects(wrong, rendered)  # the typed value is then a result outside a marker
+    other = good.replace("long-context:", "paper-scale:")
+    assert "no findings of configuration 'paper-scale'" in marker_problems(other, rendered)[1][0]
+    for start in ("", "  ", "* ", "1. ", "> "):
+        moved = good.replace("is <!-- finding:long", "is\n" + start + "<!-- finding:long")
+        assert "starts a line" in marker_problems(moved, rendered)[1][0], start
+    # the value follows the marker; a longer number is not the finding
+    assert marker_problems(good.replace(f"{lc},", f"{lc}7,"), rendered)[1]
+
+
+def test_publish_refuses_a_name_markers_cannot_quote(tmp_path):
+    docs = _fixture_docs(tmp_path)
+    doc = json.loads((tmp_path / "results" / "findings.json").read_text(encoding="utf-8"))
+    doc["source"]["configuration"] = "config.yaml + config/Long_Context.yaml"
+    (tmp_path / "results" / "findings.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "results" / "findings.md").write_text(render_markdown(doc), encoding="utf-8")
+    from attnscale.experiments.findings.__main__ import publish
+
+    with pytest.raises(SystemExit, match="Long_Context"):
+        publish(tmp_path / "results", docs)
+    assert configuration_name("config.yaml") == ""
+    assert configuration_name("config.yaml + tests/smoke.yaml") == "smoke"
+    assert configuration_name("config.yaml + config/long-context.yaml") == "long-context"
 
 
 def test_generated_tables_are_the_rendering_of_their_findings():

@@ -286,8 +286,21 @@
     return el("path", a, this.plot);
   };
 
+  // Is (x, y) inside the panel (its domain)? Which side it leaves by, if not: "left", "right",
+  // "below", "above" (x first), or "nowhere" for a value that cannot be drawn.
+  Chart.prototype.outside = function (x, y) {
+    if (!isFinite(x) || !isFinite(y) || (this.ylog && y <= 0) || (this.xlog && x <= 0)) return "nowhere";
+    var u = this.xlog ? Math.log10(x) : x, v = this.ylog ? Math.log10(y) : y, eps = 1e-9;
+    if (u < Math.min(this.x0, this.x1) - eps) return "left";
+    if (u > Math.max(this.x0, this.x1) + eps) return "right";
+    if (v < Math.min(this.y0, this.y1) - eps) return "below";
+    if (v > Math.max(this.y0, this.y1) + eps) return "above";
+    return "";
+  };
+
+  // A marker at (x, y), drawn only inside the panel: null outside (the caller says where).
   Chart.prototype.marker = function (x, y, cls, r) {
-    if (!isFinite(x) || !isFinite(y) || (this.ylog && y <= 0)) return null;
+    if (this.outside(x, y)) return null;
     return el("circle", { cx: this.X(x), cy: this.Y(y), r: r || 5, "class": cls }, this.front);
   };
 
@@ -321,24 +334,63 @@
     this.theory = new Theory(data.theory);
     this.rules = data.rules;
     this.state = { d: 128, n: 131072, rho: 0, rule: data.rules[0].key, panel: "auto" };
-    this.readHash();
+    this.spec = {};
     this.build();
+    this.readHash();
+    this.showMessages();
     this.update();
+    var self = this;
+    window.addEventListener("hashchange", function () {  // an address typed or pasted later
+      self.readHash();
+      self.showMessages();
+      self.update();
+    });
   }
 
+  // The head in the address (#d=128&n=131072&rho=0.5&rule=qwen): a value that is empty, not a
+  // number or outside the range is not used silently; a message next to its control says what
+  // was given and what is used (this.messages, shown by showMessages).
   Explorer.prototype.readHash = function () {
-    var s = this.state, th = this.data.theory;
+    var self = this, s = this.state;
+    this.messages = {};
     (window.location.hash || "").replace(/^#/, "").split("&").forEach(function (kv) {
-      var p = kv.split("="), v = decodeURIComponent(p[1] || "");
-      if (p[0] === "d" && isFinite(+v)) s.d = Math.round(+v);
-      if (p[0] === "n" && isFinite(+v)) s.n = Math.round(+v);
-      if (p[0] === "rho" && isFinite(+v)) s.rho = +v;
-      if (p[0] === "rule") s.rule = v;
+      if (!kv) return;
+      var i = kv.indexOf("="), key = i < 0 ? kv : kv.slice(0, i);
+      var v = i < 0 ? "" : decodeURIComponent(kv.slice(i + 1));
+      if (key === "rule") {
+        if (self.rules.some(function (r) { return r.key === v; })) s.rule = v;
+        else self.messages.rule = "The address names no rule \u201c" + v + "\u201d: using " +
+          self.rules.filter(function (r) { return r.key === s.rule; })[0].name + ".";
+        return;
+      }
+      var spec = self.spec[key];
+      if (!spec) return;
+      var got = self.check(key, v);
+      s[key] = got.value;
+      if (got.message) self.messages[key] = "In the address: " + got.message;
     });
-    s.d = Math.min(th.d_max, Math.max(th.d_min, s.d));
-    s.n = Math.min(th.n_max, Math.max(2, s.n));
-    s.rho = Math.min(th.rho_max, Math.max(0, s.rho));
-    if (!this.rules.some(function (r) { return r.key === s.rule; })) s.rule = this.rules[0].key;
+  };
+
+  // A typed value of control `key` (a string): the value to use and, unless the string is a
+  // number in the range, a message that says what was given and what is used instead. Empty is
+  // not zero: the current value stays.
+  Explorer.prototype.check = function (key, text) {
+    var spec = this.spec[key], cur = this.state[key], txt = String(text).trim();
+    var sym = spec.symbol, range = spec.rangeText;
+    if (txt === "") return { value: cur, message: sym + " is empty: still using " + sym + " = " + cur + "." };
+    var v = Number(txt);
+    if (!isFinite(v)) {
+      return { value: cur, message: "\u201c" + txt + "\u201d is not a number: still using " + sym + " = " + cur + "." };
+    }
+    if (v < spec.lo || v > spec.hi) {
+      var used = v < spec.lo ? spec.lo : spec.hi;
+      return { value: used, message: sym + " = " + txt + " is outside " + range + ": using " + sym +
+               " = " + used + " (the nearest end)." + (spec.beyond || "") };
+    }
+    if (spec.integer && v !== Math.round(v)) {
+      return { value: Math.round(v), message: sym + " is a whole number: using " + sym + " = " + Math.round(v) + "." };
+    }
+    return { value: v, message: "" };
   };
 
   Explorer.prototype.writeHash = function () {
@@ -347,53 +399,101 @@
     if (window.history && window.history.replaceState) window.history.replaceState(null, "", hash);
   };
 
-  // one control: a slider (linear or log10) and a number box, kept in step
+  // One control: a slider and a number box, kept in step, each with a visible label. The slider
+  // runs over integer positions 0 .. opt.positions, mapped to values (log10-spaced for opt.log), so
+  // that its two ends are exactly lo and hi; aria-valuetext says the value, not the position.
   Explorer.prototype.control = function (box, key, label, lo, hi, opt) {
     var self = this, wrap = h("div", { "class": "ax-control" }, box);
-    var id = "ax-" + key;
-    h("label", { "for": id }, wrap, label);
+    var id = "ax-" + key, N = opt.positions;
+    var a = opt.log ? Math.log10(lo) : lo, b = opt.log ? Math.log10(hi) : hi;
+    this.spec[key] = { lo: lo, hi: hi, integer: opt.integer, symbol: opt.symbol,
+                       rangeText: opt.rangeText, beyond: opt.beyond };
+    h("label", { "for": id + "-slider", id: id + "-label" }, wrap, label);
     var row = h("div", { "class": "ax-control-row" }, wrap);
-    var toSlider = opt.log ? function (v) { return Math.log10(Math.max(v, 1e-300)); } : function (v) { return v; };
-    var slider = h("input", { type: "range", id: id + "-slider", min: toSlider(lo), max: toSlider(hi),
-                              step: opt.sliderStep, "aria-label": label + " (slider)" }, row);
+    var slider = h("input", { type: "range", id: id + "-slider", min: 0, max: N, step: 1,
+                              "aria-describedby": id + "-note" }, row);
+    h("label", { "for": id, "class": "ax-box-label" }, row, opt.symbol + " =");
     var num = h("input", { type: "number", id: id, min: lo, max: hi, step: opt.step,
-                           inputmode: opt.integer ? "numeric" : "decimal" }, row);
+                           inputmode: opt.integer ? "numeric" : "decimal",
+                           "aria-describedby": id + "-msg " + id + "-note" }, row);
+    var msg = h("div", { "class": "ax-msg", id: id + "-msg", role: "status", "aria-live": "polite" }, wrap);
     var note = h("div", { "class": "ax-note", id: id + "-note" }, wrap, opt.note || "");
-    function set(v, from) {
-      if (!isFinite(v)) return;
-      v = Math.min(hi, Math.max(lo, v));
-      if (opt.integer) v = Math.round(v);
-      else v = +v.toFixed(opt.decimals);
-      self.state[key] = v;
-      if (from !== slider) slider.value = toSlider(v);
-      if (from !== num) num.value = v;
-      self.update();
+    function toPos(v) {
+      var x = opt.log ? Math.log10(v) : v;
+      return Math.max(0, Math.min(N, Math.round((x - a) / (b - a) * N)));
+    }
+    function fromPos(k) {
+      if (k <= 0) return lo;
+      if (k >= N) return hi;
+      var x = a + (b - a) * k / N, v = opt.log ? Math.pow(10, x) : x;
+      return opt.integer ? Math.round(v) : +v.toFixed(opt.decimals);
+    }
+    function show(v) {
+      slider.value = toPos(v);
+      slider.setAttribute("aria-valuetext", opt.symbol + " = " + v);
+    }
+    function say(text) {
+      msg.textContent = text || "";
+      if (text) num.setAttribute("aria-invalid", "true"); else num.removeAttribute("aria-invalid");
     }
     slider.addEventListener("input", function () {
-      var v = +slider.value;
-      set(opt.log ? Math.pow(10, v) : v, slider);
+      var v = fromPos(+slider.value);
+      self.state[key] = v; num.value = v; say("");
+      slider.setAttribute("aria-valuetext", opt.symbol + " = " + v);
+      self.update();
     });
-    num.addEventListener("change", function () { set(+num.value, num); });
-    num.addEventListener("input", function () {
-      if (num.value !== "" && isFinite(+num.value) && +num.value >= lo && +num.value <= hi) set(+num.value, num);
+    num.addEventListener("change", function () {
+      var got = self.check(key, num.value);  // the box then shows the value used, the message why
+      self.state[key] = got.value; num.value = got.value; say(got.message);
+      show(got.value);
+      self.update();
     });
-    slider.value = toSlider(this.state[key]); num.value = this.state[key];
+    num.addEventListener("input", function () {  // live while the typed value is a valid one
+      var got = self.check(key, num.value);
+      if (num.value.trim() !== "" && !got.message) {
+        self.state[key] = got.value; say(""); show(got.value); self.update();
+      }
+    });
+    this.controls[key] = { set: function (v, message) { self.state[key] = v; num.value = v; show(v); say(message); },
+                           slider: slider, box: num, msg: msg };
+    this.controls[key].set(this.state[key], "");
     this.inputs[key] = num;
     return note;
+  };
+
+  // Shows the address's messages (readHash) next to their controls and puts every control's
+  // value in step with the state.
+  Explorer.prototype.showMessages = function () {
+    var self = this;
+    ["d", "n", "rho"].forEach(function (k) {
+      self.controls[k].set(self.state[k], self.messages[k] || "");
+    });
+    this.inputs.rule.value = this.state.rule;
+    this.ruleMsg.textContent = this.messages.rule || "";
   };
 
   Explorer.prototype.build = function () {
     var self = this, th = this.data.theory, root = this.root;
     root.innerHTML = "";
-    this.inputs = {};
+    this.inputs = {}; this.controls = {};
     var controls = h("div", { "class": "ax-controls" }, root);
+    var nMax = pyExp(th.n_max, 0).replace("e+0", "e");
     this.control(controls, "d", "Head dimension d", th.d_min, th.d_max,
-                 { log: true, integer: true, step: 1, sliderStep: 0.001, note: th.d_min + " \u2013 " + th.d_max });
+                 { log: true, integer: true, step: 1, positions: 1000, symbol: "d",
+                   rangeText: th.d_min + " \u2013 " + th.d_max, note: th.d_min + " \u2013 " + th.d_max });
     this.control(controls, "n", "Context length n (keys per query)", 2, th.n_max,
-                 { log: true, integer: true, step: 1, sliderStep: 0.001, note: "2 \u2013 " + pyExp(th.n_max, 0).replace("e+0", "e") });
-    this.control(controls, "rho", "Mean token cosine \u03c1", 0, th.rho_max,
-                 { integer: false, step: 0.001, sliderStep: 0.005, decimals: 4,
-                   note: "0 \u2013 " + th.rho_max + " (the grid's range; beyond, use the command)" });
+                 { log: true, integer: true, step: 1, positions: 1000, symbol: "n",
+                   rangeText: "2 \u2013 " + nMax, note: "2 \u2013 " + nMax });
+    var rhoNote = this.control(controls, "rho", "Mean token cosine \u03c1", 0, th.rho_max,
+                 { integer: false, step: 0.001, positions: Math.round(th.rho_max / 0.005), decimals: 4,
+                   symbol: "\u03c1", rangeText: "0 \u2013 " + th.rho_max,
+                   beyond: " For a larger \u03c1 use the command, which takes any \u03c1 < 1.",
+                   note: "0 \u2013 " + th.rho_max + " (the grid's range; beyond, use the command). " });
+    h("span", {}, rhoNote, "Your head's \u03c1 from its keys: ");
+    h("code", {}, rhoNote, "attnscale estimate-rho keys.npy");
+    h("span", {}, rhoNote, " (");
+    h("a", { href: "ask-the-theory.html#estimate-rho-from-tokens" }, rhoNote, "how");
+    h("span", {}, rhoNote, ").");
     var rc = h("div", { "class": "ax-control" }, controls);
     h("label", { "for": "ax-rule" }, rc, "Scaling rule");
     var sel = h("select", { id: "ax-rule" }, rc);
@@ -401,14 +501,16 @@
       h("option", { value: r.key }, sel, r.name + (r.calibration === "absolute" ? " [absolute]" : ""));
     });
     sel.value = this.state.rule;
-    sel.addEventListener("change", function () { self.state.rule = sel.value; self.update(); });
+    sel.addEventListener("change", function () { self.state.rule = sel.value; self.ruleMsg.textContent = ""; self.update(); });
     this.inputs.rule = sel;
+    this.ruleMsg = h("div", { "class": "ax-msg", id: "ax-rule-msg", role: "status", "aria-live": "polite" }, rc);
     h("div", { "class": "ax-note" }, rc, "calibration A: critical by Paper A at its length L");
 
     var top = h("div", { "class": "ax-grid2" }, root);
     var left = h("div", { "class": "ax-card" }, top);
     h("h3", {}, left, "Your head");
-    this.verdict = h("p", { "class": "ax-verdict", id: "ax-verdict" }, left);
+    this.verdict = h("p", { "class": "ax-verdict", id: "ax-verdict", role: "status", "aria-live": "polite",
+                            "aria-atomic": "true" }, left);
     this.summary = h("dl", { "class": "ax-summary" }, left);
     this.command = h("p", { "class": "ax-command" }, left);
     var right = h("div", { "class": "ax-card" }, top);
@@ -441,6 +543,7 @@
     this.inputs.panel = ps;
     this.heat = new Chart(hm, { aspect: 0.55, right: 56, xlog: false, ylog: true, xlabel: "\u03c1",
                                 ylabel: "\u03b3 = \u03b2 / ln n", label: "simulated lambda" });
+    this.heatWhere = h("p", { "class": "ax-note ax-where", id: "ax-heat-where", role: "status", "aria-live": "polite" }, hm);
     this.heatNote = h("p", { "class": "ax-note" }, hm);
     this.footer = h("p", { "class": "ax-note ax-source" }, root);
     this.renderFooter();
@@ -649,6 +752,7 @@
       this.heatNote.textContent = "No simulated table in this build's data.";
       return;
     }
+    this.shownPanel = p;
     var key = p.source + "|" + p.d + "|" + p.n + "|" + this.heat.parent.clientWidth;
     if (key !== this.heatKey) {  // the cells and lines depend on the panel and the width only
       this.drawHeatPanel(p);
@@ -660,14 +764,31 @@
     var front = c.front;
     c.front = over;  // the head's markers go to the overlay, redrawn at every change
     var rule = this.currentRule();
+    var ge = gammaEff(rule, r.n, r.rho);
     var gx = c.marker(r.rho, r.gamma_star, "ax-m-theory-open", 6);
-    var rx = c.marker(r.rho, gammaEff(rule, r.n, r.rho), "ax-m-rule", 5);
+    var rx = c.marker(r.rho, ge, "ax-m-rule", 5);
     c.front = front;
+    var where = [];
+    if (!gx) where.push(this.placeNote(c, "your head's \u03b3* = " + sig(r.gamma_star, 4), r.rho, r.gamma_star));
+    if (!rx) where.push(this.placeNote(c, rule.name + "'s \u03b3_eff = " + sig(ge, 4), r.rho, ge));
+    this.heatWhere.textContent = where.length ? "Not drawn on the panel: " + where.join("; ") + "." : "";
     this.heatNote.textContent = "Mean angle ratio \u03bb over " + (p.trials || "?") +
       " token draws per cell (" + p.source + "; \u03bb \u2248 1: identity, \u2248 0: collapse). " +
       "Open circle: your head's \u03b3*(n = " + r.n + ", d = " + r.d + "); filled: " + rule.name +
-      (rx || gx ? "" : " (outside the panel)") + ". The panel is the simulated d nearest to yours; " +
-      "other d and n: the menu." + lineNote;
+      ". The panel is the simulated d nearest to yours; other d and n: the menu." + lineNote;
+  };
+
+  // Where a point the heat map cannot show lies: its (rho, gamma) and the panel's ranges.
+  Explorer.prototype.placeNote = function (c, what, rho, gamma) {
+    var side = c.outside(rho, gamma), p = this.shownPanel;
+    var r0 = p.rho[0], r1 = p.rho[p.rho.length - 1], g0 = p.gamma[0], g1 = p.gamma[p.gamma.length - 1];
+    if (side === "nowhere") return what + " (no value)";
+    if (side === "left" || side === "right") {
+      return what + " at \u03c1 = " + rho + ", " + (side === "left" ? "below" : "above") +
+        " the panel's \u03c1 range " + r0 + " \u2013 " + r1;
+    }
+    return what + " at \u03c1 = " + rho + ", " + side + " the panel's \u03b3 range " + sig(g0, 3) +
+      " \u2013 " + sig(g1, 3);
   };
 
   Explorer.prototype.drawHeatPanel = function (p) {

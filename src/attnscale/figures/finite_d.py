@@ -288,7 +288,9 @@ def plot_intermediate(*, data, caption: str):
         r"simulated $\langle A_{ii}\rangle = 1/2$",
     ]
     fig.legend(handles, labels, loc="upper center", ncol=3, bbox_to_anchor=(0.47, 0.97))
-    fig.subplots_adjust(left=0.1, right=0.89, bottom=0.15, top=0.9, wspace=0.18, hspace=0.12)
+    # the two-line y labels need 0.9 inch whatever the width (a narrow figure: few d)
+    left = max(0.1, 0.9 / fig.get_figwidth())
+    fig.subplots_adjust(left=left, right=0.89, bottom=0.15, top=0.9, wspace=0.18, hspace=0.12)
     cax = fig.add_axes((0.905, 0.15, 0.015, 0.75))
     fig.colorbar(mesh, cax=cax, label="number of keys (log scale, 1 .. n)")
     fig.suptitle("Intermediate phase: how many keys does a query attend to? (ours)", y=0.99)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import Normalize
 
-from attnscale.figures.style import apply_style
+from attnscale.figures.style import add_caption, apply_style
 
 from .paper_a import heatmap_panels
 
@@ -150,7 +150,7 @@ def plot_theorem_table(*, data: pd.DataFrame, caption: str):
         y=1.0 - 0.12 / fig_h,
         fontsize=9,
     )
-    fig.text(0.01, 0.1 / fig_h, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    add_caption(fig, caption, y=0.1 / fig_h)
     return fig
 
 
@@ -216,6 +216,8 @@ def plot_finite_size(*, data: pd.DataFrame, caption: str):
         "Paper A: critical values against n (simulation, finite-n simplex, limit, finite d)",
         y=0.995,
     )
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.13, hspace=0.12, wspace=0.25)
-    fig.text(0.01, 0.005, caption, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    # the y labels and 3-decimal ticks need 0.75 inch whatever the width (few d: a narrow figure)
+    left = max(0.09, 0.75 / fig.get_figwidth())
+    fig.subplots_adjust(left=left, right=0.98, top=0.88, bottom=0.13, hspace=0.12, wspace=0.25)
+    add_caption(fig, caption)
     return fig

@@ -14,7 +14,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FormatStrFormatter
+from matplotlib.ticker import FormatStrFormatter, FuncFormatter
 
 from attnscale.figures.style import add_caption, apply_style
 from attnscale.layer import theory
@@ -135,8 +135,17 @@ def _against_n(ax, tra, d, rhos, what):
     if what == "width":
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))
-        ax.yaxis.set_minor_formatter(FormatStrFormatter("%.2g"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_minor_label))
         ax.tick_params(axis="y", which="minor", labelsize=7)
+
+
+def _minor_label(v: float, _pos=None) -> str:
+    """A minor tick's label on a log axis: 2, 3 and 5 times a power of ten only (a label at 0.9
+    or 8 would touch the major label next to it)."""
+    if v <= 0:
+        return ""
+    mantissa = round(v / 10.0 ** np.floor(np.log10(v) + 1e-9), 6)
+    return f"{v:.2g}" if mantissa in (2.0, 3.0, 5.0) else ""
 
 
 def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: str):
@@ -194,7 +203,15 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     labels = [
         v.replace("A_ii, finite d", "A_ii, finite-d theory (width; centre: x*)") for v in labels
     ]
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, bbox_to_anchor=(0.5, 0.055))
+    # four columns fit the width of three panels; two, that of fewer
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=4 if len(ds) >= 3 else 2,
+        fontsize=7,
+        bbox_to_anchor=(0.5, 0.055),
+    )
     fig.suptitle("Transition sharpness against context length (ours)", y=0.995)
     fig.tight_layout(rect=(0, 0.12, 1, 0.99))
     add_caption(fig, caption)

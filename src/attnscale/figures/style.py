@@ -3,6 +3,12 @@ of heat maps, in one place (docs/pipeline.md#reproducibility).
 
 Figures are saved by the adapter with :func:`attnscale.pipeline.io.save_figure` (Agg PNG without
 timestamp, PDF without metadata dates), so identical data give identical bytes.
+
+No text collides (docs/pipeline.md#figures-text-never-collides): a caption added with
+:func:`add_caption` gets room at save time (:func:`fit_caption`: the figure grows at the bottom
+as far as the caption needs, everything above keeping its size), and the saved figure's text is
+checked with the renderer's extents (:func:`text_collisions`): every collision is a warning in the
+job's log, which the tests read for every figure of the smoke run.
 """
 
 from __future__ import annotations
@@ -11,10 +17,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import logging  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["STYLE", "apply_style", "add_caption", "cell_edges"]
+__all__ = [
+    "STYLE",
+    "apply_style",
+    "add_caption",
+    "cell_edges",
+    "text_items",
+    "text_collisions",
+    "fit_caption",
+]
+
+#: the job's logger (attnscale.pipeline.runtime.job writes it to the rule's log)
+LOG = logging.getLogger("attnscale")
+#: Overlaps smaller than this (pixels, in both directions) are not collisions (antialiasing).
+SLACK_PX = 1.0
 
 STYLE = {
     "figure.dpi": 100,
@@ -46,7 +67,146 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
     width_pt = fig.get_figwidth() * 72.0 * (1.0 - 2 * x)
     chars = max(20, int(width_pt / (0.6 * size)))
     wrapped = "\n".join(textwrap.wrap(text, width=chars))
-    return fig.text(x, y, wrapped, fontsize=size, ha="left", va="bottom")
+    caption = fig.text(x, y, wrapped, fontsize=size, ha="left", va="bottom")
+    fig._attnscale_caption = caption
+    if not getattr(fig, "_attnscale_checked", False):  # fit and check when the figure is saved
+        save = fig.savefig
+
+        def savefig(*args, **kwargs):
+            if not getattr(fig, "_attnscale_fitted", False):  # once, before the first save
+                moved = fit_caption(fig)
+                problems = text_collisions(fig, draw=moved > 0)  # drawn by fit_caption if not
+                for line in problems:
+                    LOG.warning("figure text collides: %s", line)
+                LOG.info("figure text checked: %d collisions", len(problems))
+                fig._attnscale_fitted = True
+            return save(*args, **kwargs)
+
+        fig.savefig = savefig
+        fig._attnscale_checked = True
+    return caption
+
+
+def text_items(fig, *, skip=(), draw: bool = True) -> list[tuple[str, object]]:
+    """Every piece of text a reader sees on ``fig`` after drawing it, with its extent in pixels:
+    figure texts (captions, titles), each axes' titles, axis labels, offset texts, the tick labels
+    drawn and its texts, and each legend as one box; ``(name, Bbox)`` pairs, the artists in
+    ``skip`` left out. ``draw=False`` reuses the last drawing (nothing changed since)."""
+    if draw:
+        fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out, seen = [], {id(a) for a in skip}
+
+    def add(name, artist, text=True):
+        if artist is None or id(artist) in seen or not artist.get_visible():
+            return
+        seen.add(id(artist))
+        if text and not str(artist.get_text()).strip():
+            return
+        label = f"{name} {artist.get_text().strip()[:40]!r}" if text else name
+        out.append((label, artist.get_window_extent(r)))
+
+    for t in fig.texts:
+        add("figure text", t)
+    for t in (
+        getattr(fig, "_suptitle", None),
+        getattr(fig, "_supxlabel", None),
+        getattr(fig, "_supylabel", None),
+    ):
+        add("figure title", t)
+    for leg in fig.legends:
+        add("figure legend", leg, text=False)
+    for k, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        where = f"axes {k}"
+        for t in (ax.title, ax._left_title, ax._right_title):
+            add(f"{where} title", t)
+        for t in ax.texts:
+            add(f"{where} text", t)
+        add(f"{where} legend", ax.get_legend(), text=False)
+        if not ax.axison:
+            continue
+        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            if not axis.get_visible():
+                continue
+            add(f"{where} {name}label", axis.label)
+            add(f"{where} {name} offset", axis.offsetText)
+            for tick in axis._update_ticks():  # the ticks drawn (inside the view)
+                for lab in (tick.label1, tick.label2):
+                    add(f"{where} {name} tick", lab)
+    return out
+
+
+def _overlap(a, b) -> bool:
+    return (
+        min(a.x1, b.x1) - max(a.x0, b.x0) > SLACK_PX
+        and min(a.y1, b.y1) - max(a.y0, b.y0) > SLACK_PX
+    )
+
+
+def text_collisions(fig, *, draw: bool = True) -> list[str]:
+    """What collides on ``fig``: any two pieces of :func:`text_items` that overlap, and any that
+    leaves the canvas (one line each; empty if none)."""
+    items = text_items(fig, draw=draw)
+    w, h = fig.canvas.get_width_height()
+    out = []
+    for name, b in items:
+        if b.x0 < -SLACK_PX or b.y0 < -SLACK_PX or b.x1 > w + SLACK_PX or b.y1 > h + SLACK_PX:
+            out.append(
+                f"{name} leaves the canvas ({b.x0:.0f}, {b.y0:.0f}, {b.x1:.0f}, {b.y1:.0f} "
+                f"in {w} x {h} px)"
+            )
+    for i, (na, a) in enumerate(items):
+        for nb, b in items[i + 1 :]:
+            if _overlap(a, b):
+                out.append(f"{na} overlaps {nb}")
+    return out
+
+
+def fit_caption(fig, pad_pt: float = 4.0) -> float:
+    """Make room for the caption of :func:`add_caption`: if it comes closer than ``pad_pt`` to the
+    lowest other text or axes, the figure grows at the bottom by the difference and everything
+    but the caption keeps its place measured from the top (axes, figure texts, figure legends), so
+    nothing is squeezed. Returns the inches added (0 if the caption fitted)."""
+    cap = getattr(fig, "_attnscale_caption", None)
+    if cap is None:
+        return 0.0
+    lows = [b.y0 for _, b in text_items(fig, skip=(cap,))]  # draws the figure
+    r = fig.canvas.get_renderer()
+    box = cap.get_window_extent(r)
+    lows += [ax.get_window_extent(r).y0 for ax in fig.axes if ax.get_visible()]
+    need_px = box.y1 + pad_pt * fig.dpi / 72.0 - min(lows, default=np.inf)
+    if not np.isfinite(need_px) or need_px <= 0:
+        return 0.0
+    H, dh = fig.get_figheight(), need_px / fig.dpi
+    legends = [(leg, leg.get_window_extent(r)) for leg in fig.legends]
+
+    def lift(y):  # a figure fraction, kept at the same distance from the top
+        return (y * H + dh) / (H + dh)
+
+    fig.set_figheight(H + dh)
+    for ax in fig.axes:
+        pos = ax.get_position(original=True)
+        ax.set_position([pos.x0, lift(pos.y0), pos.width, pos.height * H / (H + dh)])
+    for t in fig.texts:
+        if t.get_transform() != fig.transFigure:
+            continue
+        x, y = t.get_position()
+        t.set_position((x, y * H / (H + dh) if t is cap else lift(y)))
+    for leg, b in legends:  # anchored where it was, in inches from the top
+        fh = fig.dpi * (H + dh)
+        leg.set_bbox_to_anchor(
+            (
+                b.x0 / fig.dpi / fig.get_figwidth(),
+                (b.y0 + need_px) / fh,
+                b.width / fig.dpi / fig.get_figwidth(),
+                b.height / fh,
+            ),
+            transform=fig.transFigure,
+        )
+        leg._loc = 3  # lower left of that box
+    return dh
 
 
 def cell_edges(v, log: bool) -> np.ndarray:

@@ -5,6 +5,11 @@ checking that the page is the rendering of the JSON document, so the published p
 (``docs/findings.md``) is never edited by hand, and renders the generated tables of the pages
 (``<!-- finding-table:KEY -->`` blocks in ``docs/*.md`` and the README) from the published
 findings (docs/pipeline.md#numbers-in-the-prose).
+
+The file it writes is the one of the configuration that ran (named in the document's header):
+the default run's findings go to ``docs/findings.json`` and ``docs/findings.md``, those of the run
+of ``config/NAME.yaml`` to ``docs/findings-NAME.json`` only (quoted as
+``<!-- finding:NAME:KEY -->``; the generated tables and the Findings page are the default run's).
 """
 
 from __future__ import annotations
@@ -15,16 +20,28 @@ import shutil
 import sys
 from pathlib import Path
 
+from attnscale.experiments.findings.markers import configuration_name, findings_file
 from attnscale.experiments.findings.record import render_markdown, render_table_blocks
 
 
-def publish(results: Path, docs: Path) -> None:
+def publish(results: Path, docs: Path) -> Path:
     """Check ``results/findings.md`` against its JSON, copy both into ``docs`` and render the
-    generated tables of the pages (``docs/*.md`` and ``docs/../README.md``) from it."""
+    generated tables of the pages (``docs/*.md`` and ``docs/../README.md``) from it; the findings
+    of another configuration than the default go to ``docs/findings-NAME.json`` alone. Returns
+    the JSON file written."""
     src_json, src_md = results / "findings.json", results / "findings.md"
     doc = json.loads(src_json.read_text(encoding="utf-8"))
     if render_markdown(doc) != src_md.read_text(encoding="utf-8"):
         raise SystemExit(f"{src_md} is not the rendering of {src_json}: rerun the findings rule")
+    name = configuration_name(doc["source"]["configuration"])
+    if name:
+        try:
+            out = docs / findings_file(name)
+        except ValueError as why:
+            raise SystemExit(f"{src_json}: {why}") from None
+        shutil.copyfile(src_json, out)
+        print(f"{src_json} -> {out} (configuration {doc['source']['configuration']})")
+        return out
     for src in (src_json, src_md):
         shutil.copyfile(src, docs / src.name)
         print(f"{src} -> {docs / src.name}")
@@ -37,6 +54,7 @@ def publish(results: Path, docs: Path) -> None:
         if new != text:
             page.write_text(new, encoding="utf-8")
             print(f"generated tables rendered in {page}")
+    return docs / src_json.name
 
 
 def main(argv=None) -> int:
@@ -44,7 +62,8 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser(
         "publish",
-        help="copy results/findings.{json,md} into docs/ and render the pages' generated tables",
+        help="copy results/findings.{json,md} into docs/ (docs/findings-NAME.json for the run of "
+        "config/NAME.yaml) and render the pages' generated tables",
     )
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--docs", type=Path, default=Path("docs"))
