@@ -35,20 +35,24 @@ def main(zip_path: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(tmp)
-        sha = {f: hashlib.sha256((Path(tmp) / f).read_bytes()).hexdigest()
-               for f in ("config.json", "model.safetensors", "tokenizer.json")}
+        sha = {
+            f: hashlib.sha256((Path(tmp) / f).read_bytes()).hexdigest()
+            for f in ("config.json", "model.safetensors", "tokenizer.json")
+        }
         tok = Tokenizer.from_file(str(Path(tmp) / "tokenizer.json"))
         tok.no_truncation()
         tok.no_padding()
-        model = BertModel.from_pretrained(tmp, dtype=torch.float64, attn_implementation="eager",
-                                          add_pooling_layer=False)
+        model = BertModel.from_pretrained(
+            tmp, dtype=torch.float64, attn_implementation="eager", add_pooling_layer=False
+        )
         model.eval()
         arrays = {}
         for k, s in enumerate(SENTENCES):
             ids = tok.encode(s, add_special_tokens=True).ids
             with torch.no_grad():
-                out = model(input_ids=torch.tensor([ids]), output_hidden_states=True,
-                            output_attentions=True)
+                out = model(
+                    input_ids=torch.tensor([ids]), output_hidden_states=True, output_attentions=True
+                )
             hid = np.stack([h[0].numpy() for h in out.hidden_states])
             att = np.stack([a[0].numpy() for a in out.attentions])
             emb = hid[-1].mean(axis=0)
@@ -56,8 +60,12 @@ def main(zip_path: str) -> None:
             arrays[f"hidden_{k}"] = hid
             arrays[f"attention_{k}"] = att
             arrays[f"embedding_{k}"] = emb / np.linalg.norm(emb)
-        meta = {"sentences": SENTENCES, "sha256": sha, "torch": torch.__version__,
-                "transformers": __import__("transformers").__version__}
+        meta = {
+            "sentences": SENTENCES,
+            "sha256": sha,
+            "torch": torch.__version__,
+            "transformers": __import__("transformers").__version__,
+        }
         arrays["meta"] = np.array(json.dumps(meta))
     np.savez_compressed(OUT, **arrays)
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")

@@ -167,6 +167,6 @@ def windows(ids, n: int, count: int, cls_id: int, sep_id: int) -> np.ndarray:
     ids = np.asarray(ids, dtype=np.int64)
     k = min(int(count), ids.size // (n - 2))
     body = ids[: k * (n - 2)].reshape(k, n - 2)
-    return np.concatenate(
-        [np.full((k, 1), cls_id), body, np.full((k, 1), sep_id)], axis=1
-    ).astype(np.int64)
+    return np.concatenate([np.full((k, 1), cls_id), body, np.full((k, 1), sep_id)], axis=1).astype(
+        np.int64
+    )

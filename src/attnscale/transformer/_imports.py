@@ -1,0 +1,29 @@
+"""Everything the transformer experiments use from the rest of the library, imported in this one
+module so that a move of those names (the ``attnscale.layer`` reorganisation) is fixed here
+only. The rest of :mod:`attnscale.transformer` and :mod:`attnscale.experiments.transformer`
+import these names from here.
+"""
+
+from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.core.stats import mean_se
+from attnscale.layer.learned_scores import effective_scores, gamma_c_eff, gamma_c_fluct
+from attnscale.layer.score_attention import angle_ratio_outputs, crossing, score_spread
+from attnscale.layer.theory import gamma_c, simplex_lambda
+from attnscale.layer.tokens import mean_cosine
+from attnscale.pipeline.io import provenance_columns
+
+__all__ = [
+    "job_rng",
+    "spawn_key",
+    "mean_se",
+    "effective_scores",
+    "gamma_c_eff",
+    "gamma_c_fluct",
+    "angle_ratio_outputs",
+    "crossing",
+    "score_spread",
+    "gamma_c",
+    "simplex_lambda",
+    "mean_cosine",
+    "provenance_columns",
+]
