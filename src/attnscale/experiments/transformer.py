@@ -340,6 +340,6 @@ def summaries(*, heads: list, global_run: dict, root_seed: int, block: int, resa
                                    for r in heads_df.itertuples()]  # fmt: skip
     heads_df["log_rule"] = np.log(heads_df["n"]) / np.log(n_ref)
     out = {"heads": heads_df, "curves": pd.DataFrame(curve_rows),
-           "layers": pd.DataFrame(layer_rows), "global": pd.DataFrame(global_rows),
+           "layers": pd.DataFrame(layer_rows), "global_": pd.DataFrame(global_rows),
            "calibration": pd.DataFrame(cal_rows)}  # fmt: skip
     return {k: v.assign(**prov) for k, v in out.items()}
