@@ -285,9 +285,10 @@ def summaries(*, heads: list, global_run: dict, root_seed: int, block: int, resa
                                        "lambda_eff": lam_eff[j],
                                        "self_weight": sw_m[ly, h, j],
                                        "self_weight_se": sw_se[ly, h, j]})  # fmt: skip
-        # head-mean curves per layer, with the SE of the head mean over windows
+        # per layer: the head mean of lambda and the head median of lambda / lambda(inf) (a
+        # head whose argmax map barely moves the pairs has a huge ratio) [choice], per window
         lay = lam.mean(axis=2)  # (W, L, K)
-        lay_r = np.nanmean(ratio, axis=2)
+        lay_r = np.nanmedian(ratio, axis=2)
         lay_se = bootstrap.bootstrap_se(lay, block, resamples, rng)
         lay_r_se = bootstrap.bootstrap_se(lay_r, block, resamples, rng)
         for ly in range(L):

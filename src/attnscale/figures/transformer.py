@@ -88,7 +88,7 @@ def plot_curves(*, curves, layers, n: int):
         m = lay[lay["layer"] == ly].sort_values("s")
         ax.fill_between(m["s"], m["lambda_ratio"] - m["lambda_ratio_se"],
                         m["lambda_ratio"] + m["lambda_ratio_se"], color="C0", alpha=0.35, lw=0)  # fmt: skip
-        ax.plot(m["s"], m["lambda_ratio"], "-", color="C0", lw=1.4, label="head mean ± SE")
+        ax.plot(m["s"], m["lambda_ratio"], "-", color="C0", lw=1.4, label="head median ± SE")
         ax.axhline(float(m["critical_ratio"].iloc[0]), color="k", ls="--", lw=0.8,
                    label=r"$1/(1+3\hat\rho)$")  # fmt: skip
         ax.axvline(1.0, color="C3", lw=0.7, ls=":", label="trained scale s = 1")
@@ -100,7 +100,7 @@ def plot_curves(*, curves, layers, n: int):
     for ax in axes[:, 0]:
         ax.set_ylabel(r"$\lambda(s)/\lambda(\infty)$")
     axes[0, 0].legend(fontsize=6, loc="upper left")
-    add_caption(fig, f"n = {n}. Grey: each head; blue: mean over the layer's heads with the "
+    add_caption(fig, f"n = {n}. Grey: each head; blue: median over the layer's heads [choice] with the "
                 "moving-block bootstrap SE over windows (band). lambda(inf): the head's own "
                 "argmax map. s -> 0 gives uniform attention (lambda -> 0) [derived]; a ratio "
                 "above 1 at finite s means the softmax spreads the pairs more than the argmax map "
@@ -126,9 +126,11 @@ def plot_scaling(*, heads, n_ref: int, n_train: int):
     ns = np.array(sorted(heads["n"].unique()), dtype=float)
     ax.plot(ns, np.log(ns) / np.log(n_ref), "k--", lw=1.4, label=rf"log n rule, ln n / ln {n_ref}")
     ax.axhline(1.0, color="0.5", lw=0.6)
-    ax.axvspan(n_train, ns.max() * 1.15, color="0.92", lw=0)
-    ax.text(n_train * 1.05, 0.97, "beyond fine-tuning", transform=ax.get_xaxis_transform(),
-            fontsize=6, va="top")  # fmt: skip
+    if ns.max() > n_train:
+        ax.axvspan(n_train, ns.max() * 1.15, color="0.92", lw=0)
+        ax.text(n_train * 1.05, 0.03, "beyond fine-tuning", transform=ax.get_xaxis_transform(),
+                fontsize=6, va="bottom")  # fmt: skip
+    ax.set_xlim(ns.min() / 1.15, ns.max() * 1.15)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("window length n (tokens)")
