@@ -69,11 +69,9 @@ rule transformer_summary:
     predictions, s*(n) against the log n rule, the bootstrap's calibration
     (docs/real-transformer.md#what-is-measured)."""
     input:
-        heads=expand(
-            rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")
-        ),
+        heads=expand(rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")),
         global_run=rules.transformer_global.output.npz,
-        lib=lib("experiments.transformer"),
+        lib=lib("experiments.transformer_summary"),
     output:
         heads="results/transformer/heads.csv",
         curves="results/transformer/curves.csv",
@@ -87,7 +85,7 @@ rule transformer_summary:
     conda:
         "../../envs/environment.yaml"
     params:
-        entry="experiments.transformer:summaries",
+        entry="experiments.transformer_summary:summaries",
         block=CFG.value("transformer.bootstrap.block"),
         resamples=CFG.value("transformer.bootstrap.resamples"),
         calibration_replicates=CFG.value("transformer.bootstrap.calibration_replicates"),
@@ -183,7 +181,10 @@ rule transformer_global_figure:
             "figures/transformer/global.png",
             caption="../report/transformer_global_figure.rst",
             category="A real transformer",
-            labels={"figure": "whole model scaled (ours)", "quantity": "lambda, rho_hat"},
+            labels={
+                "figure": "whole model scaled (ours)",
+                "quantity": "lambda, rho_hat",
+            },
         ),
         pdf="figures/transformer/global.pdf",
     log:
