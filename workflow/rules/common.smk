@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from attnscale.experiments.transformer import check_inputs as _check_transformer_inputs
+from attnscale.experiments.transformer import default_cache as _transformer_cache
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.config import source_label as _source_label
 from attnscale.pipeline.deps import lib_files as _lib_files
@@ -41,7 +42,7 @@ TRANSFORMER = _check_transformer_inputs(
     windows=CFG.value("transformer.windows"),
     global_n=CFG.value("transformer.global.n"),
     global_windows=CFG.value("transformer.global.windows"),
-    cache=Path(".snakemake") / "attnscale" / "transformer_inputs.json",
+    cache=_transformer_cache(),
 )
 # every rule runs this script, which calls the library function named in params.entry
 ENTRY = "../scripts/entry.py"

@@ -16,7 +16,9 @@ forward passes.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +27,8 @@ from attnscale.transformer import corpus, loader, probes
 from attnscale.transformer._imports import job_rng, provenance_columns, spawn_key
 
 __all__ = [
-    "InputError",
     "check_inputs",
+    "default_cache",
     "load_windows",
     "head_phase",
     "global_scaling",
@@ -35,23 +37,36 @@ __all__ = [
 ROWS_KEY = "transformer/rows"
 
 
-class InputError(ValueError):
-    """The model or the text of the ``transformer`` configuration cannot be used."""
-
-
-def _text_tokens(model, text: str, text_part: str | None):
+def _text_tokens(model, text: str, text_part: str | None, need: int):
+    """Word pieces of the text, at least ``need`` of them when the text has them: the text is
+    cut at a whitespace after about ``8 need`` characters first (word pieces never cross
+    whitespace, so the ids are a prefix of the whole text's ids [derived]), the whole text only
+    if that is not enough. Returns ``(ids, sha256 of the file)``."""
     body, digest = corpus.read_text(text, text_part)
+    cut = body.find(" ", min(len(body), 8 * int(need)))
+    if cut > 0:
+        ids = model.encode(body[:cut])
+        if len(ids) >= need:
+            return ids, digest
     return model.encode(body), digest
+
+
+def default_cache() -> Path:
+    """Where :func:`check_inputs` remembers successful checks: ``$XDG_CACHE_HOME/attnscale``
+    (default ``~/.cache/attnscale``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attnscale" / "transformer_inputs.json"
 
 
 def check_inputs(*, model: str, text: str, text_part: str | None, text_sha256: str | None,
                  n, windows: int, global_n: int, global_windows: int,
                  cache: str | Path | None = None) -> dict:  # fmt: skip
     """Check the model and the text before any job runs; returns the resolved model source
-    (``ModelSource.params()``) and the text's SHA-256 and length in word pieces.
+    (``ModelSource.params()``), the text's SHA-256 and how many word pieces were read.
 
-    ``cache``: a JSON file remembering a successful check by the files' size and modification
-    time, so that re-parsing the workflow does not hash 90 MB again.
+    ``cache``: a JSON file remembering successful checks by the configuration and the files'
+    sizes and modification times, so that parsing the workflow again does not hash 90 MB again
+    (:func:`default_cache`; ``None``: no cache).
 
     Raises
     ------
@@ -59,49 +74,50 @@ def check_inputs(*, model: str, text: str, text_part: str | None, text_sha256: s
         With the message naming the file, the key, the install line or the number of word
         pieces needed.
     """
+    need = max(corpus.tokens_needed(n, windows), corpus.tokens_needed([global_n], global_windows))
     paths = [Path(text)]
-    key = {"model": model, "text": str(text), "text_part": text_part, "sha": text_sha256,
-           "n": [int(x) for x in n], "windows": int(windows), "global_n": int(global_n),
-           "global_windows": int(global_windows)}  # fmt: skip
     if model == "packaged":
-        try:
-            paths.append(loader.packaged_zip())
-        except loader.ModelError:
-            raise
+        paths.append(loader.packaged_zip())  # ModelError with the install line if missing
     else:
         paths += [Path(model) / f for f in loader.FILES]
     stamp = [[str(p), p.stat().st_size, p.stat().st_mtime_ns] if p.exists() else [str(p)]
              for p in paths]  # fmt: skip
+    key = json.dumps([model, str(text), text_part, text_sha256, [int(x) for x in n],
+                      int(windows), int(global_n), int(global_windows), stamp])  # fmt: skip
+    key = hashlib.sha256(key.encode()).hexdigest()
+    known = {}
     if cache is not None and Path(cache).is_file():
         try:
-            got = json.loads(Path(cache).read_text())
-            if got.get("key") == key and got.get("stamp") == stamp:
-                return got["result"]
+            known = json.loads(Path(cache).read_text())
         except (ValueError, OSError):
-            pass
+            known = {}
+        if isinstance(known, dict) and key in known:
+            return known[key]
     source = loader.resolve(model)
     if not Path(text).is_file():
         raise corpus.CorpusError(f"transformer.text: corpus file {text} does not exist "
                                  "(docs/real-transformer.md#real-text says how to install it)")  # fmt: skip
     m = loader.load(source)
-    ids, digest = _text_tokens(m, text, text_part)
+    ids, digest = _text_tokens(m, text, text_part, need)
     if text_sha256 and digest != text_sha256:
         raise corpus.CorpusError(f"transformer.text: {text} has SHA-256 {digest}, expected "
                                  f"{text_sha256} (transformer.text_sha256)")  # fmt: skip
-    need = max(corpus.tokens_needed(n, windows), corpus.tokens_needed([global_n], global_windows))
     if len(ids) < need:
         raise corpus.CorpusError(
             f"transformer.text: {text} has {len(ids)} word pieces; {windows} windows of "
-            f"n = {max(n)} need {need} (lower transformer.windows or give a longer text)"
+            f"n = {max(n)} tokens ([CLS] + n - 2 word pieces + [SEP]) need {need} word pieces "
+            "(lower transformer.windows or give a longer text)"
         )
     if max(max(n), global_n) > m.adapter.max_positions:
         raise corpus.CorpusError(f"transformer.n: windows of {max(n)} tokens exceed the model's "
                                  f"{m.adapter.max_positions} positions")  # fmt: skip
-    result = {"model": source.params(), "text_sha256": digest, "text_tokens": len(ids)}
+    result = {"model": source.params(), "text_sha256": digest, "text_tokens_read": len(ids)}
     if cache is not None:
+        known = known if isinstance(known, dict) else {}
+        known[key] = result
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(str(cache) + ".tmp")
-        tmp.write_text(json.dumps({"key": key, "stamp": stamp, "result": result}))
+        tmp = Path(f"{cache}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known))
         tmp.replace(cache)
     return result
 
@@ -109,7 +125,7 @@ def check_inputs(*, model: str, text: str, text_part: str | None, text_sha256: s
 def load_windows(model_source: dict, text: str, text_part: str | None, n: int, windows: int):
     """The loaded model and ``windows`` non-overlapping windows of ``n`` tokens of the text."""
     m = loader.load(model_source)
-    ids, digest = _text_tokens(m, text, text_part)
+    ids, digest = _text_tokens(m, text, text_part, int(windows) * (int(n) - 2))
     W = corpus.windows(ids, n, windows, m.token_id("[CLS]"), m.token_id("[SEP]"))
     return m, W, digest
 
