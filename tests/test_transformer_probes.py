@@ -117,9 +117,9 @@ def test_block_indices():
 
 def test_block_bootstrap_calibrated_on_independent_series():
     """phi = 0, block 1: the bootstrap SE is the plug-in SE, sqrt((W-1)/W) of the true one on
-    average up to the SD's own bias; within 10 % at 200 replicates [choice: tolerance from the
-    spread of the SE estimate, about 13 % / sqrt(200) per replicate set]."""
+    average up to the SD's own bias; within 10 % at 100 replicates [choice: tolerance from the
+    spread of the SE estimate, about 13 % / sqrt(100) per replicate set]."""
     rng = np.random.default_rng(1)
-    se, true, cover = bootstrap.ar1_calibration(30, 0.0, 1, 200, 200, rng)
+    se, true, cover = bootstrap.ar1_calibration(30, 0.0, 1, 100, 100, rng)
     assert abs(se / true - 1) < 0.1
     assert 0.85 < cover <= 1.0

@@ -3,7 +3,8 @@ the findings computed from those tables (:mod:`attnscale.experiments.findings`;
 docs/pipeline.md#how-a-rule-runs, docs/pipeline.md#numbers-in-the-prose).
 
 Imports :mod:`attnscale.core`, :mod:`attnscale.layer`, :mod:`attnscale.sphere`,
-:mod:`attnscale.regimes` (the score models of the regimes figure), :mod:`attnscale.pipeline` (I/O,
+:mod:`attnscale.regimes` (the score models of the regimes figure), :mod:`attnscale.transformer`
+(the pretrained model and its probes), :mod:`attnscale.pipeline` (I/O,
 provenance, progress logging) and :mod:`attnscale._moved` (names
 of split modules), nothing else of attnscale (docs/pipeline.md#the-package-layout)."""
 

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from attnscale.pipeline.io import provenance_columns
 from attnscale.transformer import corpus, loader, probes
-from attnscale.transformer._imports import job_rng, provenance_columns, spawn_key
+from attnscale.transformer.library import job_rng, spawn_key
 
 __all__ = [
     "check_inputs",
@@ -97,7 +98,7 @@ def check_inputs(*, model: str, text: str, text_part: str | None, text_sha256: s
     if not Path(text).is_file():
         raise corpus.CorpusError(f"transformer.text: corpus file {text} does not exist "
                                  "(docs/real-transformer.md#real-text says how to install it)")  # fmt: skip
-    m = loader.load(source)
+    m, config = loader.load_tokenizer(source)
     ids, digest = _text_tokens(m, text, text_part, need)
     if text_sha256 and digest != text_sha256:
         raise corpus.CorpusError(f"transformer.text: {text} has SHA-256 {digest}, expected "
@@ -108,9 +109,10 @@ def check_inputs(*, model: str, text: str, text_part: str | None, text_sha256: s
             f"n = {max(n)} tokens ([CLS] + n - 2 word pieces + [SEP]) need {need} word pieces "
             "(lower transformer.windows or give a longer text)"
         )
-    if max(max(n), global_n) > m.adapter.max_positions:
-        raise corpus.CorpusError(f"transformer.n: windows of {max(n)} tokens exceed the model's "
-                                 f"{m.adapter.max_positions} positions")  # fmt: skip
+    positions = int(config.get("max_position_embeddings", 0))
+    if max(max(n), global_n) > positions:
+        raise corpus.CorpusError(f"transformer.n: windows of {max(max(n), global_n)} tokens "
+                                 f"exceed the model's {positions} positions")  # fmt: skip
     result = {"model": source.params(), "text_sha256": digest, "text_tokens_read": len(ids)}
     if cache is not None:
         known = known if isinstance(known, dict) else {}

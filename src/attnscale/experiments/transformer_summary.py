@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from attnscale.pipeline.io import provenance_columns
 from attnscale.transformer import bootstrap, probes
-from attnscale.transformer._imports import crossing, job_rng, provenance_columns, spawn_key
+from attnscale.transformer.library import crossing, job_rng, spawn_key
 
 __all__ = ["summaries"]
 

@@ -1,7 +1,7 @@
 """Figures of the transformer family (issue 36; docs/real-transformer.md): every head of a
 pretrained model on the phase diagram, its phase curves, s*(n) against the log n rule and the
 whole model scaled. Each function takes the summary tables of
-:func:`attnscale.experiments.transformer.summaries` and returns a figure."""
+:func:`attnscale.experiments.transformer_summary.summaries` and returns a figure."""
 
 from __future__ import annotations
 

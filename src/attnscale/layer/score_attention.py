@@ -40,6 +40,7 @@ __all__ = [
     "layer_grid",
     "self_weight_critical_beta",
     "score_spread",
+    "crossing",
 ]
 
 #: Default budget, in float64 entries, for the outputs ``Y'`` of one group of betas (64 MiB).

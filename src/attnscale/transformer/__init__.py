@@ -5,6 +5,11 @@ Modules: :mod:`~attnscale.transformer.loader` (model files, hashes, errors),
 architecture), :mod:`~attnscale.transformer.corpus` (real text and its windows),
 :mod:`~attnscale.transformer.probes` (the multiplier probes of every head),
 :mod:`~attnscale.transformer.bootstrap` (block bootstrap over windows) and
-:mod:`~attnscale.transformer._imports` (everything used from the rest of the library, in one
+:mod:`~attnscale.transformer.library` (everything used from the rest of the library, in one
 place).
+
+Imports :mod:`attnscale.core` and :mod:`attnscale.layer` (in its module ``library`` only),
+nothing above (docs/pipeline.md#the-package-layout).
 """
+
+__all__: list[str] = []

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erf
 
+from attnscale.transformer.errors import ModelError
+
 __all__ = ["LayerRecord", "BertEncoder", "ADAPTERS", "adapter_for", "layer_norm", "gelu"]
 
 
@@ -68,8 +70,6 @@ class BertEncoder:
     causal = False
 
     def __init__(self, config: dict, tensors: dict):
-        from attnscale.transformer.loader import ModelError
-
         self.config = config
         for key, want in (("hidden_act", "gelu"), ("position_embedding_type", "absolute")):
             if config.get(key, want) != want:
@@ -123,8 +123,6 @@ class BertEncoder:
         ``multipliers``: one factor per layer (or a scalar) applied to that layer's scores
         (default 1, the trained model).
         """
-        from attnscale.transformer.loader import ModelError
-
         ids = np.asarray(ids, dtype=np.int64)
         n = ids.size
         if n > self.max_positions:
@@ -163,8 +161,6 @@ ADAPTERS = {"bert": BertEncoder}
 
 def adapter_for(config: dict):
     """The adapter class of ``config`` (``ModelError`` naming the architecture if none)."""
-    from attnscale.transformer.loader import ModelError
-
     mt = config.get("model_type")
     if mt not in ADAPTERS:
         raise ModelError(f"config.json: model_type {mt!r} (architectures "

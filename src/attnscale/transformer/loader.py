@@ -23,6 +23,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnscale.transformer.errors import ModelError
+
 __all__ = [
     "ModelError",
     "PACKAGE",
@@ -35,6 +37,7 @@ __all__ = [
     "resolve",
     "read_files",
     "load",
+    "load_tokenizer",
     "Model",
 ]
 
@@ -52,10 +55,6 @@ PACKAGED_SHA256 = {
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
-
-
-class ModelError(ValueError):
-    """The model cannot be used; the message names the file, the key or the install line."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +181,25 @@ class Model:
         if i is None:
             raise ModelError(f"the tokenizer has no token {token!r}")
         return int(i)
+
+
+def load_tokenizer(source: ModelSource | dict):
+    """The tokenizer alone (truncation and padding off) and ``config.json`` as a dict, without
+    reading the weights."""
+    from tokenizers import Tokenizer
+
+    if isinstance(source, dict):
+        source = ModelSource(**source)
+    if source.kind == "packaged":
+        with zipfile.ZipFile(source.path) as z:
+            tok_json, cfg = z.read("tokenizer.json"), z.read("config.json")
+    else:
+        tok_json = (Path(source.path) / "tokenizer.json").read_bytes()
+        cfg = (Path(source.path) / "config.json").read_bytes()
+    tok = Tokenizer.from_str(tok_json.decode("utf-8"))
+    tok.no_truncation()
+    tok.no_padding()
+    return Model(adapter=None, tokenizer=tok, source=source), json.loads(cfg)
 
 
 def load(source: ModelSource | dict) -> Model:

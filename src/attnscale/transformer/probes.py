@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale.transformer._imports import (
+from attnscale.transformer.library import (
     angle_ratio_outputs,
     crossing,
     effective_scores,

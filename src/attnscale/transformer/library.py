@@ -1,7 +1,8 @@
-"""Everything the transformer experiments use from the rest of the library, imported in this one
-module so that a move of those names (the ``attnscale.layer`` reorganisation) is fixed here
-only. The rest of :mod:`attnscale.transformer` and :mod:`attnscale.experiments.transformer`
-import these names from here.
+"""Everything the transformer family uses from :mod:`attnscale.core` and :mod:`attnscale.layer`,
+imported in this one module so that a move of those names (the ``attnscale.layer``
+reorganisation) is fixed here only. The rest of :mod:`attnscale.transformer` and the family's
+entries in :mod:`attnscale.experiments` import these names from here (the entries take
+``provenance_columns`` from :mod:`attnscale.pipeline.io`, a level this package may not import).
 """
 
 from attnscale.core.seeding import job_rng, spawn_key
@@ -10,7 +11,6 @@ from attnscale.layer.learned_scores import effective_scores, gamma_c_eff, gamma_
 from attnscale.layer.score_attention import angle_ratio_outputs, crossing, score_spread
 from attnscale.layer.theory import gamma_c, simplex_lambda
 from attnscale.layer.tokens import mean_cosine
-from attnscale.pipeline.io import provenance_columns
 
 __all__ = [
     "job_rng",
@@ -25,5 +25,4 @@ __all__ = [
     "gamma_c",
     "simplex_lambda",
     "mean_cosine",
-    "provenance_columns",
 ]
