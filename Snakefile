@@ -65,7 +65,5 @@ rule all:
         rules.sharpness_figure.output,
         rules.transformer_phase_figure.output,
         rules.transformer_curves_figure.output,
-        rules.transformer_scaling_figure.output,
-        rules.transformer_global_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -97,8 +97,8 @@ rule transformer_summary:
 
 
 rule transformer_phase_figure:
-    """Plot: every head on the phase diagram, its trained scale over its critical multiplier
-    by layer, at each n."""
+    """Plot: every head on the phase diagram (its trained scale over its critical multiplier,
+    by layer, at each n) and s*(n) / s*(n_ref) against the log n rule."""
     input:
         heads=rules.transformer_summary.output.heads,
         lib=lib("figures.transformer"),
@@ -107,7 +107,7 @@ rule transformer_phase_figure:
             "figures/transformer/phase.png",
             caption="../report/transformer_phase_figure.rst",
             category="A real transformer",
-            labels={"figure": "heads on the phase diagram (ours)", "quantity": "1/s*"},
+            labels={"figure": "heads on the phase diagram (ours)", "quantity": "1/s*, s*(n)"},
         ),
         pdf="figures/transformer/phase.pdf",
     log:
@@ -116,23 +116,26 @@ rule transformer_phase_figure:
         "../../envs/environment.yaml"
     params:
         entry="figures.transformer:plot_phase",
+        n_ref=CFG.value("transformer.n_ref"),
         n_train=CFG.value("transformer.n_train"),
     script:
         ENTRY
 
 
 rule transformer_curves_figure:
-    """Plot: lambda(s) / lambda(inf) of every head and the layer mean with its band, per layer."""
+    """Plot: lambda(s) / lambda(inf) of every head and the layer median with its band, per
+    layer; the whole model scaled, each layer's lambda and rho_hat."""
     input:
         curves=rules.transformer_summary.output.curves,
         layers=rules.transformer_summary.output.layers,
+        global_=rules.transformer_summary.output.global_,
         lib=lib("figures.transformer"),
     output:
         png=report(
             "figures/transformer/curves.png",
             caption="../report/transformer_curves_figure.rst",
             category="A real transformer",
-            labels={"figure": "phase curves by layer (ours)", "quantity": "lambda(s)"},
+            labels={"figure": "phase curves by layer (ours)", "quantity": "lambda(s), rho_hat"},
         ),
         pdf="figures/transformer/curves.pdf",
     log:
@@ -142,56 +145,5 @@ rule transformer_curves_figure:
     params:
         entry="figures.transformer:plot_curves",
         n=CFG.value("transformer.n_ref"),
-    script:
-        ENTRY
-
-
-rule transformer_scaling_figure:
-    """Plot: s*(n) / s*(n_ref) of every head against n, with the log n rule."""
-    input:
-        heads=rules.transformer_summary.output.heads,
-        lib=lib("figures.transformer"),
-    output:
-        png=report(
-            "figures/transformer/scaling.png",
-            caption="../report/transformer_scaling_figure.rst",
-            category="A real transformer",
-            labels={"figure": "s*(n) against log n (ours)", "quantity": "s*(n)"},
-        ),
-        pdf="figures/transformer/scaling.pdf",
-    log:
-        "logs/transformer/scaling_figure.log",
-    conda:
-        "../../envs/environment.yaml"
-    params:
-        entry="figures.transformer:plot_scaling",
-        n_ref=CFG.value("transformer.n_ref"),
-        n_train=CFG.value("transformer.n_train"),
-    script:
-        ENTRY
-
-
-rule transformer_global_figure:
-    """Plot: the whole model scaled by s, each layer's lambda and rho_hat."""
-    input:
-        global_=rules.transformer_summary.output.global_,
-        lib=lib("figures.transformer"),
-    output:
-        png=report(
-            "figures/transformer/global.png",
-            caption="../report/transformer_global_figure.rst",
-            category="A real transformer",
-            labels={
-                "figure": "whole model scaled (ours)",
-                "quantity": "lambda, rho_hat",
-            },
-        ),
-        pdf="figures/transformer/global.pdf",
-    log:
-        "logs/transformer/global_figure.log",
-    conda:
-        "../../envs/environment.yaml"
-    params:
-        entry="figures.transformer:plot_global",
     script:
         ENTRY

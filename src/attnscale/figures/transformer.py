@@ -10,7 +10,7 @@ import numpy as np
 
 from attnscale.figures.style import add_caption, apply_style
 
-__all__ = ["plot_phase", "plot_curves", "plot_scaling", "plot_global"]
+__all__ = ["plot_phase", "plot_curves", "draw_heads", "draw_scaling", "draw_global"]
 
 #: Where a head without a crossing is drawn (axis fraction above the top of the data) [choice].
 NO_CROSSING_Y = 0.04
@@ -22,21 +22,17 @@ def _layer_colours(layers):
     return {ly: cmap(0.05 + 0.85 * i / k) for i, ly in enumerate(layers)}
 
 
-def plot_phase(*, heads, n_train: int):
-    """Every head's trained scale over its critical multiplier, ``1/s*``, by layer, one panel
+def draw_heads(axes, heads, n_train: int):
+    """Every head's trained scale over its critical multiplier, ``1/s*``, by layer, one axis
     per n (``1/s* > 1``: the trained head sits above its critical scale). Heads whose
     ``lambda(s)/lambda(inf)`` never crosses are drawn as open triangles at the top."""
-    apply_style()
     ns = sorted(heads["n"].unique())
-    fig, axes = plt.subplots(1, len(ns), figsize=(2.3 * len(ns) + 0.6, 3.9), sharey=True,
-                             squeeze=False)  # fmt: skip
-    axes = axes[0]
     vals = 1.0 / heads["s_star"].astype(float)
     fin = vals[np.isfinite(vals)]
     lo = max(1e-2, fin.min() / 1.5) if fin.size else 0.05
     hi = min(1e2, fin.max() * 1.5) if fin.size else 20.0
     top = hi * 1.6
-    for ax, n in zip(axes, ns, strict=True):
+    for ax, n in zip(axes, ns, strict=False):
         sub = heads[heads["n"] == n]
         H = int(sub["head"].max()) + 1
         x = sub["layer"] + (sub["head"] - (H - 1) / 2) / (H + 2)
@@ -54,24 +50,43 @@ def plot_phase(*, heads, n_train: int):
         ax.set_xticks(sorted(sub["layer"].unique()))
         ax.set_xlabel("layer")
         flag = " (beyond fine-tuning)" if n > n_train else ""
-        ax.set_title(f"n = {n}{flag}", color="C3" if flag else "k")
-    axes[0].set_ylabel(r"trained scale / critical multiplier, $1/s^*$")
+        ax.set_title(f"n = {n}{flag}", color="C3" if flag else "k", fontsize=8)
+        if ax is not axes[0]:
+            ax.tick_params(labelleft=False)
+    axes[0].set_ylabel(r"trained scale / critical, $1/s^*$")
     axes[0].legend(loc="lower left", fontsize=6)
     axes[0].text(0.02, 0.97, "above the line: past critical\nbelow: not yet critical",
                  transform=axes[0].transAxes, fontsize=6, va="top")  # fmt: skip
+
+
+def plot_phase(*, heads, n_ref: int, n_train: int):
+    """Top: every head on the phase diagram (:func:`draw_heads`), one panel per n; bottom:
+    ``s*(n)/s*(n_ref)`` against the log n rule (:func:`draw_scaling`)."""
+    apply_style()
+    ns = sorted(heads["n"].unique())
+    fig = plt.figure(figsize=(10.0, 7.6))
+    gs = fig.add_gridspec(2, len(ns), height_ratios=[1.0, 1.1], hspace=0.35, wspace=0.06)
+    top = [fig.add_subplot(gs[0, k]) for k in range(len(ns))]
+    for ax in top[1:]:
+        ax.sharey(top[0])
+    draw_heads(top, heads, n_train)
+    draw_scaling(fig.add_subplot(gs[1, :]), heads, n_ref, n_train)
     W = int(heads["windows"].iloc[0])
-    add_caption(fig, f"Every head of all-MiniLM-L6-v2 on Pride and Prejudice, {W} windows per n "
-                "([CLS] + n - 2 word pieces + [SEP]) [choice]. s*: first upward crossing in ln s "
-                "of lambda(s)/lambda(inf) through Paper A's critical value 1/(1 + 3 rho_hat) "
-                "[choice; derived from Paper A], lambda of Paper A's layer (V = I) driven by the "
-                "head's weights softmax(s q.k/sqrt(32)) on the normalised layer inputs; SE: "
-                "moving-block bootstrap over windows. Heads jittered within each layer. n > "
-                f"{n_train}: beyond the model's fine-tuning length.")  # fmt: skip
-    fig.subplots_adjust(bottom=0.3, top=0.92, left=0.08, right=0.99, wspace=0.08)
+    add_caption(fig, f"(top) Every head of all-MiniLM-L6-v2 on Pride and Prejudice, {W} windows "
+                "per n ([CLS] + n - 2 word pieces + [SEP]) [choice]. s*: first upward crossing "
+                "in ln s of lambda(s)/lambda(inf) through Paper A's critical value 1/(1 + 3 "
+                "rho_hat) [choice], lambda of Paper A's layer (V = I) driven by the head's weights "
+                "softmax(s q.k/sqrt(d_h)) on the normalised layer inputs; SE: moving-block bootstrap "
+                f"over windows; heads jittered within each layer; n > {n_train}: beyond the "
+                "model's fine-tuning length. (bottom) If a log n rule (scores multiplied by ln n / "
+                f"ln {n_ref}) kept each head at the same place relative to its critical "
+                "multiplier, s*(n)/s*(n_ref) would follow the dashed line [derived]; a flat line "
+                "means s* does not move with n. Thin: heads crossing at n_ref and n.")  # fmt: skip
+    fig.subplots_adjust(bottom=0.17, top=0.96, left=0.07, right=0.99)
     return fig
 
 
-def plot_curves(*, curves, layers, n: int):
+def plot_curves(*, curves, layers, global_, n: int):
     """``lambda(s)/lambda(inf)`` of every head (thin) and the layer's head mean with its
     bootstrap band, one panel per layer, at window length ``n``; the dashed line is Paper A's
     critical value ``1/(1 + 3 rho_hat)`` of the layer."""
@@ -79,8 +94,13 @@ def plot_curves(*, curves, layers, n: int):
     c = curves[curves["n"] == n]
     lay = layers[layers["n"] == n]
     L = sorted(c["layer"].unique())
-    fig, axes = plt.subplots(2, (len(L) + 1) // 2, figsize=(9.5, 5.6), sharex=True, sharey=True,
-                             squeeze=False)  # fmt: skip
+    cols = (len(L) + 1) // 2
+    fig = plt.figure(figsize=(9.5, 8.4))
+    gs = fig.add_gridspec(3, cols, hspace=0.42, wspace=0.1, height_ratios=[1, 1, 1.1])
+    axes = np.array([[fig.add_subplot(gs[r, c]) for c in range(cols)] for r in range(2)])
+    for ax in axes.ravel()[1:]:
+        ax.sharex(axes[0, 0])
+        ax.sharey(axes[0, 0])
     for ax, ly in zip(axes.ravel(), L, strict=False):
         sub = c[c["layer"] == ly]
         for _, g in sub.groupby("head"):
@@ -96,27 +116,34 @@ def plot_curves(*, curves, layers, n: int):
         ax.set_title(f"layer {ly}")
         ax.set_ylim(-0.05, 1.6)
     for ax in axes[-1]:
-        ax.set_xlabel("score multiplier s")
+        ax.set_xlabel("score multiplier s (one head)")
     for ax in axes[:, 0]:
         ax.set_ylabel(r"$\lambda(s)/\lambda(\infty)$")
+    for ax in axes[:, 1:].ravel():
+        ax.tick_params(labelleft=False)
     axes[0, 0].legend(fontsize=6, loc="upper left")
-    add_caption(fig, f"n = {n}. Grey: each head; blue: median over the layer's heads [choice] with the "
+    sub = gs[2, :].subgridspec(1, 2, wspace=0.25)
+    bottom = [fig.add_subplot(sub[0, 0]), fig.add_subplot(sub[0, 1])]
+    draw_global(bottom, global_)
+    W = int(global_["windows"].iloc[0])
+    add_caption(fig, f"(top, n = {n}) Grey: each head; blue: median over the layer's heads [choice] with the "
                 "moving-block bootstrap SE over windows (band). lambda(inf): the head's own "
                 "argmax map. s -> 0 gives uniform attention (lambda -> 0) [derived]; a ratio "
                 "above 1 at finite s means the softmax spreads the pairs more than the argmax map "
-                "does (positional heads).")  # fmt: skip
-    fig.subplots_adjust(bottom=0.17, top=0.95, left=0.07, right=0.99, hspace=0.25, wspace=0.08)
+                "does (positional heads). (bottom) The forward pass rerun with every layer's scores "
+                f"multiplied by s ({W} windows) [choice]: each layer's lambda (dotted: Paper A's "
+                "1/(1 + 3 rho_hat) at the layer's rho_hat) and the rho_hat of its inputs; red line: the "
+                "trained model.")  # fmt: skip
+    fig.subplots_adjust(bottom=0.13, top=0.97, left=0.07, right=0.99)
     return fig
 
 
-def plot_scaling(*, heads, n_ref: int, n_train: int):
+def draw_scaling(ax, heads, n_ref: int, n_train: int):
     """``s*(n)/s*(n_ref)`` of every head against n (thin, by layer colour), the layer medians
     and the log n rule ``ln n / ln n_ref``."""
-    apply_style()
     h = heads[np.isfinite(heads["s_star_over_ref"].astype(float))]
     L = sorted(heads["layer"].unique())
     col = _layer_colours(L)
-    fig, ax = plt.subplots(figsize=(6.2, 4.6))
     for (ly, _hd), g in h.groupby(["layer", "head"]):
         g = g.sort_values("n")
         ax.plot(g["n"], g["s_star_over_ref"], "-", color=col[ly], lw=0.4, alpha=0.5)
@@ -135,24 +162,15 @@ def plot_scaling(*, heads, n_ref: int, n_train: int):
     ax.set_yscale("log", base=2)
     ax.set_xlabel("window length n (tokens)")
     ax.set_ylabel(rf"$s^*(n) / s^*({n_ref})$")
-    ax.legend(fontsize=6, loc="upper left", ncol=2)
-    add_caption(fig, "If a log n rule (scores multiplied by ln n / ln n_ref) kept each head at "
-                f"the same place relative to its critical multiplier, s*(n)/s*({n_ref}) would "
-                "follow the dashed line [derived]; a flat line means the head's critical "
-                "multiplier does not move with n. Thin lines: heads that cross at n_ref and n; "
-                "[choice] n_ref.")  # fmt: skip
-    fig.subplots_adjust(bottom=0.22, top=0.97, left=0.12, right=0.98)
-    return fig
+    ax.legend(fontsize=6, loc="upper left", ncol=4)
 
 
-def plot_global(*, global_):
+def draw_global(axes, global_):
     """The whole model with every layer's scores multiplied by the same s: each layer's mean
-    lambda over heads (with SE) and the rho_hat of its inputs."""
-    apply_style()
+    lambda over heads (with SE; dotted: ``1/(1 + 3 rho_hat)``) and the rho_hat of its inputs."""
     g = global_
     L = sorted(g["layer"].unique())
     col = _layer_colours(L)
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.9))
     for ly in L:
         s = g[g["layer"] == ly].sort_values("s")
         axes[0].errorbar(s["s"], s["lambda"], yerr=s["lambda_se"], fmt="o-", ms=3, lw=1,
@@ -164,13 +182,7 @@ def plot_global(*, global_):
         ax.set_xscale("log", base=2)
         ax.axvline(1.0, color="C3", lw=0.7, ls=":")
         ax.set_xlabel("multiplier s of every layer's scores")
-    axes[0].set_ylabel(r"$\lambda$ of the layer (mean over heads)")
+    axes[0].set_ylabel(r"$\lambda$ (mean over heads)")
     axes[1].set_ylabel(r"$\hat\rho$ of the layer's inputs")
-    axes[0].legend(fontsize=6)
-    n, W = int(g["n"].iloc[0]), int(g["windows"].iloc[0])
-    add_caption(fig, f"n = {n}, {W} windows: the forward pass rerun with all scores multiplied "
-                "by s (what a scaling rule applied to the whole model does, depth included) "
-                "[choice]. Dotted: Paper A's critical lambda 1/(1 + 3 rho_hat) at the layer's "
-                "rho_hat. SE: moving-block bootstrap over windows. Red line: the trained model.")  # fmt: skip
-    fig.subplots_adjust(bottom=0.25, top=0.97, left=0.08, right=0.99, wspace=0.25)
-    return fig
+    axes[0].legend(fontsize=6, ncol=2)
+    axes[0].set_title(f"whole model scaled, n = {int(g['n'].iloc[0])}", fontsize=8)
