@@ -157,3 +157,23 @@ def test_janeausten_database_reads(request):
     assert text.startswith("PRIDE AND PREJUDICE") and "truth universally acknowledged" in text
     with pytest.raises(corpus.CorpusError, match=r"no object 'ulysses'.*'emma'"):
         corpus.read_rdb_strings(rdb, "ulysses")
+
+
+@pytest.mark.workflow
+def test_the_workflow_refuses_a_missing_text_before_any_job(tmp_path):
+    """Bad input stops the run when the workflow is parsed: no job runs, nothing is written."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("transformer:\n  text: no/such/corpus.txt\n  text_sha256: null\n")
+    exe = Path(sys.executable).parent / "snakemake"
+    proc = subprocess.run([str(exe), "-n", "--nolock", "--cores", "1", "--configfile", str(cfg), "--",
+                           "transformer_phase_figure"], cwd=repo, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "transformer.text: corpus file no/such/corpus.txt does not exist" in out
+    assert "Job stats" not in out  # refused at parse time: no job was even scheduled
