@@ -124,13 +124,23 @@ def transformer_findings(*, heads, layers, global_, calibration) -> list[Finding
         return {"label": f"mean weight on [CLS] and [SEP] at the trained scale by layer (head "
                 f"mean), n = {n_ref}", "value": by_layer(R, "special_mass", np.mean)}  # fmt: skip
 
-    def never_share():
-        nv = R[~fin]
-        if nv.empty:
-            raise NotAvailable("every head crosses")
-        return {"label": "heads that never cross: mean share of queries sent to the window's "
-                "most frequent top key, and their mean lambda(inf)",
-                "value": [float(nv["top_key_share"].mean()), float(nv["lambda_inf"].mean())]}  # fmt: skip
+    def never_count():
+        fin_all = np.isfinite(Hd["s_star"].astype(float))
+        return {"label": f"(n, head) pairs over n = {' / '.join(str(x) for x in ns)} whose "
+                "lambda(s)/lambda(inf) never crosses on the grid",
+                "value": [int((~fin_all).sum()), len(Hd)]}  # fmt: skip
+
+    def never_table():
+        nv = Hd[~np.isfinite(Hd["s_star"].astype(float))].sort_values(["n", "layer", "head"])
+        rows = [[int(r.n), int(r.layer), int(r.head), r.top_key_share, r.lambda_inf, r.self_max,
+                 r.special_mass, r.lambda_1] for r in nv.itertuples()]  # fmt: skip
+        return {"label": "heads that never cross and what their attention does instead: share of "
+                "queries sent to the window's most frequent top key, lambda of the argmax map, "
+                "fraction of rows whose own score is the maximum, weight on [CLS]/[SEP] and "
+                "lambda at s = 1", "value": rows,
+                "columns": ["n", "layer", "head", "top-key share", "lambda(inf)", "self max",
+                            "[CLS]/[SEP] weight", "lambda(1)"],
+                "columns_fmt": ["d", "d", "d", ".2f", ".3f", ".2f", ".2f", ".3f"]}  # fmt: skip
 
     def scaling():
         big = _at(Hd, n_max)
@@ -240,7 +250,9 @@ def transformer_findings(*, heads, layers, global_, calibration) -> list[Finding
         compute("transformer.lambda_trained_by_layer", "lambda by layer", lambda_1_layers, fmt=".2f", **kw),
         compute("transformer.rho_by_layer", "rho_hat", rho_layers, fmt=".3f", **kw),
         compute("transformer.special_mass_by_layer", "special mass", special_layers, fmt=".2f", **kw),
-        compute("transformer.never_crossing", "never crossing", never_share, fmt=".2f", **kw),
+        compute("transformer.never_crossing", "never crossing", never_count, kind="count", **kw),
+        compute("transformer.never_crossing_table", "never crossing", never_table, kind="table",
+                **kw),
         compute("transformer.s_star_ratio_largest_n", "s* ratio", scaling, fmt=".2f", **kw),
         compute("transformer.log_rule_factor", "log rule", log_rule, fmt=".3f", **kw),
         compute("transformer.closer_to_constant", "closer", scaling_all, kind="count", **kw),
