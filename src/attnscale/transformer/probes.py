@@ -38,7 +38,7 @@ __all__ = [
 
 
 def text_rows(n: int, rows: int | None, rng) -> np.ndarray:
-    """Sorted query rows among the text positions ``1 .. n-2`` of a window: all of them, or
+    """Sorted query rows among the text positions ``1`` to ``n - 2`` of a window: all of them, or
     ``rows`` drawn without replacement by ``rng``."""
     pos = np.arange(1, n - 1)
     if rows is None or rows >= pos.size:
