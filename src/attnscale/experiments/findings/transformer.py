@@ -150,8 +150,8 @@ def transformer_findings(*, heads, layers, global_, calibration) -> list[Finding
 
     def log_rule():
         return {
-            "label": f"the log n rule's factor ln {n_max} / ln {n_ref}",
-            "value": float(np.log(n_max) / np.log(n_ref)),
+            "label": f"the log n rule's factors ln {ns[0]} / ln {n_ref} and ln {n_max} / ln {n_ref}",
+            "value": [float(np.log(ns[0]) / np.log(n_ref)), float(np.log(n_max) / np.log(n_ref))],
         }
 
     def scaling_all():
