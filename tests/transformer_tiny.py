@@ -27,7 +27,8 @@ def write_tiny_bert(folder: Path, *, seed: int = 0, layers: int = 2, heads: int 
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
     tok.enable_truncation(max_length=16)  # as the packaged one: the loader must switch it off
     (folder / "tokenizer.json").write_text(tok.to_str(), encoding="utf-8")
     inter, positions = 2 * hidden, 64
