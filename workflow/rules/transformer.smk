@@ -107,7 +107,10 @@ rule transformer_phase_figure:
             "figures/transformer/phase.png",
             caption="../report/transformer_phase_figure.rst",
             category="A real transformer",
-            labels={"figure": "heads on the phase diagram (ours)", "quantity": "1/s*, s*(n)"},
+            labels={
+                "figure": "heads on the phase diagram (ours)",
+                "quantity": "1/s*, s*(n)",
+            },
         ),
         pdf="figures/transformer/phase.pdf",
     log:
@@ -135,7 +138,10 @@ rule transformer_curves_figure:
             "figures/transformer/curves.png",
             caption="../report/transformer_curves_figure.rst",
             category="A real transformer",
-            labels={"figure": "phase curves by layer (ours)", "quantity": "lambda(s), rho_hat"},
+            labels={
+                "figure": "phase curves by layer (ours)",
+                "quantity": "lambda(s), rho_hat",
+            },
         ),
         pdf="figures/transformer/curves.pdf",
     log:
