@@ -6,23 +6,20 @@ entries in :mod:`attnscale.experiments` import these names from here (the entrie
 """
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.core.stats import mean_se
 from attnscale.layer.learned_scores import effective_scores, gamma_c_eff, gamma_c_fluct
 from attnscale.layer.score_attention import angle_ratio_outputs, crossing, score_spread
-from attnscale.layer.theory import gamma_c, simplex_lambda
+from attnscale.layer.theory import simplex_lambda
 from attnscale.layer.tokens import mean_cosine
 
 __all__ = [
     "job_rng",
     "spawn_key",
-    "mean_se",
     "effective_scores",
     "gamma_c_eff",
     "gamma_c_fluct",
     "angle_ratio_outputs",
     "crossing",
     "score_spread",
-    "gamma_c",
     "simplex_lambda",
     "mean_cosine",
 ]
