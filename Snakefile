@@ -31,6 +31,7 @@ include: "workflow/rules/realistic.smk"
 include: "workflow/rules/paper_b_exponent.smk"
 include: "workflow/rules/regimes.smk"
 include: "workflow/rules/sharpness.smk"
+include: "workflow/rules/transformer.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/findings.smk"
 
@@ -61,5 +62,7 @@ rule all:
         rules.paper_b_exponent_rope_figure.output,
         rules.regimes_figure.output,
         rules.sharpness_figure.output,
+        rules.transformer_phase_figure.output,
+        rules.transformer_curves_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -34,6 +34,7 @@ LEVEL = {
     "sphere": 1,
     "backend": 0,
     "regimes": 2,
+    "transformer": 2,
     "pipeline": 2,
     "experiments": 3,
     "figures": 4,

@@ -2,7 +2,7 @@
 
 The folder tree is the architecture (docs/pipeline.md#the-package-layout). A package imports only
 packages above it in this list, not the other one of its floor (core and backend, layer and
-sphere, regimes and pipeline, figures and bench), and :mod:`attnscale._moved` (old module paths):
+sphere, regimes, pipeline and transformer, figures and bench), and :mod:`attnscale._moved` (old module paths):
 
 core
     argument checks, random streams from a job's identity, the mean and its standard error,
@@ -17,6 +17,9 @@ sphere
 regimes
     what sets the order of the critical scale: score models (gap, near-ties, the random-energy
     model), their samplers and the top-group weight
+transformer
+    a pretrained transformer on the phase diagram: model loader, architecture adapters (the
+    float64 forward pass), real text, the multiplier probes of every head, the block bootstrap
 pipeline
     the workflow's plumbing: adapter, configuration, dependencies, I/O, lineage
 experiments

@@ -5,6 +5,8 @@
 import math
 from pathlib import Path
 
+from attnscale.experiments.transformer import check_inputs as _check_transformer_inputs
+from attnscale.experiments.transformer import default_cache as _transformer_cache
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.config import source_label as _source_label
 from attnscale.pipeline.deps import lib_files as _lib_files
@@ -29,6 +31,19 @@ ROOT_SEED = int(config["seed"])
 CONFIG_SOURCE = _source_label(workflow.configfiles, Path.cwd())
 # Paper A's rho grid in pieces of paper_a.rho_per_job values: one lambda/eta job each
 RHO_PARTS = CFG.chunks("paper_a.rho", CFG.value("paper_a.rho_per_job"))
+# the transformer family's model and text, checked before any job (docs/real-transformer.md):
+# the resolved model (its SHA-256 recorded), the text's SHA-256 and length in word pieces
+TRANSFORMER = _check_transformer_inputs(
+    model=CFG.get("transformer.model"),
+    text=CFG.get("transformer.text"),
+    text_part=CFG.get("transformer.text_part"),
+    text_sha256=CFG.get("transformer.text_sha256"),
+    n=CFG.ints("transformer.n"),
+    windows=CFG.value("transformer.windows"),
+    global_n=CFG.value("transformer.global.n"),
+    global_windows=CFG.value("transformer.global.windows"),
+    cache=_transformer_cache(),
+)
 # every rule runs this script, which calls the library function named in params.entry
 ENTRY = "../scripts/entry.py"
 _SRC = Path(workflow.basedir) / "src"

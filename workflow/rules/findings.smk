@@ -39,6 +39,10 @@ rule findings:
         regimes_rem_orders=rules.regimes_theory.output.rem_orders,
         sharpness_transitions=rules.sharpness_summary.output.transitions,
         sharpness_trends=rules.sharpness_summary.output.trends,
+        transformer_heads=rules.transformer_summary.output.heads,
+        transformer_layers=rules.transformer_summary.output.layers,
+        transformer_global=rules.transformer_summary.output.global_,
+        transformer_calibration=rules.transformer_summary.output.calibration,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

@@ -198,6 +198,21 @@ def _check_sharpness(cfg) -> None:
         fail("sharpness.sizes", "entries with increasing d", ds)
 
 
+def _check_transformer(cfg) -> None:
+    try:
+        n = cfg.ints("transformer.n")
+    except KeyError:  # section absent (only the schema's defaults create it)
+        return
+    if cfg.get("transformer.n_ref") not in n:
+        fail("transformer.n_ref", f"one of transformer.n ({n})", cfg.get("transformer.n_ref"))
+    if not np.any(np.isclose(cfg.grid("transformer.multipliers"), 1.0)):
+        fail(
+            "transformer.multipliers",
+            "a grid containing 1 (the trained scale)",
+            cfg.get("transformer.multipliers"),
+        )
+
+
 #: The jobs that run the lambda-type kernels (Paper A's lambda and eta grids, the causal lambda
 #: map): what they are, and the configuration keys of their ``n`` and ``d`` (a grid of d: its
 #: largest value counts).
@@ -254,5 +269,6 @@ CHECKS: list = [
     _check_regimes,
     _check_explorer,
     _check_sharpness,
+    _check_transformer,
     check_backend,
 ]

@@ -203,6 +203,10 @@ GRIDS: dict[str, Range] = {
     "sharpness.n": Range(low=3, low_open=False, high=1e7, high_open=False, integer=True),
     "sharpness.rho": Range(low=0.0, high=1.0),
     "sharpness.x": Range(low=0.0),
+    # a real transformer (issue 36; docs/real-transformer.md): windows within 512 positions
+    "transformer.n": Range(low=8, low_open=False, high=512, high_open=False, integer=True),
+    "transformer.multipliers": Range(low=0.0),
+    "transformer.global.multipliers": Range(low=0.0),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
     "explorer.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "explorer.tier_d": Range(low=3, low_open=False, integer=True),
@@ -321,6 +325,16 @@ VALUES: dict[str, Range] = {
     "sharpness.rows": Range(low=2, low_open=False, integer=True),
     "sharpness.probes": Range(low=1, low_open=False, integer=True),
     "sharpness.trials": Range(low=2, low_open=False, integer=True),
+    # a real transformer (issue 36; docs/real-transformer.md)
+    "transformer.windows": Range(low=2, low_open=False, integer=True),
+    "transformer.rows": Range(low=4, low_open=False, integer=True),
+    "transformer.n_ref": Range(low=8, low_open=False, high=512, high_open=False, integer=True),
+    "transformer.n_train": Range(low=2, low_open=False, integer=True),
+    "transformer.global.n": Range(low=8, low_open=False, high=512, high_open=False, integer=True),
+    "transformer.global.windows": Range(low=2, low_open=False, integer=True),
+    "transformer.bootstrap.block": Range(low=1, low_open=False, integer=True),
+    "transformer.bootstrap.resamples": Range(low=20, low_open=False, integer=True),
+    "transformer.bootstrap.calibration_replicates": Range(low=10, low_open=False, integer=True),
     # the explorer (issue 29; docs/explorer.md)
     "explorer.rho_max": Range(low=0.0, high=1.0),
     "explorer.heldout": Range(low=0, low_open=False, integer=True),

@@ -2,7 +2,7 @@
 
 :func:`findings` is the entry function of the rule: it takes the summary tables of every figure
 family, runs one small function per family (``paper_a``, ``paper_b``, ``exponent``,
-``finite_d``, ``causal``, ``realistic``, ``regimes``, ``sharpness``, and ``theory_points``: the
+``finite_d``, ``causal``, ``realistic``, ``regimes``, ``sharpness``, ``transformer``, and ``theory_points``: the
 library's theory at the points the theory pages discuss) and returns the JSON document
 (``results/findings.json``: key -> value, standard error, unit, source tables, what "+-" means)
 and its Markdown rendering (``results/findings.md``, published as ``docs/findings.md``). Every number is computed from the
@@ -26,6 +26,7 @@ from attnscale.experiments.findings import (
     regimes,
     sharpness,
     theory_points,
+    transformer,
 )
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
 
@@ -211,6 +212,19 @@ SECTIONS = [
         sharpness.sharpness_findings,
         {"transitions": "sharpness_transitions", "trends": "sharpness_trends"},
     ),
+    (
+        "transformer",
+        "A real transformer: every head of all-MiniLM-L6-v2 on the phase diagram",
+        "figures/transformer/phase.png",
+        "real-transformer.md#findings",
+        transformer.transformer_findings,
+        {
+            "heads": "transformer_heads",
+            "layers": "transformer_layers",
+            "global_": "transformer_global",
+            "calibration": "transformer_calibration",
+        },
+    ),
 ]
 
 
@@ -290,6 +304,10 @@ def findings(
     regimes_rem_orders: pd.DataFrame,
     sharpness_transitions: pd.DataFrame,
     sharpness_trends: pd.DataFrame,
+    transformer_heads: pd.DataFrame,
+    transformer_layers: pd.DataFrame,
+    transformer_global: pd.DataFrame,
+    transformer_calibration: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

@@ -1,0 +1,155 @@
+# A real transformer on the phase diagram (ours, issue 36; docs/real-transformer.md): every head
+# of a pretrained model, its critical multiplier s* and how it moves with n. The model and the
+# text are checked when the workflow is parsed (TRANSFORMER, common.smk). Rule files hold rules
+# only: values come from CFG, each rule names its library function in params.entry.
+
+
+rule transformer_heads:
+    """The forward pass of every window of n tokens once, then the phase curves of every head
+    from the cached queries and keys (docs/real-transformer.md#the-probes)."""
+    input:
+        text=CFG.get("transformer.text"),
+        lib=lib("experiments.transformer"),
+    output:
+        npz="results/transformer/heads_n{n}.npz",
+    log:
+        "logs/transformer/heads_n{n}.log",
+    benchmark:
+        "benchmarks/transformer/heads_n{n}.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        entry="experiments.transformer:head_phase",
+        model=TRANSFORMER["model"],
+        text_part=CFG.get("transformer.text_part"),
+        n=lambda wc: int(wc.n),
+        windows=CFG.value("transformer.windows"),
+        rows=CFG.value("transformer.rows"),
+        multipliers=CFG.grid("transformer.multipliers").tolist(),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule transformer_global:
+    """Every layer's scores multiplied by the same s, the forward pass rerun per s; each layer's
+    lambda and rho_hat (docs/real-transformer.md#the-whole-model-scaled)."""
+    input:
+        text=CFG.get("transformer.text"),
+        lib=lib("experiments.transformer"),
+    output:
+        npz="results/transformer/global.npz",
+    log:
+        "logs/transformer/global.log",
+    benchmark:
+        "benchmarks/transformer/global.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        entry="experiments.transformer:global_scaling",
+        model=TRANSFORMER["model"],
+        text_part=CFG.get("transformer.text_part"),
+        n=CFG.value("transformer.global.n"),
+        windows=CFG.value("transformer.global.windows"),
+        rows=CFG.value("transformer.rows"),
+        multipliers=CFG.grid("transformer.global.multipliers").tolist(),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule transformer_summary:
+    """Means over windows with block-bootstrap SEs, critical multipliers, the theory's
+    predictions, s*(n) against the log n rule, the bootstrap's calibration
+    (docs/real-transformer.md#what-is-measured)."""
+    input:
+        heads=expand(rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")),
+        global_run=rules.transformer_global.output.npz,
+        lib=lib("experiments.transformer_summary"),
+    output:
+        heads="results/transformer/heads.csv",
+        curves="results/transformer/curves.csv",
+        layers="results/transformer/layers.csv",
+        global_="results/transformer/global.csv",
+        calibration="results/transformer/bootstrap_calibration.csv",
+    log:
+        "logs/transformer/summary.log",
+    benchmark:
+        "benchmarks/transformer/summary.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.transformer_summary:summaries",
+        block=CFG.value("transformer.bootstrap.block"),
+        resamples=CFG.value("transformer.bootstrap.resamples"),
+        calibration_replicates=CFG.value("transformer.bootstrap.calibration_replicates"),
+        n_ref=CFG.value("transformer.n_ref"),
+        n_train=CFG.value("transformer.n_train"),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule transformer_phase_figure:
+    """Plot: every head on the phase diagram (its trained scale over its critical multiplier,
+    by layer, at each n) and s*(n) / s*(n_ref) against the log n rule."""
+    input:
+        heads=rules.transformer_summary.output.heads,
+        lib=lib("figures.transformer"),
+    output:
+        png=report(
+            "figures/transformer/phase.png",
+            caption="../report/transformer_phase_figure.rst",
+            category="A real transformer",
+            labels={
+                "figure": "heads on the phase diagram (ours)",
+                "quantity": "1/s*, s*(n)",
+            },
+        ),
+        pdf="figures/transformer/phase.pdf",
+    log:
+        "logs/transformer/phase_figure.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.transformer:plot_phase",
+        n_ref=CFG.value("transformer.n_ref"),
+        n_train=CFG.value("transformer.n_train"),
+    script:
+        ENTRY
+
+
+rule transformer_curves_figure:
+    """Plot: lambda(s) / lambda(inf) of every head and the layer median with its band, per
+    layer; the whole model scaled, each layer's lambda and rho_hat."""
+    input:
+        curves=rules.transformer_summary.output.curves,
+        layers=rules.transformer_summary.output.layers,
+        global_=rules.transformer_summary.output.global_,
+        lib=lib("figures.transformer"),
+    output:
+        png=report(
+            "figures/transformer/curves.png",
+            caption="../report/transformer_curves_figure.rst",
+            category="A real transformer",
+            labels={
+                "figure": "phase curves by layer (ours)",
+                "quantity": "lambda(s), rho_hat",
+            },
+        ),
+        pdf="figures/transformer/curves.pdf",
+    log:
+        "logs/transformer/curves_figure.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.transformer:plot_curves",
+        n=CFG.value("transformer.n_ref"),
+    script:
+        ENTRY
