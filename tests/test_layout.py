@@ -192,7 +192,7 @@ def test_top_level_docstring_states_the_import_order_and_the_command_line():
     for i, pkg in enumerate(listed):
         allowed = {q for q in listed[:i] if LEVEL[q] < LEVEL[pkg]} | {"_moved"}
         assert real.get(pkg, set()) <= allowed, (pkg, sorted(real.get(pkg, set()) - allowed))
-    floors = re.search(r"not the other one of its floor \(([^)]*)\)", doc)
+    floors = re.search(r"not another one of its floor \(([^)]*)\)", doc)
     pairs = {frozenset(p) for p in re.findall(r"(\w+)\s+and\s+(\w+)", floors.group(1))}
     shared = {frozenset(q for q in LEVEL if LEVEL[q] == lv) for lv in set(LEVEL.values())}
     assert pairs == {f for f in shared if len(f) == 2}

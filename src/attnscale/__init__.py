@@ -1,8 +1,9 @@
 """attnscale: numerics for attention scaling in long-context transformers.
 
 The folder tree is the architecture (docs/pipeline.md#the-package-layout). A package imports only
-packages above it in this list, not the other one of its floor (core and backend, layer and
-sphere, regimes, pipeline and transformer, figures and bench), and :mod:`attnscale._moved` (old module paths):
+packages above it in this list, not another one of its floor (core and backend, layer and
+sphere, the three of regimes, pipeline, transformer, figures and bench), and
+:mod:`attnscale._moved` (old module paths):
 
 core
     argument checks, random streams from a job's identity, the mean and its standard error,
