@@ -116,6 +116,21 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
 
         return fn
 
+    def max_rel(col, ref, what):
+        def fn():
+            sub = pick(transitions, observable="self_weight")
+            rel = ((sub[col] - sub[ref]).abs() / sub[ref]).astype(float)
+            rel = rel[np.isfinite(rel)]
+            if rel.empty:
+                raise NotAvailable(f"no self-weight {col} with a finite-d value")
+            return {
+                "label": f"largest |simulated - finite-d| / finite-d of the self-weight {what} "
+                "(every d, rho, n), %",
+                "value": 100.0 * float(rel.max()),
+            }
+
+        return fn
+
     def centre(obs):
         def fn():
             sub = pick(_largest_n(transitions), rho=RHO, observable=obs).sort_values("d")
@@ -244,6 +259,20 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
             "self-weight width max z",
             max_z("width", "width_finite_d", None, "width"),
             fmt=".1f",
+            source=src_tr,
+        ),
+        compute(
+            "sharpness.width_self_weight_max_rel",
+            "self-weight width max relative deviation",
+            max_rel("width", "width_finite_d", "width"),
+            fmt=".1f",
+            source=src_tr,
+        ),
+        compute(
+            "sharpness.centre_self_weight_max_rel",
+            "self-weight centre max relative deviation",
+            max_rel("centre", "x_star", "centre"),
+            fmt=".2f",
             source=src_tr,
         ),
         compute(
