@@ -5,7 +5,6 @@ entries in :mod:`attnscale.experiments` import these names from here (the entrie
 ``provenance_columns`` from :mod:`attnscale.pipeline.io`, a level this package may not import).
 """
 
-
 from attnscale.core.crossings import first_crossing
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer.scores.attention import angle_ratio_outputs, score_spread
