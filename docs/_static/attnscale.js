@@ -3,13 +3,27 @@
  * widens the page; checked again when the window's width changes (issue 35). */
 (function () {
   "use strict";
+  var NARROW = 700;  // px: a phone's window
+  // the nearest ancestor that is a block: an inline wrapper (MathJax's span) has no width of its own
+  function blockOf(el) {
+    var box = el.parentElement;
+    while (box && window.getComputedStyle(box).display.indexOf("inline") === 0) box = box.parentElement;
+    return box;
+  }
   function fit() {
     var maths = document.querySelectorAll("div.body mjx-container:not([display='true'])");
     Array.prototype.forEach.call(maths, function (c) {
-      var box = c.parentElement;
+      var box = blockOf(c);
       if (!box) return;
       c.classList.remove("attnscale-wide-math");
-      if (c.getBoundingClientRect().width > box.clientWidth) c.classList.add("attnscale-wide-math");
+      var r = c.getBoundingClientRect(), b = box.getBoundingClientRect();
+      // on a narrow screen every inline formula may end a line it cannot wrap: all are boxed
+      // (a known wart: some show a scrollbar of a pixel's overflow); on a wide one, only those
+      // wider than their block or running past its right edge
+      var narrow = window.innerWidth < NARROW;
+      if (narrow || r.width > box.clientWidth || r.right > b.right + 1) {
+        c.classList.add("attnscale-wide-math");
+      }
     });
   }
   function whenTypeset() {
