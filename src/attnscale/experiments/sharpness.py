@@ -134,8 +134,9 @@ def sharpness_curves(
     """Entry of rule ``sharpness_curves``: :func:`draw_curves` for every ``rho`` and trial of one
     ``(n, d)`` (docs/long-context.md#transition-sharpness-against-context-length).
 
-    The tokens of trial ``t`` are Paper A's Gaussian draw of ``(n, d, t)``, made here and never
-    written (at ``n = 2^20``, ``d = 512`` it is 4 GiB), one ``rho`` at a time; the rows and probes
+    The tokens of trial ``t`` are Paper A's Gaussian draw of ``(n, d, t)``, made here once for every
+    ``rho`` and never written (at ``n = 2^20``, ``d = 512`` it is 4 GiB; the job holds the draw and
+    one ``rho``'s tokens); the rows and probes
     come from the stream ``sharpness/rows`` with key ``(n, d, rho, t)``.
 
     Parameters
@@ -179,19 +180,20 @@ def sharpness_curves(
         "probes": probes,
         "trials": trials,
     }
-    tables = []
-    progress = Progress("sharpness (rho, draw)", rhos.size * trials)
-    for rho in rhos:
-        for trial in range(trials):
-            draw = draw_tokens(n=n, d=d, trial=trial, root_seed=root_seed)
-            r0 = float(np.linalg.norm(draw["z0"]))
+    tables = {}
+    progress = Progress("sharpness (draw, rho)", rhos.size * trials)
+    for trial in range(trials):
+        # one Gaussian draw serves every rho (it does not depend on rho)
+        draw = draw_tokens(n=n, d=d, trial=trial, root_seed=root_seed)
+        r0 = float(np.linalg.norm(draw["z0"]))
+        for i, rho in enumerate(rhos):
             tok = tokens_at(draw, float(rho))
-            del draw
             key = spawn_key(ROWS_STREAM, n, d, value_id(rho), trial)
             table = draw_curves(tok, r0, x, rows, probes, job_rng(root_seed, key))
             del tok
             for col, val in provenance_columns(root_seed, key, params).items():
                 table[col] = val
-            tables.append(table)
+            tables[i, trial] = table
             progress.step()
-    return pd.concat(tables, ignore_index=True)
+        del draw
+    return pd.concat([tables[k] for k in sorted(tables)], ignore_index=True)
