@@ -39,6 +39,7 @@ rule findings:
         regimes_rem_orders=rules.regimes_theory.output.rem_orders,
         sharpness_transitions=rules.sharpness_summary.output.transitions,
         sharpness_trends=rules.sharpness_summary.output.trends,
+        sharpness_curves=rules.sharpness_summary.output.curves,
         transformer_heads=rules.transformer_summary.output.heads,
         transformer_layers=rules.transformer_summary.output.layers,
         transformer_global=rules.transformer_summary.output.global_,

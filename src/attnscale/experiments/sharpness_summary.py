@@ -19,7 +19,11 @@ curve ``F_k = mean_t f_t(x_k)`` is interpolated linearly between grid points:
 
 The references: Paper A's finite-n simplex map (:mod:`attnscale.layer.theory`) at the nominal
 ``rho``, whose width is a function of ``(1 - x) ln n`` and so shrinks like ``1 / ln n`` (the
-n -> inf limit is a step at ``x = 1``), and the finite-d critical point of each draw.
+n -> inf limit is a step at ``x = 1``); the finite-d critical point of each draw; and the finite-d
+theory's curve of every observable on the same grid (:func:`theory_curves`: the self-weight of
+each draw at its ``||z_0||``, lambda's and eta's mean field at ``||z_0|| = 1`` and the draws' mean
+``rho_hat``), whose width and centre are read as the simulated ones. The width's trend is stated
+as local slopes against ``ln n`` (:func:`local_slopes`), measured and the theory's side by side.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
-from attnscale.core.roots import LEVEL, brentq
-from attnscale.layer import theory
+from attnscale.core.roots import brentq
+from attnscale.layer import finite_d, theory
+from attnscale.layer.finite_d.eta import eta_limit, eta_mean_field
 
 from .sharpness import OBSERVABLES
 
@@ -42,11 +47,11 @@ __all__ = [
     "simplex_curve",
     "SIMPLEX_X",
     "simplex_crossing",
-    "first_order_width",
-    "finite_d_crossings",
+    "theory_curves",
+    "theory_crossings",
+    "x10_floor",
     "transition_rows",
-    "power_fit",
-    "width_trends",
+    "local_slopes",
     "sharpness_summary",
 ]
 
@@ -64,13 +69,18 @@ def _merge(*parts) -> dict:
     return out
 
 
-def curve_summary(rows: pd.DataFrame) -> pd.DataFrame:
+def curve_summary(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     """Mean curves: one row per ``(d, rho, n, observable, x)`` with the mean over draws, the SE of
-    the mean (``max(spread, within-draw floor)``, module docstring), the mean within-draw SE and
-    the number of draws."""
+    the mean (``max(spread, within-draw floor)``, module docstring), the mean within-draw SE, the
+    number of draws, the finite-d theory (``theory_of[(d, rho, n)][observable]`` on the sorted
+    grid, :func:`theory_curves`) and, for lambda, the tilt's floor
+    (:func:`attnscale.layer.finite_d.lambda_floor` at the draws' mean ``rho_hat``)."""
     out = []
     for key, g in rows.groupby(KEYS + ["x"], sort=True):
         T = g["trial"].nunique()
+        d, rho, n, x = int(key[0]), float(key[1]), int(key[2]), float(key[3])
+        ref = theory_of[(d, rho, n)]
+        k = int(np.searchsorted(ref["x"], x))
         for obs in OBSERVABLES:
             v, s = g[obs].to_numpy(), g[f"{obs}_se_within"].to_numpy()
             spread = np.var(v, ddof=1) if T > 1 else np.nan
@@ -83,6 +93,8 @@ def curve_summary(rows: pd.DataFrame) -> pd.DataFrame:
                     se=float(se),
                     se_within=float(np.sqrt(np.mean(s**2) / T)),
                     trials=T,
+                    theory=float(ref[obs][k]),
+                    tilt_floor=float(ref["floor"][k]) if obs == "lambda" else np.nan,
                 )
             )
     return pd.DataFrame(out)
@@ -130,38 +142,55 @@ def simplex_crossing(observable: str, n: int, d: int, rho: float, level: float) 
     )
 
 
-def first_order_width(n: int, d: int, rho: float) -> float:
-    """Width in ``x`` of the self-weight's transition at first order in ``1/d``
-    (docs/long-context.md#transition-sharpness-against-context-length, [derived]):
-    ``2 ln 9 / (ln n sqrt(1 - 4 kappa))`` with ``kappa = ln n (1 + rho - rho^2/2) / (2 d)``; ``nan``
-    beyond the crossover ``4 kappa >= 1``, where the first-order root disappears."""
-    ln_n = np.log(n)
-    four_kappa = 2.0 * ln_n * (1.0 + rho - rho**2 / 2.0) / d
-    if four_kappa >= 1.0:
-        return float("nan")
-    return float(2.0 * np.log(9.0) / (ln_n * np.sqrt(1.0 - four_kappa)))
+def theory_curves(g: pd.DataFrame, n: int, d: int, x) -> dict:
+    """The finite-d theory of one ``(d, rho, n)`` on the grid ``x`` of its draws ``g``
+    (docs/long-context.md#the-width-explained): ``"self_weight"``, the mean over the draws of
+    ``E[A_ii | ||z_0||]`` at each draw's betas (column ``self_weight_theory``); ``"lambda"``,
+    the mean field (:func:`attnscale.layer.finite_d.mean_field_given`) and ``"eta"``, its mean
+    field over its ``beta -> inf`` value (:mod:`attnscale.layer.finite_d.eta`), both at
+    ``||z_0|| = 1`` and the draws' mean ``rho_hat`` (a draw at ``rho`` with norm ``R_0`` is close
+    to one at its ``rho_hat`` with norm 1, docs/finite-d.md#conditional-structure), at
+    ``beta = x gamma_c(rho_hat) ln n``; ``"floor"``, the tilt's floor under lambda there; and
+    ``"rho_hat"``."""
+    x = np.asarray(x, dtype=float)
+    T = g["trial"].nunique()
+    rho_hat = float(g.groupby("trial")["rho_hat"].first().mean())
+    beta = x * theory.gamma_c(rho_hat) * np.log(n)
+    sw = g.sort_values(["trial", "x"])["self_weight_theory"].to_numpy().reshape(T, x.size)
+    eta = eta_mean_field(n, d, rho_hat, beta, r0=1.0) / eta_limit(d, rho_hat, r0=1.0)
+    return {
+        "x": x,
+        "rho_hat": rho_hat,
+        "self_weight": sw.mean(axis=0),
+        "lambda": finite_d.mean_field_given(n, d, rho_hat, beta, 1.0)["lambda"],
+        "eta": np.asarray(eta, dtype=float),
+        "floor": np.asarray(finite_d.lambda_floor(beta, d, rho_hat), dtype=float),
+    }
 
 
-def finite_d_crossings(x, g: pd.DataFrame, T: int, K: int) -> dict:
-    """Width and centre (crossing of 1/2) of the finite-d theory's mean self-weight curve, the
-    mean over the draws of ``E[A_ii | ||z_0||]`` at each draw's betas (column
-    ``self_weight_theory``): the prediction of the simulated mean curve of the same draws."""
-    F = g["self_weight_theory"].to_numpy().reshape(T, K).mean(axis=0)
-    hits = [first_crossing(x, F, v) for v in (*LEVELS, LEVEL)]
-    out = {}
-    if hits[0] is not None and hits[1] is not None:
-        out["width"] = hits[1][0] - hits[0][0]
-    if hits[2] is not None:
-        out["centre"] = hits[2][0]
-    return out
+def theory_crossings(x, F, centre_level: float) -> dict:
+    """Width and centre of a theory curve ``F`` on the grid ``x``, read as the simulated ones
+    (the same first crossings and linear interpolation): ``{"width", "centre"}``, ``nan`` where a
+    level is not crossed inside the grid."""
+    hits = [first_crossing(x, F, v) for v in (*LEVELS, centre_level)]
+    width = hits[1][0] - hits[0][0] if hits[0] is not None and hits[1] is not None else np.nan
+    return {"width": width, "centre": hits[2][0] if hits[2] is not None else np.nan}
 
 
-def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
+def x10_floor(n: int, d: int, rho_hat: float) -> float:
+    """Where the tilt's floor alone lifts lambda to the width's lower level:
+    ``x = t_L d / ln n`` with ``t_L`` of :func:`attnscale.layer.finite_d.floor_crossing`
+    (docs/long-context.md#the-width-explained)."""
+    return finite_d.floor_crossing(LEVELS[0], rho_hat) * d / np.log(n)
+
+
+def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     """Width and centre of every transition: one row per ``(d, rho, n, observable)`` with the
     crossings of the 10 %, 90 % and critical levels, the width, each with its delta-method SE, the
-    draws' finite-d critical point (mean and SE over draws; and unconditioned), for the self-weight
-    the width and centre of the finite-d theory's curve (:func:`finite_d_crossings`), and the
-    same width and centre for Paper A's finite-n simplex map."""
+    draws' finite-d critical point (mean and SE over draws; and unconditioned), the width and
+    centre of the finite-d theory's curve (``theory_of[(d, rho, n)]``, :func:`theory_crossings`),
+    for lambda where the tilt's floor reaches 10 % (:func:`x10_floor`), and the same width and
+    centre for Paper A's finite-n simplex map."""
     out = []
     for key, g in rows.groupby(KEYS, sort=True):
         d, rho, n = int(key[0]), float(key[1]), int(key[2])
@@ -211,12 +240,11 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
                 row["width_se"] = crossing_se(coef, 0.0, f, np.zeros(T))
             else:
                 row["width_se"] = np.nan
-            fd = finite_d_crossings(x, g, T, K) if obs == "self_weight" else {}
-            row["width_finite_d"] = fd.get("width", np.nan)
-            row["width_first_order"] = (
-                first_order_width(n, d, rho) if obs == "self_weight" else np.nan
-            )
-            row["centre_finite_d"] = fd.get("centre", np.nan)
+            ref = theory_of[(d, rho, n)]
+            fd = theory_crossings(x, ref[obs], float(lv.mean()))
+            row["width_finite_d"] = fd["width"]
+            row["centre_finite_d"] = fd["centre"]
+            row["x10_floor"] = x10_floor(n, d, ref["rho_hat"]) if obs == "lambda" else np.nan
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo
             row["centre_simplex"] = simplex_crossing(
@@ -226,72 +254,57 @@ def transition_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def power_fit(ln_n, width, se) -> dict:
-    """Weighted least squares of ``ln width = a + p ln(ln n)`` with ``sigma = se / width`` (the delta
-    method): the exponent ``p`` and its SE times ``max(1, sqrt(chi^2 / dof))``, ``chi^2`` and
-    ``dof``. Paper A's finite-n simplex width is a function of ``(1 - x) ln n``: ``p = -1``."""
-    t, y = np.log(np.asarray(ln_n, dtype=float)), np.log(np.asarray(width, dtype=float))
-    sig = np.asarray(se, dtype=float) / np.asarray(width, dtype=float)
-    ok = np.isfinite(t) & np.isfinite(y) & np.isfinite(sig) & (sig > 0)
-    t, y, sig = t[ok], y[ok], sig[ok]
-    if t.size < 2:
-        return {"p": np.nan, "p_se": np.nan, "chi2": np.nan, "dof": int(max(t.size - 2, 0))}
-    A = np.column_stack([np.ones_like(t), t]) / sig[:, None]
-    coef, *_ = np.linalg.lstsq(A, y / sig, rcond=None)
-    cov = np.linalg.inv(A.T @ A)
-    dof = t.size - 2
-    chi2 = float(np.sum(((y - coef[0] - coef[1] * t) / sig) ** 2))
-    scale = max(1.0, np.sqrt(chi2 / dof)) if dof > 0 else 1.0
-    return {
-        "p": float(coef[1]),
-        "p_se": float(np.sqrt(cov[1, 1]) * scale),
-        "chi2": chi2,
-        "dof": dof,
-    }
-
-
-def width_trends(transitions: pd.DataFrame) -> pd.DataFrame:
-    """The width's trend against ``ln n``: one row per ``(d, rho, observable)`` with the exponent
-    of :func:`power_fit` over every ``n`` with a width, the simplex's exponent over the same ``n``
-    (unweighted), the smallest and largest ``n`` and the widths there."""
+def local_slopes(transitions: pd.DataFrame) -> pd.DataFrame:
+    """The width's trend against ``ln n``, stated locally (docs/long-context.md#the-width-explained):
+    one row per ``(d, rho, observable)`` and pair of consecutive ``n`` with a width, with
+    ``ln n / d`` at the pair's geometric middle, the measured slope
+    ``s = Delta ln width / Delta ln ln n`` and its SE (the two widths come from independent draws:
+    ``sqrt((se_1/w_1)^2 + (se_2/w_2)^2) / Delta ln ln n``), the finite-d theory's slope and the
+    finite-n simplex map's over the same pair (``-1`` for a width ``∝ 1/ln n``)."""
     out = []
     for (d, rho, obs), g in transitions.groupby(["d", "rho", "observable"], sort=True):
         g = g[np.isfinite(g["width"])].sort_values("n")
-        if g.empty:
-            continue
-        ln_n = np.log(g["n"].to_numpy(dtype=float))
-        fit = power_fit(ln_n, g["width"], g["width_se"])
-        simp = power_fit(ln_n, g["width_simplex"], 1e-3 * g["width_simplex"])
-        out.append(
-            {
-                "d": int(d),
-                "rho": float(rho),
-                "observable": obs,
-                "points": len(g),
-                "n_min": int(g["n"].iloc[0]),
-                "n_max": int(g["n"].iloc[-1]),
-                "width_n_min": float(g["width"].iloc[0]),
-                "width_n_max": float(g["width"].iloc[-1]),
-                "exponent": fit["p"],
-                "exponent_se": fit["p_se"],
-                "chi2": fit["chi2"],
-                "dof": fit["dof"],
-                "exponent_simplex": simp["p"],
-            }
-        )
+        t = np.log(np.log(g["n"].to_numpy(dtype=float)))
+        w, se = g["width"].to_numpy(), g["width_se"].to_numpy()
+        wf, ws = g["width_finite_d"].to_numpy(), g["width_simplex"].to_numpy()
+        for k in range(len(g) - 1):
+            dt = t[k + 1] - t[k]
+            out.append(
+                {
+                    "d": int(d),
+                    "rho": float(rho),
+                    "observable": obs,
+                    "n_lo": int(g["n"].iloc[k]),
+                    "n_hi": int(g["n"].iloc[k + 1]),
+                    "ln_n_over_d": float(np.exp((t[k] + t[k + 1]) / 2.0) / d),
+                    "slope": float(np.log(w[k + 1] / w[k]) / dt),
+                    "slope_se": float(np.hypot(se[k] / w[k], se[k + 1] / w[k + 1]) / dt),
+                    "slope_finite_d": float(np.log(wf[k + 1] / wf[k]) / dt),
+                    "slope_simplex": float(np.log(ws[k + 1] / ws[k]) / dt),
+                }
+            )
     return pd.DataFrame(out)
 
 
-def sharpness_summary(*, data) -> dict:
+def sharpness_summary(*, data, finite_d_theory=None) -> dict:
     """Entry of rule ``sharpness_summary``: the figure data of the sharpness family from the
     per-``(d, n)`` tables of :func:`attnscale.experiments.sharpness.sharpness_curves`
     (docs/long-context.md#transition-sharpness-against-context-length).
+
+    Parameters
+    ----------
+    data : list of pandas.DataFrame or pandas.DataFrame
+        The per-``(d, n)`` tables.
+    finite_d_theory : callable, optional
+        ``finite_d_theory(g, n, d, x) -> dict``, the finite-d theory of the draws ``g`` of one
+        ``(d, rho, n)`` on the grid ``x``; default :func:`theory_curves` (the tests pass a known
+        curve).
 
     Returns
     -------
     dict
         ``curves`` (:func:`curve_summary`), ``transitions`` (:func:`transition_rows`) and
-        ``trends`` (:func:`width_trends`).
+        ``trends`` (:func:`local_slopes`).
     """
     rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     need = set(
@@ -311,9 +324,15 @@ def sharpness_summary(*, data) -> dict:
     missing = sorted(need - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
-    transitions = transition_rows(rows)
+    theory_of = {}
+    for key, g in rows.groupby(KEYS, sort=True):
+        d, rho, n = int(key[0]), float(key[1]), int(key[2])
+        theory_of[(d, rho, n)] = (finite_d_theory or theory_curves)(
+            g, n, d, np.sort(g["x"].unique())
+        )
+    transitions = transition_rows(rows, theory_of)
     return {
-        "curves": curve_summary(rows),
+        "curves": curve_summary(rows, theory_of),
         "transitions": transitions,
-        "trends": width_trends(transitions),
+        "trends": local_slopes(transitions),
     }

@@ -1,12 +1,13 @@
 """Figure (ours): transition sharpness against context length
 (docs/long-context.md#transition-sharpness-against-context-length).
 
-One column per ``d``. Rows: lambda and eta (over its ``gamma -> inf`` value) against
-``x = gamma / gamma_c(rho_hat)`` at the first ``rho``, one colour per ``n``, with Paper A's
-``n -> inf`` step and the finite-d centres; the 10 %-90 % width of each transition against ``n``
-(both ``rho``) with Paper A's finite-n simplex width, which shrinks like ``1 / ln n``, and the
-finite-d theory's width of the self-weight; and the centres against ``n`` with the finite-d
-critical point and Paper A's ``x = 1``.
+One column per ``d``. Rows: the self-weight, lambda and eta (over its ``gamma -> inf`` value)
+against ``x = gamma / gamma_c(rho_hat)`` at ``rho = 0.5`` (else the first ``rho``), one colour per
+``n``, each with the finite-d theory's curve (dashed), Paper A's ``n -> inf`` step and the
+finite-d critical point, and under lambda the tilt's floor at the largest ``n`` (dotted); the
+10 %-90 % width of each transition against ``ln n / d`` (both ``rho``) with the finite-d theory's
+width and Paper A's finite-n simplex width, which shrinks like ``1 / ln n``; and the centres
+against ``ln n / d`` with the finite-d theory's and Paper A's ``x = 1``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
         ax.fill_between(
             c["x"], c["mean"] - 2 * c["se"], c["mean"] + 2 * c["se"], color=col, alpha=0.25, lw=0
         )
+        ax.plot(c["x"], c["theory"], "--", color=col, lw=0.9, dashes=(3, 2))
         t = tra[
             (tra["observable"] == obs)
             & np.isclose(tra["rho"], rho)
@@ -79,13 +81,17 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
                 mew=0.5,
                 zorder=5,
             )
+    if obs == "lambda" and not sub.empty:
+        c = sub[sub["n"] == sub["n"].max()].sort_values("x")
+        ax.plot(c["x"], c["tilt_floor"], ":", color="k", lw=1.3, label="tilt's floor, largest n")
     level = theory.critical_level(obs, rho)
     _limit_step(ax, level)
     ax.set_ylim(-0.03, 1.05)
 
 
-def _against_n(ax, tra, d, rhos, what):
-    """Width (``what="width"``) or centre (``"centre"``) against n, every observable and rho."""
+def _against(ax, tra, d, rhos, what):
+    """Width (``what="width"``) or centre (``"centre"``) against ``ln n / d``, every observable
+    and rho, with the finite-d theory's (thick, pale) and, for the width, the simplex's."""
     for j, rho in enumerate(rhos):
         mk, ls = RHO_STYLE[j % len(RHO_STYLE)]
         for obs, (col, lab) in OBS_STYLE.items():
@@ -93,14 +99,17 @@ def _against_n(ax, tra, d, rhos, what):
             t = t.sort_values("n")
             if t.empty:
                 continue
+            u = np.log(t["n"].to_numpy(dtype=float)) / d
+            ax.plot(
+                u, t[f"{what}_finite_d"], ls, color=col, lw=3.5, alpha=0.3, solid_capstyle="round"
+            )
             ax.errorbar(
-                t["n"],
+                u,
                 t[what],
                 yerr=2 * t[f"{what}_se"].fillna(0.0),
-                fmt=mk + ls,
+                fmt=mk,
                 color=col,
                 ms=3.5,
-                lw=1.0,
                 capsize=2,
                 elinewidth=0.8,
                 mfc=col if j == 0 else "white",
@@ -108,30 +117,15 @@ def _against_n(ax, tra, d, rhos, what):
             )
             if what == "width" and j == 0:
                 ax.plot(
-                    t["n"],
+                    u,
                     t["width_simplex"],
                     ":",
                     color=col,
                     lw=1.2,
                     label=f"{lab}, finite-n simplex [Paper A]",
                 )
-        t = tra[
-            (tra["observable"] == "self_weight") & np.isclose(tra["rho"], rho) & (tra["d"] == d)
-        ].sort_values("n")
-        ref = "width_finite_d" if what == "width" else "x_star"
-        ax.plot(
-            t["n"],
-            t[ref],
-            ls,
-            color="m",
-            lw=1.6,
-            alpha=0.7,
-            zorder=1,
-            label=f"A_ii, finite d, rho = {rho:g} [derived]",
-        )
     if what == "centre":
         ax.axhline(1.0, color="k", ls="--", lw=1.0, label=r"$\gamma_c$ [Paper A]")
-    ax.set_xscale("log", base=2)
     if what == "width":
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))
@@ -170,39 +164,53 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     ns = sorted(int(n) for n in transitions["n"].unique())
     colours = _n_colours(ns)
     rho0 = 0.5 if any(np.isclose(rhos, 0.5)) else rhos[0]
-    fig, axes = plt.subplots(4, len(ds), figsize=(4.3 * len(ds), 14.0), squeeze=False)
+    fig, axes = plt.subplots(5, len(ds), figsize=(4.3 * len(ds), 17.5), squeeze=False)
+    titles = {
+        "self_weight": "self-weight A_ii",
+        "lambda": "lambda",
+        "eta": "eta / eta(gamma -> inf)",
+    }
     for j, d in enumerate(ds):
-        a_lam, a_eta, a_w, a_c = axes[:, j]
-        _curves(a_lam, curves, transitions, "lambda", ns, colours, rho0, d)
-        _curves(a_eta, curves, transitions, "eta", ns, colours, rho0, d)
-        a_lam.set_title(f"d = {d}, rho = {rho0:g}: lambda")
-        a_eta.set_title(f"d = {d}, rho = {rho0:g}: eta / eta(gamma -> inf)")
         xs = curves[curves["d"] == d]["x"]
-        for a in (a_lam, a_eta):
+        for i, obs in enumerate(("self_weight", "lambda", "eta")):
+            a = axes[i, j]
+            _curves(a, curves, transitions, obs, ns, colours, rho0, d)
+            a.set_title(f"d = {d}, rho = {rho0:g}: {titles[obs]}")
             a.set_xlim(xs.min(), xs.max())
             a.set_xlabel(r"$x = \gamma / \gamma_c(\hat\rho)$")
-        _against_n(a_w, transitions, d, rhos, "width")
+        a_w, a_c = axes[3, j], axes[4, j]
+        _against(a_w, transitions, d, rhos, "width")
         a_w.set_title(f"d = {d}: 10 %-90 % width in x")
-        _against_n(a_c, transitions, d, rhos, "centre")
+        _against(a_c, transitions, d, rhos, "centre")
         a_c.set_title(f"d = {d}: centre (crossing of the critical value)")
         for a in (a_w, a_c):
-            a.set_xlabel("n")
+            a.set_xlabel(r"$\ln n \,/\, d$")
         a_w.grid(True, which="both", alpha=0.25)
         a_c.grid(True, alpha=0.25)
-    axes[0, 0].set_ylabel("lambda (mean over draws, 2 SE band)")
-    axes[1, 0].set_ylabel("eta / eta(gamma -> inf)")
-    axes[2, 0].set_ylabel("width x90 - x10 (2 SE)")
-    axes[3, 0].set_ylabel("centre in x (2 SE)")
+    axes[0, 0].set_ylabel("A_ii (mean over draws, 2 SE band)")
+    axes[1, 0].set_ylabel("lambda (mean over draws, 2 SE band)")
+    axes[2, 0].set_ylabel("eta / eta(gamma -> inf)")
+    axes[3, 0].set_ylabel("width x90 - x10 (2 SE)")
+    axes[4, 0].set_ylabel("centre in x (2 SE)")
+    axes[0, 0].plot([], [], "--", color="grey", lw=0.9, label="finite-d theory [derived]")
     axes[0, 0].plot([], [], "v", color="grey", mec="k", label="finite-d x* [derived]")
     axes[0, 0].legend(loc="upper left", fontsize=6.5)
+    hl = [
+        (h, lab)
+        for h, lab in zip(*axes[1, 0].get_legend_handles_labels(), strict=True)
+        if "tilt" in lab
+    ]
+    if hl:
+        axes[1, 0].legend(
+            [hl[0][0]], ["tilt's floor, largest n [derived]"], loc="upper left", fontsize=6.5
+        )
     # one legend for the width and centre rows, below them
-    handles, labels = axes[2, 0].get_legend_handles_labels()
-    h, lab = axes[3, 0].get_legend_handles_labels()
+    handles, labels = axes[3, 0].get_legend_handles_labels()
+    h, lab = axes[4, 0].get_legend_handles_labels()
     handles.append(h[lab.index(r"$\gamma_c$ [Paper A]")])
     labels.append("x = 1: Paper A's gamma_c (centre row)")
-    labels = [
-        v.replace("A_ii, finite d", "A_ii, finite-d theory (width; centre: x*)") for v in labels
-    ]
+    handles.append(plt.Line2D([], [], color="grey", lw=3.5, alpha=0.3))
+    labels.append("finite-d theory, same colour [derived]")
     # four columns fit the width of three panels; two, that of fewer
     fig.legend(
         handles,
@@ -210,9 +218,9 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
         loc="lower center",
         ncol=4 if len(ds) >= 3 else 2,
         fontsize=7,
-        bbox_to_anchor=(0.5, 0.055),
+        bbox_to_anchor=(0.5, 0.05),
     )
     fig.suptitle("Transition sharpness against context length (ours)", y=0.995)
-    fig.tight_layout(rect=(0, 0.12, 1, 0.99))
+    fig.tight_layout(rect=(0, 0.1, 1, 0.99))
     add_caption(fig, caption)
     return fig

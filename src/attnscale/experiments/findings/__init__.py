@@ -210,7 +210,11 @@ SECTIONS = [
         "figures/sharpness/sharpness.png",
         "long-context.md#transition-sharpness-against-context-length",
         sharpness.sharpness_findings,
-        {"transitions": "sharpness_transitions", "trends": "sharpness_trends"},
+        {
+            "transitions": "sharpness_transitions",
+            "trends": "sharpness_trends",
+            "curves": "sharpness_curves",
+        },
     ),
     (
         "transformer",
@@ -304,6 +308,7 @@ def findings(
     regimes_rem_orders: pd.DataFrame,
     sharpness_transitions: pd.DataFrame,
     sharpness_trends: pd.DataFrame,
+    sharpness_curves: pd.DataFrame,
     transformer_heads: pd.DataFrame,
     transformer_layers: pd.DataFrame,
     transformer_global: pd.DataFrame,

@@ -9,24 +9,36 @@ import pandas as pd
 
 from attnscale.experiments.findings.record import (
     PM_DELTA,
-    PM_FIT_SCALED,
     Finding,
     NotAvailable,
     compute,
     pick,
     sci,
 )
+from attnscale.experiments.paper_a_theorem import FINITE_D_ABS_TOL
 
-__all__ = ["TRANSITIONS", "TRENDS", "RHO", "NAMES", "Z_WITHIN", "sharpness_findings"]
+__all__ = [
+    "TRANSITIONS",
+    "TRENDS",
+    "CURVES",
+    "RHO",
+    "NAMES",
+    "Z_WITHIN",
+    "sharpness_findings",
+]
 
 TRANSITIONS = "sharpness/transitions.csv"
 TRENDS = "sharpness/trends.csv"
+CURVES = "sharpness/curves.csv"
 #: The rho of the per-d findings (the figure's curves) [choice].
 RHO = 0.5
 #: How the labels name the observables.
 NAMES = {"self_weight": "self-weight A_ii", "lambda": "lambda", "eta": "eta"}
-#: A simulated centre or width agrees with the finite-d theory if within this many SE [choice].
+#: A simulated centre, width or local slope agrees with the finite-d theory if within this many
+#: SE [choice]; "accepted" is the theorem table's rule, within ``max(3 SE, FINITE_D_ABS_TOL)``.
 Z_WITHIN = 2.0
+#: The observables with a finite-d theory, in the order of the findings.
+THEORY_OBS = ("self_weight", "lambda", "eta")
 
 
 def _per_d(df: pd.DataFrame, col: str, se_col: str | None = None, **conds) -> dict:
@@ -44,30 +56,50 @@ def _largest_n(tr: pd.DataFrame) -> pd.DataFrame:
     return tr[tr["n"] == tr.groupby("d")["n"].transform("max")]
 
 
-def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> list[Finding]:
-    """The width's exponent against ``ln n``, the widths against Paper A's finite-n simplex and
-    the finite-d theory, and the centres against the finite-d critical point
-    (docs/long-context.md#transition-sharpness-against-context-length)."""
-    src_tr, src_fit = [TRANSITIONS], [TRENDS]
+def sharpness_findings(
+    *, transitions: pd.DataFrame, trends: pd.DataFrame, curves: pd.DataFrame
+) -> list[Finding]:
+    """The widths against Paper A's finite-n simplex and the finite-d theory, their local slopes
+    against ``ln n``, the tilt's floor under lambda, and the centres against the finite-d theory
+    (docs/long-context.md#transition-sharpness-against-context-length,
+    docs/long-context.md#the-width-explained)."""
+    src_tr, src_fit, src_cur = [TRANSITIONS], [TRENDS], [CURVES]
 
-    def exponent(obs):
+    def last_pair(obs):
+        sub = pick(trends, rho=RHO, observable=obs)
+        return sub[sub["n_hi"] == sub.groupby("d")["n_hi"].transform("max")].sort_values("d")
+
+    def slope(obs, col):
         def fn():
-            got = _per_d(trends, "exponent", "exponent_se", observable=obs)
-            return {
-                "label": f"{NAMES[obs]}: exponent p of its 10 %-90 % width ~ (ln n)^p at rho = "
-                f"{RHO:g}, d = {' / '.join(map(str, got['ds']))}",
-                "value": got["value"],
-                "se": got["se"],
+            sub = last_pair(obs)
+            if sub.empty or not np.all(np.isfinite(sub[col])):
+                raise NotAvailable(f"no local slope of {obs} at every d")
+            pairs = " / ".join(
+                f"{sci(a)}-{sci(b)}" for a, b in zip(sub["n_lo"], sub["n_hi"], strict=True)
+            )
+            lnd = " / ".join(f"{v:.3f}" for v in sub["ln_n_over_d"])
+            who = {"slope": "measured", "slope_finite_d": "finite-d theory's"}[col]
+            out = {
+                "label": f"{NAMES[obs]}: {who} local slope d ln(width) / d ln(ln n) over the "
+                f"last pair of n = {pairs} (ln n / d = {lnd}) of d = "
+                f"{' / '.join(map(str, sub['d']))}, rho = {RHO:g}",
+                "value": sub[col].astype(float).tolist(),
             }
+            if col == "slope":
+                out["se"] = sub["slope_se"].astype(float).tolist()
+            return out
 
         return fn
 
-    def simplex_exponent():
-        got = _per_d(trends, "exponent_simplex", observable="lambda")
+    def slopes_within():
+        z = (trends["slope"] - trends["slope_finite_d"]) / trends["slope_se"]
+        z = z[np.isfinite(z)]
+        if z.empty:
+            raise NotAvailable("no local slopes with an SE")
         return {
-            "label": "the same exponent for Paper A's finite-n simplex map over the same n, "
-            f"d = {' / '.join(map(str, got['ds']))}",
-            "value": got["value"],
+            "label": f"measured local slopes within {Z_WITHIN:g} SE of the finite-d theory's "
+            "(every d, rho, observable and pair of n)",
+            "value": [int((z.abs() <= Z_WITHIN).sum()), len(z)],
         }
 
     def ratio(obs):
@@ -86,47 +118,62 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
 
         return fn
 
-    def z_self_weight(col, ref, ref_se=None):
-        sub = pick(transitions, observable="self_weight")
-        se = sub[f"{col}_se"] if ref_se is None else np.hypot(sub[f"{col}_se"], sub[ref_se])
-        z = ((sub[col] - sub[ref]) / se).astype(float)
-        z = z[np.isfinite(z)]
-        if z.empty:
-            raise NotAvailable(f"no self-weight {col} with an SE")
-        return z
+    def ref_of(what, obs):
+        """The theory column (and its SE column) a simulated width or centre is compared with."""
+        if what == "centre" and obs == "self_weight":
+            return "x_star", "x_star_se"
+        return f"{what}_finite_d", None
 
-    def within(col, ref, ref_se, what):
+    def deviations(what, obs):
+        sub = pick(transitions, observable=obs)
+        ref, ref_se = ref_of(what, obs)
+        se = sub[f"{what}_se"] if ref_se is None else np.hypot(sub[f"{what}_se"], sub[ref_se])
+        diff = (sub[what] - sub[ref]).astype(float)
+        ok = np.isfinite(diff) & np.isfinite(se)
+        if not ok.any():
+            raise NotAvailable(f"no {obs} {what} with an SE and a finite-d value")
+        return diff[ok], se[ok].astype(float), sub[ref][ok].astype(float)
+
+    def within(what, obs):
         def fn():
-            z = z_self_weight(col, ref, ref_se)
+            diff, se, _ = deviations(what, obs)
             return {
-                "label": f"self-weight {what} within {Z_WITHIN:g} SE of the finite-d theory's "
+                "label": f"{NAMES[obs]} {what} within {Z_WITHIN:g} SE of the finite-d theory's "
                 "(every d, rho, n)",
-                "value": [int((z.abs() <= Z_WITHIN).sum()), len(z)],
+                "value": [int((diff.abs() <= Z_WITHIN * se).sum()), len(diff)],
             }
 
         return fn
 
-    def max_z(col, ref, ref_se, what):
+    def accepted(what, obs):
         def fn():
-            z = z_self_weight(col, ref, ref_se)
+            diff, se, _ = deviations(what, obs)
+            ok = diff.abs() <= np.maximum(3.0 * se, FINITE_D_ABS_TOL)
             return {
-                "label": f"largest |simulated - finite-d| / SE of the self-weight {what}",
-                "value": float(z.abs().max()),
+                "label": f"{NAMES[obs]} {what} accepted by the theorem table's rule, "
+                f"|simulated - finite-d| <= max(3 SE, {FINITE_D_ABS_TOL:g}) (every d, rho, n)",
+                "value": [int(ok.sum()), len(diff)],
             }
 
         return fn
 
-    def max_rel(col, ref, what):
+    def max_z(what, obs):
         def fn():
-            sub = pick(transitions, observable="self_weight")
-            rel = ((sub[col] - sub[ref]).abs() / sub[ref]).astype(float)
-            rel = rel[np.isfinite(rel)]
-            if rel.empty:
-                raise NotAvailable(f"no self-weight {col} with a finite-d value")
+            diff, se, _ = deviations(what, obs)
             return {
-                "label": f"largest |simulated - finite-d| / finite-d of the self-weight {what} "
+                "label": f"largest |simulated - finite-d| / SE of the {NAMES[obs]} {what}",
+                "value": float((diff.abs() / se).max()),
+            }
+
+        return fn
+
+    def max_rel(what, obs):
+        def fn():
+            diff, _, ref = deviations(what, obs)
+            return {
+                "label": f"largest |simulated - finite-d| / finite-d of the {NAMES[obs]} {what} "
                 "(every d, rho, n), %",
-                "value": 100.0 * float(rel.max()),
+                "value": 100.0 * float((diff.abs() / ref).max()),
             }
 
         return fn
@@ -155,139 +202,182 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
             "se": sub["x_star_se"].tolist(),
         }
 
+    def smallest_d_largest_n():
+        d = int(transitions["d"].min())
+        sub = pick(transitions, d=d, rho=RHO, observable="lambda")
+        return d, int(sub["n"].max())
+
+    def floor_at_low_x():
+        d, n = smallest_d_largest_n()
+        c = pick(curves, d=d, rho=RHO, n=n, observable="lambda").sort_values("x").iloc[0]
+        return {
+            "label": f"lambda at the grid's smallest x = {c['x']:g}, d = {d}, n = {sci(n)}, "
+            f"rho = {RHO:g}: simulated, the tilt's floor, the finite-d mean field",
+            "value": [float(c["mean"]), float(c["tilt_floor"]), float(c["theory"])],
+            "se": [float(c["se"]), None, None],
+        }
+
+    def x10_floor():
+        d, _ = smallest_d_largest_n()
+        sub = pick(transitions, d=d, rho=RHO, observable="lambda").sort_values("n")
+        sub = sub.iloc[[0, -1]]
+        return {
+            "label": f"lambda's lower end x10 at d = {d}, rho = {RHO:g}, n = "
+            f"{' / '.join(sci(n) for n in sub['n'])}: simulated, then where the tilt's floor "
+            "alone reaches 0.1",
+            "value": sub["x10"].astype(float).tolist() + sub["x10_floor"].astype(float).tolist(),
+            "se": sub["x10_se"].astype(float).tolist() + [None, None],
+        }
+
     def table():
-        t = trends.sort_values(["observable", "rho", "d"])
+        t = trends.sort_values(["observable", "rho", "d", "n_lo"])
         if t.empty:
             raise NotAvailable("no width trends")
         last = _largest_n(transitions).set_index(["d", "rho", "observable"])
         rows = []
-        for _, r in t.iterrows():
-            e = last.loc[(r["d"], r["rho"], r["observable"])]
+        for (obs, rho, d), g in t.groupby(["observable", "rho", "d"], sort=True):
+            e, r = last.loc[(d, rho, obs)], g.iloc[-1]
             rows.append(
                 [
-                    r["observable"],
-                    int(r["d"]),
-                    float(r["rho"]),
-                    f"{sci(r['n_min'])} .. {sci(r['n_max'])}",
-                    r["exponent"],
-                    r["exponent_se"],
-                    r["width_n_min"],
-                    r["width_n_max"],
+                    obs,
+                    int(d),
+                    float(rho),
+                    f"{sci(g['n_lo'].iloc[0])} .. {sci(r['n_hi'])}",
+                    float(e["width"]),
+                    float(e["width_finite_d"]),
                     float(e["width_simplex"]),
+                    r["slope"],
+                    r["slope_se"],
+                    r["slope_finite_d"],
                     float(e["centre"]),
-                    float(e["x_star"]),
+                    float(e["centre_finite_d"]),
                 ]
             )
         return {
-            "label": "width and centre of every transition (x = gamma / gamma_c(rho_hat); "
-            "at the largest n: width, simplex width, centre, finite-d x*)",
+            "label": "width and centre of every transition at the largest n, with the finite-d "
+            "theory's, and the local slope of the width over the last pair of n "
+            "(x = gamma / gamma_c(rho_hat))",
             "value": rows,
             "columns": [
                 "observable",
                 "d",
                 "rho",
                 "n",
-                "exponent p",
+                "width",
+                "finite-d",
+                "simplex",
+                "local slope",
                 "SE",
-                "width (n min)",
-                "width (n max)",
-                "simplex width",
+                "finite-d slope",
                 "centre",
-                "x*",
+                "finite-d centre",
             ],
-            "columns_fmt": ["", "d", "g", "", "+.2f", ".2f", ".3f", ".3f", ".3f", ".3f", ".3f"],
+            "columns_fmt": [
+                "",
+                "d",
+                "g",
+                "",
+                ".3f",
+                ".3f",
+                ".3f",
+                "+.2f",
+                ".2f",
+                "+.2f",
+                ".3f",
+                ".3f",
+            ],
         }
 
-    return [
+    out = []
+    for obs in THEORY_OBS:
+        out.append(
+            compute(
+                f"sharpness.local_slope_{obs}",
+                f"{NAMES[obs]} local slope",
+                slope(obs, "slope"),
+                fmt="+.2f",
+                source=src_fit,
+                pm="one standard error from the two widths' delta-method SEs",
+            )
+        )
+        out.append(
+            compute(
+                f"sharpness.local_slope_{obs}_finite_d",
+                f"{NAMES[obs]} local slope, finite d",
+                slope(obs, "slope_finite_d"),
+                fmt="+.2f",
+                source=src_fit,
+            )
+        )
+    out.append(
         compute(
-            "sharpness.width_exponent_lambda",
-            "lambda width exponent",
-            exponent("lambda"),
-            fmt="+.2f",
-            source=src_fit,
-            pm=PM_FIT_SCALED,
-        ),
-        compute(
-            "sharpness.width_exponent_eta",
-            "eta width exponent",
-            exponent("eta"),
-            fmt="+.2f",
-            source=src_fit,
-            pm=PM_FIT_SCALED,
-        ),
-        compute(
-            "sharpness.width_exponent_self_weight",
-            "self-weight width exponent",
-            exponent("self_weight"),
-            fmt="+.2f",
-            source=src_fit,
-            pm=PM_FIT_SCALED,
-        ),
-        compute(
-            "sharpness.width_exponent_simplex",
-            "simplex width exponent",
-            simplex_exponent,
-            fmt="+.2f",
-            source=src_fit,
-            note="from the library: Paper A's finite-n simplex map (attnscale.layer.theory)",
-        ),
-        compute(
-            "sharpness.width_ratio_lambda",
-            "lambda width over simplex",
-            ratio("lambda"),
-            fmt=".2f",
-            source=src_tr,
-            pm=PM_DELTA.format(k="the"),
-        ),
-        compute(
-            "sharpness.width_ratio_eta",
-            "eta width over simplex",
-            ratio("eta"),
-            fmt=".2f",
-            source=src_tr,
-            pm=PM_DELTA.format(k="the"),
-        ),
-        compute(
-            "sharpness.width_self_weight_within",
-            "self-weight width vs finite d",
-            within("width", "width_finite_d", None, "width"),
+            "sharpness.local_slope_within",
+            "local slopes vs finite d",
+            slopes_within,
             kind="count",
-            source=src_tr,
+            source=src_fit,
+        )
+    )
+    for obs in ("lambda", "eta"):
+        out.append(
+            compute(
+                f"sharpness.width_ratio_{obs}",
+                f"{NAMES[obs]} width over simplex",
+                ratio(obs),
+                fmt=".2f",
+                source=src_tr,
+                pm=PM_DELTA.format(k="the"),
+            )
+        )
+    for what in ("width", "centre"):
+        for obs in THEORY_OBS:
+            tag = f"{obs} {what}"
+            out += [
+                compute(
+                    f"sharpness.{what}_{obs}_within",
+                    f"{tag} vs finite d",
+                    within(what, obs),
+                    kind="count",
+                    source=src_tr,
+                ),
+                compute(
+                    f"sharpness.{what}_{obs}_accepted",
+                    f"{tag} accepted",
+                    accepted(what, obs),
+                    kind="count",
+                    source=src_tr,
+                ),
+                compute(
+                    f"sharpness.{what}_{obs}_max_z",
+                    f"{tag} max z",
+                    max_z(what, obs),
+                    fmt=".1f",
+                    source=src_tr,
+                ),
+                compute(
+                    f"sharpness.{what}_{obs}_max_rel",
+                    f"{tag} max relative deviation",
+                    max_rel(what, obs),
+                    fmt=".2f",
+                    source=src_tr,
+                ),
+            ]
+    out += [
+        compute(
+            "sharpness.tilt_floor",
+            "lambda's floor",
+            floor_at_low_x,
+            fmt=".3f",
+            source=src_cur,
+            pm="one standard error of the mean curve (simulated only)",
         ),
         compute(
-            "sharpness.width_self_weight_max_z",
-            "self-weight width max z",
-            max_z("width", "width_finite_d", None, "width"),
-            fmt=".1f",
+            "sharpness.x10_floor",
+            "lambda's lower end and the floor's",
+            x10_floor,
+            fmt=".3f",
             source=src_tr,
-        ),
-        compute(
-            "sharpness.width_self_weight_max_rel",
-            "self-weight width max relative deviation",
-            max_rel("width", "width_finite_d", "width"),
-            fmt=".1f",
-            source=src_tr,
-        ),
-        compute(
-            "sharpness.centre_self_weight_max_rel",
-            "self-weight centre max relative deviation",
-            max_rel("centre", "x_star", "centre"),
-            fmt=".2f",
-            source=src_tr,
-        ),
-        compute(
-            "sharpness.centre_self_weight_within",
-            "self-weight centre vs finite d",
-            within("centre", "x_star", "x_star_se", "centre"),
-            kind="count",
-            source=src_tr,
-        ),
-        compute(
-            "sharpness.centre_self_weight_max_z",
-            "self-weight centre max z",
-            max_z("centre", "x_star", "x_star_se", "centre"),
-            fmt=".1f",
-            source=src_tr,
+            pm=PM_DELTA.format(k="the") + " (simulated only)",
         ),
         compute(
             "sharpness.centre_lambda",
@@ -315,3 +405,4 @@ def sharpness_findings(*, transitions: pd.DataFrame, trends: pd.DataFrame) -> li
         ),
         compute("sharpness.table", "table", table, kind="table", source=src_tr + src_fit),
     ]
+    return out

@@ -13,6 +13,8 @@ Gaussian near-simplex tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i``, ``z ~ 
   loses its root, :func:`first_order_crossover_log_n` (docs/finite-d.md#asymptotic-regimes).
 * :func:`mean_field`, :func:`mean_field_given` — ``a_ii``, output cosine, lambda
   (docs/finite-d.md#mean-field-for-cosine-and-lambda).
+* :func:`lambda_floor`, :func:`tilt`, :func:`floor_crossing` — the floor the output's tilt towards
+  the query puts under lambda below the transition (docs/finite-d.md#the-tilt-floor-of-lambda).
 * :func:`paper_a_asymptote_beta`, :func:`power_law_beta` — the two regimes
   (docs/finite-d.md#asymptotic-regimes).
 * :func:`check_args` — argument validation.
@@ -27,6 +29,7 @@ from attnscale.core.validation import check_beta_array, check_integer_in, check_
 from attnscale.layer import theory
 from attnscale.layer.finite_d import approx, laplace, laws
 from attnscale.layer.finite_d.mean_field import mean_field_values
+from attnscale.layer.finite_d.output_tilt import floor_crossing, lambda_floor, tilt
 
 __all__ = [
     "check_args",
@@ -41,6 +44,9 @@ __all__ = [
     "first_order_crossover_log_n",
     "mean_field",
     "mean_field_given",
+    "tilt",
+    "lambda_floor",
+    "floor_crossing",
     "paper_a_asymptote_beta",
     "power_law_beta",
 ]

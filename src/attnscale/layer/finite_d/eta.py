@@ -31,6 +31,7 @@ __all__ = [
     "key_nodes",
     "row_eta",
     "eta_mean_field",
+    "eta_limit",
 ]
 
 #: The five omega nodes of the exact quartic rule of :func:`omega_weights` (Chebyshev extrema).
@@ -374,3 +375,41 @@ def eta_mean_field(
     ax = a.reshape(a.shape + (1,) * b.ndim)
     out = eta0 + 2.0 * ax * trb + ax * ax
     return float(out) if np.ndim(out) == 0 else out
+
+
+def eta_limit(
+    d: int, rho: float, *, r0: float | None = None, quadrature: str = "standard"
+) -> float:
+    """eta's ``beta -> inf`` value in the same quadrature as :func:`eta_mean_field`:
+    ``(1 - 1/d) E[1/r_i^2]`` (``J_ii -> P_i / r_i``, every other block vanishes;
+    docs/finite-d.md#mean-field-for-eta), averaged over ``R_0`` or given ``R_0 = r0``. The
+    normaliser of a mean-field eta curve (docs/long-context.md#width-centre-and-their-standard-errors).
+
+    Parameters
+    ----------
+    d : int
+        Dimension ``3 <= d <= 4096``.
+    rho : float
+        Nominal correlation ``0 <= rho < 1``.
+    r0 : float, optional
+        Condition on ``||z_0|| = r0 > 0``.
+    quadrature : {"standard", "fine"}
+        Quadrature resolution.
+
+    Returns
+    -------
+    float
+    """
+    from attnscale.layer.finite_d import check_args
+
+    _, d, rho = check_args(2, d, rho)
+    if r0 is not None and not (np.isfinite(r0) and r0 > 0):
+        raise ValueError(f"r0 must be a finite real number > 0, got {r0!r}")
+    if quadrature not in QUADRATURE_PRESETS:
+        raise ValueError(
+            f"quadrature must be one of {sorted(QUADRATURE_PRESETS)}, got {quadrature!r}"
+        )
+    total = 0.0
+    for wr, r, ti, wi, _, _ in key_nodes(d, rho, quadrature, r0):
+        total += wr * float(wi @ inverse_norm_moments(d, rho, r, ti)[0])
+    return (1.0 - 1.0 / d) * total
