@@ -154,3 +154,21 @@ def test_eta_mean_field_against_sampled_eta():
     diff = sim - th
     se = diff.std(axis=0, ddof=1) / np.sqrt(diff.shape[0])
     assert np.all(np.abs(diff.mean(axis=0)) < Z * se + MODEL * th.mean(axis=0)), (diff, se)
+
+
+def test_eta_critical_beta_is_where_the_mean_field_reaches_a_quarter_of_its_limit():
+    """The root is where ``eta_mean_field / eta_limit = 1/4`` (to the root's tolerance), and at
+    ``d = 512`` (``ln n << d``) it is Paper A's ``gamma_c ln n`` within 1 % (measured 0.3 %); the
+    figure's line equals the root at its nodes."""
+    from attnscale.experiments.finite_d_theory import eta_star_line
+    from attnscale.layer.finite_d.eta import eta_critical_beta, eta_limit
+
+    n, rho = 1024, 0.5
+    b = eta_critical_beta(n, 512, rho, r0=1.0)
+    ratio = fe.eta_mean_field(n, 512, rho, b, r0=1.0) / eta_limit(512, rho, r0=1.0)
+    assert ratio == pytest.approx(0.25, abs=1e-4)
+    assert b * (1 - rho) / np.log(n) == pytest.approx(1.0, rel=0.01)
+    line = eta_star_line(256, 64, [0.6])
+    np.testing.assert_allclose(line, eta_critical_beta(256, 64, 0.6) / np.log(256), rtol=1e-12)
+    with pytest.raises(ValueError, match="n must be"):
+        eta_critical_beta(2, 64, 0.5)

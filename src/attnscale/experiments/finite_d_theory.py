@@ -13,7 +13,14 @@ import pandas as pd
 from attnscale.core.validation import check_real, check_rhos, check_vector
 from attnscale.layer.theory import gamma_c
 
-__all__ = ["LINE_NODES", "gamma_star_line", "figure_line", "transition_theory", "theory_given_draw"]
+__all__ = [
+    "LINE_NODES",
+    "gamma_star_line",
+    "eta_star_line",
+    "figure_line",
+    "transition_theory",
+    "theory_given_draw",
+]
 
 #: Nodes in rho at which :func:`gamma_star_line` evaluates the theory (the rest is interpolated).
 LINE_NODES = 6
@@ -42,12 +49,33 @@ def gamma_star_line(n: int, d: int, rho, nodes: int = LINE_NODES) -> np.ndarray:
     return CubicSpline(xs, ratio)(rhos) / (1.0 - rhos)
 
 
+def eta_star_line(n: int, d: int, rho, nodes: int = LINE_NODES) -> np.ndarray:
+    """eta's finite-d critical line: the ``gamma`` where the mean-field eta over its limit is 1/4
+    (:func:`attnscale.layer.finite_d.eta.eta_critical_beta`, averaged over ``||z_0||``;
+    docs/finite-d.md#mean-field-for-eta) at every ``rho`` of a grid, by the nodes and spline of
+    :func:`gamma_star_line` (each root costs about 3.5 CPU-s)."""
+    from scipy.interpolate import CubicSpline
+
+    from attnscale.layer.finite_d.eta import eta_critical_beta
+
+    rhos = check_rhos(rho)
+
+    def ratio(x):
+        return eta_critical_beta(n, d, float(x)) * (1.0 - x) / np.log(n)
+
+    if rhos.size <= nodes:
+        return np.array([ratio(r) for r in rhos]) / (1.0 - rhos)
+    xs = np.linspace(rhos.min(), rhos.max(), nodes)
+    return CubicSpline(xs, [ratio(x) for x in xs])(rhos) / (1.0 - rhos)
+
+
 def figure_line(*, data: pd.DataFrame, points: int = 200) -> pd.DataFrame:
     """The finite-d critical line drawn over Figures 1 and 2 (docs/finite-d.md): for every
     panel ``d >= 3`` of the figure data ``data`` (columns ``d``, ``n``, ``rho``),
     ``gamma*(n, d, rho)`` at ``points`` equally spaced ``rho`` spanning the panel's grid, by
-    :func:`gamma_star_line` with at most :data:`LINE_NODES` theory evaluations per panel. One row
-    per point: ``d``, ``n``, ``rho``, ``gamma_star``."""
+    :func:`gamma_star_line` with at most :data:`LINE_NODES` theory evaluations per panel, and
+    eta's line (:func:`eta_star_line`, drawn over Figure 2). One row per point: ``d``, ``n``,
+    ``rho``, ``gamma_star``, ``gamma_star_eta``."""
     rows = []
     for d in sorted(data["d"].unique(), reverse=True):
         if d < 3:
@@ -56,9 +84,13 @@ def figure_line(*, data: pd.DataFrame, points: int = 200) -> pd.DataFrame:
         rhos = np.sort(sub["rho"].unique())
         n = int(sub["n"].iloc[0])
         rr = np.linspace(rhos.min(), rhos.max(), points)
-        gs = gamma_star_line(n, int(d), rr, nodes=min(LINE_NODES, rhos.size))
-        rows.append(pd.DataFrame({"d": int(d), "n": n, "rho": rr, "gamma_star": gs}))
-    cols = ["d", "n", "rho", "gamma_star"]
+        nodes = min(LINE_NODES, rhos.size)
+        gs = gamma_star_line(n, int(d), rr, nodes=nodes)
+        ge = eta_star_line(n, int(d), rr, nodes=nodes)
+        rows.append(
+            pd.DataFrame({"d": int(d), "n": n, "rho": rr, "gamma_star": gs, "gamma_star_eta": ge})
+        )
+    cols = ["d", "n", "rho", "gamma_star", "gamma_star_eta"]
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
 
 

@@ -27,6 +27,7 @@ def heatmap_panels(
     cbar_ticks=None,
     extend: str = "neither",
     line: pd.DataFrame | None = None,
+    eta_line: bool = False,
 ):
     """One heat map per ``d`` (descending) over rho x gamma, dashed ``gamma = 1/(1 - rho)``,
     one shared colour bar. Shared by Figure 1 (lambda) and Figure 2 (eta).
@@ -34,9 +35,10 @@ def heatmap_panels(
     ``cbar_ticks`` (optional) sets the colour-bar ticks; ``extend`` (``"neither"``, ``"max"``,
     ...) marks values beyond the colour range on the colour bar. ``line`` (the table of
     :func:`attnscale.experiments.finite_d_theory.figure_line`) adds the finite-d critical line
-    ``gamma*(n, d, rho)`` (ours, docs/finite-d.md) to the panels it has rows for (``d >= 3``)."""
+    ``gamma*(n, d, rho)`` (ours, docs/finite-d.md) to the panels it has rows for (``d >= 3``), and
+    with ``eta_line`` eta's finite-d line (its column ``gamma_star_eta``) as well."""
     apply_style()
-    drew_fd = False
+    drew_fd = drew_eta = False
     ds = sorted(data["d"].unique(), reverse=True)
     fig, axes = plt.subplots(1, len(ds), figsize=(3.3 * len(ds) + 0.8, 3.4), squeeze=False)
     axes = axes[0]
@@ -76,6 +78,18 @@ def heatmap_panels(
                 label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)",
             )
             drew_fd = True
+            if eta_line and "gamma_star_eta" in fd:
+                ge = fd["gamma_star_eta"].to_numpy()
+                ok = (ge >= gammas.min()) & (ge <= gammas.max())
+                ax.plot(
+                    rf[ok],
+                    ge[ok],
+                    "-",
+                    color="#ffb000",
+                    lw=1.1,
+                    label=r"finite $d$: $\eta$ at 1/4 of its limit (ours)",
+                )
+                drew_eta = True
         ax.set_yscale("log")
         ax.set_xlabel(r"$\rho$ (nominal)")
         ax.set_title(f"d = {d}, n = {n}")
@@ -96,6 +110,11 @@ def heatmap_panels(
         caption += (
             " Solid magenta: finite-d critical line gamma*(n, d, rho), where the mean self-weight"
             " of Gaussian tokens is 1/2 [our derivation, docs/finite-d.md; d >= 3]."
+        )
+    if drew_eta:
+        caption += (
+            " Solid amber: eta's finite-d critical line, where its mean field (averaged over"
+            " ||z_0||) reaches 1/4 of its limit [our derivation, docs/finite-d.md#mean-field-for-eta]."
         )
     add_caption(fig, caption)
     return fig

@@ -27,7 +27,8 @@ QTY_LABEL = {
 
 def plot_figure2(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None = None):
     """Figure 2 of Paper A: eta over (rho, gamma), one panel per d (docs/paper-a.md), with the
-    finite-d critical line ``line`` (:func:`attnscale.figures.paper_a.heatmap_panels`).
+    finite-d critical line ``line`` and eta's own finite-d line from the same table
+    (:func:`attnscale.figures.paper_a.heatmap_panels`).
 
     Colour: the trial mean of ``eta / eta_plateau`` where ``eta_plateau = (1 - 1/d) mean_i
     1/||x_i||^2`` is the draw's super-critical limit (Theorem 2.4 at the realised norms), so the
@@ -55,6 +56,7 @@ def plot_figure2(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None 
         cbar_ticks=[0.0, 0.25, 0.5, 0.75, 1.0, FIG2_VMAX],
         extend="max",
         line=line,
+        eta_line=True,
     )
 
 

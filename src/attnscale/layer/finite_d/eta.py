@@ -32,6 +32,7 @@ __all__ = [
     "row_eta",
     "eta_mean_field",
     "eta_limit",
+    "eta_critical_beta",
 ]
 
 #: The five omega nodes of the exact quartic rule of :func:`omega_weights` (Chebyshev extrema).
@@ -413,3 +414,51 @@ def eta_limit(
     for wr, r, ti, wi, _, _ in key_nodes(d, rho, quadrature, r0):
         total += wr * float(wi @ inverse_norm_moments(d, rho, r, ti)[0])
     return (1.0 - 1.0 / d) * total
+
+
+def eta_critical_beta(
+    n: int,
+    d: int,
+    rho: float,
+    *,
+    r0: float | None = None,
+    quadrature: str = "standard",
+    rtol: float = 1e-4,
+) -> float:
+    """eta's finite-d critical point: the ``beta`` where the mean-field eta over its limit,
+    ``eta_mean_field / eta_limit``, reaches Paper A's critical value 1/4
+    (docs/finite-d.md#mean-field-for-eta; the counterpart for eta of the self-weight's
+    ``beta*``), bracketed around ``ln(n - 1)/(1 - rho)`` by
+    :func:`attnscale.core.roots.increasing_root`.
+
+    Parameters
+    ----------
+    n, d : int
+        Tokens ``3 <= n <= 1e7`` and dimension ``3 <= d <= 4096``.
+    rho : float
+        Nominal correlation ``0 <= rho < 1``.
+    r0 : float, optional
+        Condition on ``||z_0|| = r0 > 0`` (else averaged over ``R_0``).
+    quadrature : {"standard", "fine"}
+        Quadrature resolution.
+    rtol : float
+        Relative tolerance of the root (each evaluation costs about 0.4 CPU-s averaged over
+        ``R_0``, 0.07 given it).
+
+    Returns
+    -------
+    float
+    """
+    from attnscale.core.roots import increasing_root
+    from attnscale.layer.finite_d import check_args
+
+    n, d, rho = check_args(n, d, rho)
+    if n < 3:
+        raise ValueError(f"n must be >= 3 for eta's critical point, got {n}")
+    limit = eta_limit(d, rho, r0=r0, quadrature=quadrature)
+
+    def f(b):
+        return eta_mean_field(n, d, rho, b, r0=r0, quadrature=quadrature) / limit - 0.25
+
+    guess = np.log(n - 1.0) / (1.0 - rho)
+    return increasing_root(f, 0.9 * guess, 1.2 * guess, rtol=rtol)
