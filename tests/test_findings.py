@@ -220,11 +220,27 @@ def test_publish_refuses_a_name_markers_cannot_quote(tmp_path):
 
 
 def test_generated_tables_are_the_rendering_of_their_findings():
-    doc, blocks = _load_json(), 0
+    """Every generated table, the default run's and another configuration's
+    (``<!-- finding-table:NAME:KEY -->``, from ``docs/findings-NAME.json``), is the rendering of
+    its finding."""
+    docs = {
+        path.stem.removeprefix("findings").removeprefix("-"): json.loads(path.read_text("utf-8"))
+        for path in sorted(DOCS.glob("findings*.json"))
+    }
+    blocks = 0
     for path in _prose_files():
         text = path.read_text(encoding="utf-8")
-        blocks += len(TABLE_BLOCK.findall(text))
-        assert render_table_blocks(text, doc) == text, (
+        found = TABLE_BLOCK.findall(text)
+        blocks += len(found)
+        names = {key.rpartition(":")[0] for key, _ in found}
+        assert names <= set(docs), f"{path.relative_to(REPO)}: tables of unpublished runs {names}"
+        for name in names:
+            assert render_table_blocks(text, docs[name], name) == text, (
+                f"{path.relative_to(REPO)}: a generated table of {name or 'the default run'} "
+                "differs from its finding; regenerate with python -m attnscale.experiments."
+                "findings publish"
+            )
+        assert render_table_blocks(text, docs[""]) == text, (
             f"{path.relative_to(REPO)}: a generated table differs from its finding; regenerate "
             "with python -m attnscale.experiments.findings publish"
         )
@@ -450,6 +466,40 @@ def test_publish_renders_the_generated_tables(tmp_path):
         render_table_blocks(block.format("no_such.key"), doc)
     with pytest.raises(ValueError, match="not a table"):
         render_table_blocks(block.format("finite_d.power_law_over_exact"), doc)
+
+
+def test_publish_refreshes_the_values_after_the_markers(tmp_path):
+    """``publish`` replaces a marker's old rendering by the new one, for the configuration that
+    ran only; a value that is neither is reported stale and left alone."""
+    import copy
+    import json
+
+    from attnscale.experiments.findings.__main__ import publish
+    from attnscale.experiments.findings.markers import refresh_markers
+
+    doc = _load_json()
+    key = "sharpness.width_ratio_lambda"
+    old = copy.deepcopy(doc)
+    old["findings"][key]["rendered"] = "9.99 (old)"
+    text = (
+        f"Now <!-- finding:{key} -->9.99 (old) and again <!-- finding:{key} -->"
+        f"{doc['findings'][key]['rendered']}; by hand <!-- finding:{key} -->1.23; other run "
+        f"<!-- finding:long-context:{key} -->9.99 (old).\n"
+    )
+    new, stale = refresh_markers(text, "", old, doc)
+    want = doc["findings"][key]["rendered"]
+    assert new.count(want) == 2 and "-->1.23" in new and new.endswith("-->9.99 (old).\n")
+    assert stale == [key]
+    # through publish: the docs' file is the old document, the run's the new one
+    results, docs = tmp_path / "results", tmp_path / "docs"
+    results.mkdir()
+    docs.mkdir()
+    shutil.copyfile(FINDINGS_JSON, results / "findings.json")
+    shutil.copyfile(FINDINGS_MD, results / "findings.md")
+    (docs / "findings.json").write_text(json.dumps(old), encoding="utf-8")
+    (docs / "page.md").write_text(text, encoding="utf-8")
+    publish(results, docs)
+    assert (docs / "page.md").read_text(encoding="utf-8") == new
 
 
 # --------------------------------------------------------------------------- computations

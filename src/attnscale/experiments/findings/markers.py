@@ -13,7 +13,15 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["MARKER", "NAME", "marker_key", "configuration_name", "findings_file", "quotable"]
+__all__ = [
+    "MARKER",
+    "NAME",
+    "marker_key",
+    "configuration_name",
+    "findings_file",
+    "quotable",
+    "refresh_markers",
+]
 
 #: A finding quoted in the prose (docs/pipeline.md#numbers-in-the-prose): ``<!-- finding:KEY -->``
 #: quotes the default run's finding ``KEY`` (``docs/findings.json``), ``<!-- finding:NAME:KEY -->``
@@ -70,3 +78,36 @@ def quotable(docs) -> dict[str, str]:
         for key, e in doc["findings"].items():
             out[marker_key(name, key)] = e["rendered"]
     return out
+
+
+def refresh_markers(text: str, name: str, old: dict | None, new: dict) -> tuple[str, list[str]]:
+    """``text`` with the value after every marker of configuration ``name`` (``""``: the default
+    run) brought up to the findings document ``new``, and the keys it could not refresh.
+
+    A marker's value is the text that follows it; it is recognised as the rendering in ``new``
+    (left alone) or in ``old``, the document ``new`` replaces (replaced by the new rendering).
+    Anything else, and a key ``new`` lacks, is returned as stale (the prose check then fails on
+    it: it needs an author). Markers of other configurations are left alone.
+    """
+    stale: list[str] = []
+
+    def rendered(doc, key):
+        e = (doc or {}).get("findings", {}).get(key)
+        return None if e is None else e["rendered"]
+
+    out, pos = [], 0
+    for m in MARKER.finditer(text):
+        if (m.group(2) or "") != name:
+            continue
+        key = m.group(3)
+        now, was = rendered(new, key), rendered(old, key)
+        rest = text[m.end() :]
+        if now is not None and rest.startswith(now):
+            continue
+        if now is not None and was is not None and rest.startswith(was):
+            out += [text[pos : m.end()], now]
+            pos = m.end() + len(was)
+            continue
+        stale.append(m.group(1))
+    out.append(text[pos:])
+    return "".join(out), stale

@@ -292,27 +292,34 @@ def render_markdown(doc: dict) -> str:
 
 
 #: A generated table in a page: the rendering of a table finding between two comments, each on
-#: a line of its own (docs/pipeline.md#numbers-in-the-prose).
+#: a line of its own (docs/pipeline.md#numbers-in-the-prose). Group 1 is the key as written:
+#: ``KEY`` (the default run's findings) or ``NAME:KEY`` (those of the run of ``config/NAME.yaml``).
 TABLE_BLOCK = re.compile(
-    r"^<!-- finding-table:([A-Za-z0-9_.\-]+) -->\n(.*?)^<!-- /finding-table -->$", re.S | re.M
+    r"^<!-- finding-table:((?:[a-z0-9][a-z0-9\-]*:)?[A-Za-z0-9_.\-]+) -->\n(.*?)"
+    r"^<!-- /finding-table -->$",
+    re.S | re.M,
 )
 
 
-def render_table_blocks(text: str, doc: dict) -> str:
-    """``text`` with every generated table replaced by the rendering of its finding in ``doc``
-    (the same Markdown table as on the findings page); a pure function, so a test can check that
-    a page holds exactly the rendering. An unknown key or a finding that is not a table is a
-    ``KeyError``/``ValueError`` naming it."""
+def render_table_blocks(text: str, doc: dict, name: str = "") -> str:
+    """``text`` with every generated table of configuration ``name`` (``""``: the default run)
+    replaced by the rendering of its finding in ``doc`` (the same Markdown table as on the
+    findings page); a pure function, so a test can check that a page holds exactly the rendering.
+    Blocks of other configurations are left alone. An unknown key or a finding that is not a
+    table is a ``KeyError``/``ValueError`` naming it."""
 
     def one(m):
-        key = m.group(1)
+        full = m.group(1)
+        block_name, _, key = full.rpartition(":")
+        if block_name != name:
+            return m.group(0)
         if key not in doc["findings"]:
             raise KeyError(f"generated table of an unknown finding {key!r}")
         e = doc["findings"][key]
         if e["kind"] != "table":
             raise ValueError(f"finding {key!r} is not a table")
         body = "\n".join(_table_markdown(e)) if e["value"] is not None else e["rendered"]
-        return f"<!-- finding-table:{key} -->\n{body}\n<!-- /finding-table -->"
+        return f"<!-- finding-table:{full} -->\n{body}\n<!-- /finding-table -->"
 
     return TABLE_BLOCK.sub(one, text)
 
