@@ -352,6 +352,17 @@ def rules_simulated_findings(*, data) -> list[Finding]:
             "value": [float(v.min()), float(v.max())],
         }
 
+    def se_max():
+        g = R.groupby(["rule_key", "n"], sort=False)
+        _, se = stats.mean_se(g[["self_weight_cv", "self_weight"]])
+        if not np.isfinite(se.to_numpy()).any():
+            raise NotAvailable("one draw: no standard error")
+        return {
+            "label": "largest SE of the block's mean A_ii over every rule and n: with the "
+            "||z_0|| control variate (the figure's), then the plain mean over draws",
+            "value": [float(se["self_weight_cv"].max()), float(se["self_weight"].max())],
+        }
+
     def longrope():
         t = per_rule_n()
         t = t[t["rule_key"] == "longrope"].sort_values("n")
@@ -404,6 +415,14 @@ def rules_simulated_findings(*, data) -> list[Finding]:
             kind="range",
             fmt=".2f",
             source=src,
+        ),
+        compute(
+            "rules_simulated.self_weight_se_max",
+            "largest SE of A_ii",
+            se_max,
+            fmt=".3f",
+            source=src,
+            note=f"SE of the mean over {k} draws",
         ),
         compute("rules_simulated.longrope", "LongRoPE drift", longrope, fmt=".3f", source=src),
     ]

@@ -154,6 +154,23 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
             "theory conditioned on each draw's ||z_0|| (docs/finite-d.md)",
         }
 
+    def accepted(quantity=None):
+        def fn():
+            fd = T[T["finite_d"].notna()]
+            if quantity is None:
+                fd, what = fd[fd["alpha"] == 0.0], "alpha = 0 rows"
+            else:
+                fd, what = fd[fd["quantity"] == quantity], f"{quantity} rows (every alpha)"
+            if fd.empty:
+                raise NotAvailable("no finite-d theory in the theorem table")
+            return {
+                "label": f"theorem-table {what} where the finite-d theory is accepted, "
+                f"|sim - theory| <= max(3 SE, 0.002) (every d >= 3, rho, gamma; {k} draws each)",
+                "value": [int(fd["accept_fd"].sum()), len(fd)],
+            }
+
+        return fn
+
     def critical_self_weight():
         rows = []
         for d, sub in T.groupby("d", sort=False):
@@ -282,6 +299,20 @@ def theorem_findings(*, theorem: pd.DataFrame) -> list[Finding]:
             ],
             columns_fmt=["d", "", "", "", ".2f"],
             pm=PM_DRAWS.format(k=k),
+        ),
+        compute(
+            "theorem.finite_d_accepted",
+            "finite-d rows accepted",
+            accepted(),
+            kind="count",
+            source=src,
+        ),
+        compute(
+            "theorem.eta_finite_d_accepted",
+            "finite-d eta rows accepted",
+            accepted("eta"),
+            kind="count",
+            source=src,
         ),
         compute(
             "theorem.critical_self_weight",
