@@ -162,3 +162,31 @@ def test_calibration_over_independent_seeds(n, d, rows):
         old = np.array([r[o]["width_se_old"] for r in res])
         w = np.array([r[o]["width"] for r in res])
         assert w.std(ddof=1) / old.mean() < 0.85, (o, w.std(ddof=1) / old.mean())
+
+
+def test_the_calibration_rule_reduces_its_experiments():
+    """``calibration`` (rule ``sharpness_calibration``) is the spread over its experiments of
+    :func:`experiment`'s widths and centres over their mean SE, the experiments drawn from the
+    job's own seed; reproducible; bad arguments named."""
+    from attnscale.core.seeding import spawn_key, value_id
+    from attnscale.experiments.sharpness_calibration import STREAM, calibration, experiment
+
+    x = X_GRID[::2]
+    kw = dict(d=32, n=128, rho=0.5, draws=3, rows=16, experiments=4, x=x, root_seed=7)
+    got = calibration(**kw)
+    assert got.equals(calibration(**kw))
+    root = np.random.SeedSequence(7, spawn_key=spawn_key(STREAM, 128, 32, value_id(0.5), 3, 16))
+    res = [experiment(128, 32, 0.5, 3, 16, x, s) for s in root.spawn(4)]
+    for o in ("self_weight", "lambda", "eta"):
+        for q in ("width", "centre"):
+            row = got[(got["observable"] == o) & (got["quantity"] == q)].iloc[0]
+            v = np.array([r[o][q] for r in res])
+            se = np.array([r[o][f"{q}_se"] for r in res])
+            assert row["ratio"] == pytest.approx(v.std(ddof=1) / se.mean(), rel=1e-12)
+    for bad, msg in (
+        ({"draws": 1}, "draws"),
+        ({"experiments": 2}, "experiments"),
+        ({"rho": 1.0}, "rho"),
+    ):
+        with pytest.raises((ValueError, TypeError), match=msg):
+            calibration(**{**kw, **bad})

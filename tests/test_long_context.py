@@ -305,3 +305,21 @@ def test_benchmark_and_cost_estimate_run_at_tiny_sizes(tmp_path, capsys):
     est = pd.read_csv(out)
     assert set(est["part"]) == {p for p, _ in counts} and (est["cpu_seconds"] > 0).all()
     assert "CPU-s" in capsys.readouterr().out
+
+
+def test_z0_spread_table_checks_and_adds_the_se():
+    """Rule ``paper_a_z0_spread``'s entry: the bench's table with each mode's SE of the mean;
+    the row sample of a draw is the same in both modes (so their difference is the z_0 norm's);
+    bad arguments named before any work."""
+    from attnscale.bench.long_context import z0_spread_table
+
+    t = z0_spread_table(n=256, d=32, rho=0.5, gamma=[2.0], draws=3, rows=16, root_seed=3)
+    assert t["se_gaussian"].iloc[0] == pytest.approx(t["sd_gaussian"].iloc[0] / np.sqrt(3))
+    assert t.equals(
+        z0_spread_table(n=256, d=32, rho=0.5, gamma=[2.0], draws=3, rows=16, root_seed=3)
+    )
+    for bad, msg in (({"rows": 512}, "rows"), ({"draws": 2}, "draws"), ({"gamma": [0.0]}, "gamma")):
+        with pytest.raises((ValueError, TypeError), match=msg):
+            z0_spread_table(
+                **{**dict(n=256, d=32, rho=0.5, gamma=[2.0], draws=3, rows=16, root_seed=3), **bad}
+            )

@@ -114,3 +114,35 @@ wildcard_constraints:
     trial=r"\d+",
     rho=r"0\.\d{4}",
     part=r"\d+",
+
+
+def calibration_point(wc):
+    """The entry of sharpness.calibration that a calibration job's wildcards name."""
+    for p in CFG.get("sharpness.calibration"):
+        if (p["d"], p["n"], p["draws"], p["rows"]) == tuple(
+            int(v) for v in (wc.d, wc.n, wc.draws, wc.rows)
+        ):
+            return p
+    raise ValueError(f"no sharpness.calibration point {dict(wc)}")
+
+
+#: The calibration tables of the configured points (none in the default run).
+CALIBRATION_TABLES = [
+    "results/sharpness/calibration/d{d}_n{n}_T{draws}_m{rows}.csv".format(**p)
+    for p in CFG.get("sharpness.calibration")
+]
+
+
+def z0_spread_point(wc):
+    """The entry of paper_a.z0_spread that a job's wildcards name."""
+    for p in CFG.get("paper_a.z0_spread"):
+        if (p["n"], p["d"]) == (int(wc.n), int(wc.d)):
+            return p
+    raise ValueError(f"no paper_a.z0_spread point {dict(wc)}")
+
+
+#: The z_0 spread tables of the configured points (none in the default run).
+Z0_SPREAD_TABLES = [
+    "results/paper_a/z0_spread/n{n}_d{d}.csv".format(**p)
+    for p in CFG.get("paper_a.z0_spread")
+]

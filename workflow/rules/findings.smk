@@ -40,6 +40,8 @@ rule findings:
         sharpness_transitions=rules.sharpness_summary.output.transitions,
         sharpness_trends=rules.sharpness_summary.output.trends,
         sharpness_curves=rules.sharpness_summary.output.curves,
+        sharpness_calibration=CALIBRATION_TABLES,
+        z0_spread=Z0_SPREAD_TABLES,
         transformer_heads=rules.transformer_summary.output.heads,
         transformer_layers=rules.transformer_summary.output.layers,
         transformer_global=rules.transformer_summary.output.global_,

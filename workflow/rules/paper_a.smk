@@ -166,3 +166,32 @@ rule paper_a_critical_check_figure:
         ),
     script:
         ENTRY
+
+
+rule paper_a_z0_spread:
+    """The draw-to-draw spread of the sampled lambda with the Gaussian z_0 and with
+    ||z_0|| = 1, at one configured (n, d) (docs/long-context.md#variance-reduction)."""
+    input:
+        lib=lib("bench.long_context"),
+    output:
+        csv="results/paper_a/z0_spread/n{n}_d{d}.csv",
+    log:
+        "logs/paper_a/z0_spread/n{n}_d{d}.log",
+    benchmark:
+        "benchmarks/paper_a/z0_spread/n{n}_d{d}.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        mem_mb=lambda wc: 600 + 32 * int(wc.n) * int(wc.d) // 10**6,
+        runtime=15,
+    params:
+        entry="bench.long_context:z0_spread_table",
+        n=lambda wc: int(wc.n),
+        d=lambda wc: int(wc.d),
+        rho=lambda wc: float(z0_spread_point(wc)["rho"]),
+        gamma=lambda wc: [float(g) for g in z0_spread_point(wc)["gamma"]],
+        draws=lambda wc: int(z0_spread_point(wc)["draws"]),
+        rows=lambda wc: int(z0_spread_point(wc)["rows"]),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY

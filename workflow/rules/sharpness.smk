@@ -47,9 +47,9 @@ rule sharpness_curves:
 
 
 rule sharpness_summary:
-    """Figure data: mean curves over draws, the 10 %-90 % width and the centre of every
-    transition with delta-method SEs, the finite-d and finite-n simplex references, and the
-    width's trend against ln n."""
+    """Figure data: mean curves over draws with the finite-d theory, the 10 %-90 % width and
+    the centre of every transition with delta-method SEs, the finite-d and finite-n simplex
+    references, and the width's local slopes against ln n."""
     input:
         data=[
             rules.sharpness_curves.output.csv.format(d=s["d"], n=n)
@@ -68,6 +68,9 @@ rule sharpness_summary:
         "benchmarks/sharpness/summary.tsv"
     conda:
         "../../envs/environment.yaml"
+    resources:
+        # the finite-d theory of every (d, rho, n): about 3-4 CPU-s each
+        runtime=15,
     params:
         entry="experiments.sharpness_summary:sharpness_summary",
     script:
@@ -75,8 +78,9 @@ rule sharpness_summary:
 
 
 rule sharpness_figure:
-    """Figure (ours): lambda and eta against gamma / gamma_c for n up to 2^20, the width and the
-    centre of each transition against n, with Paper A's limit and the finite-d centre.
+    """Figure (ours): the self-weight, lambda and eta against gamma / gamma_c for n up to 2^20
+    with the finite-d theory, the width and the centre of each transition against ln n / d, with
+    Paper A's limit and the finite-d theory's width and centre.
     """
     input:
         curves=rules.sharpness_summary.output.curves,
@@ -108,15 +112,58 @@ rule sharpness_figure:
             "against all n keys, eta with one tangent probe per row [derived: unbiased, "
             "docs/long-context.md]; band: 2 SE of the mean curve (the larger of the draws' "
             "spread and the within-draw error); error bars: 2 SE by the delta method over "
-            "draws [derived]. Sizes, x grid and draws [choice]. Dashed "
-            "step: Paper A's n -> inf limit, 0 below gamma_c and 1 above, the critical value "
-            "at gamma_c (open circle) [paper]. Triangles, and magenta in the centre row: the "
-            "finite-d critical point x* = beta*(1 - rho_hat)/ln n of the draws at their "
-            "||z_0|| [derived]. Width: x90 - x10 of the normalised curve [choice]; dotted: the "
-            "same for Paper A's finite-n simplex map [derived], which shrinks like 1/ln n; "
-            "magenta: the width of the finite-d theory's mean self-weight curve of the same "
-            "draws [derived]. Centre: crossing of the value at gamma_c (1/2, 1/(1 + 3 rho_hat), "
-            "1/4) [choice]."
+            "draws [derived]. Sizes, x grid and draws [choice]. Thin dashed, same colour: the "
+            "finite-d theory of the same draws (the self-weight at each draw's ||z_0||; "
+            "lambda's and eta's mean field at ||z_0|| = 1 and the draws' mean rho_hat) "
+            "[derived]; dotted black: the floor the outputs' tilt towards the query puts under "
+            "lambda, at the largest n [derived]. Dashed black step: Paper A's n -> inf limit, 0 "
+            "below gamma_c and 1 above, the critical value at gamma_c (open circle) [paper]. "
+            "Triangles: the finite-d critical point x* = beta*(1 - rho_hat)/ln n of the draws at "
+            "their ||z_0|| [derived]. Width: x90 - x10 of the normalised curve [choice], against "
+            "ln n / d; thick pale line: the finite-d theory's width [derived]; dotted: Paper A's "
+            "finite-n simplex map [derived], which shrinks like 1/ln n. Centre: crossing of the "
+            "value at gamma_c (1/2, 1/(1 + 3 rho_hat), 1/4) [choice]; thick pale line: the "
+            "finite-d theory's centre (for A_ii its x*) [derived]."
         ),
+    script:
+        ENTRY
+
+
+rule sharpness_calibration:
+    """Calibration of the crossing SEs at one configured point: the spread of each width and
+    centre over independent experiments against its mean delta-method SE."""
+    input:
+        lib=lib("experiments.sharpness_calibration"),
+    output:
+        csv="results/sharpness/calibration/d{d}_n{n}_T{draws}_m{rows}.csv",
+    log:
+        "logs/sharpness/calibration/d{d}_n{n}_T{draws}_m{rows}.log",
+    benchmark:
+        "benchmarks/sharpness/calibration/d{d}_n{n}_T{draws}_m{rows}.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        # about 3e-11 CPU-s per sampled row, key, dimension and grid point, per draw
+        runtime=lambda wc: 5
+        + int(
+            3e-11
+            * int(wc.rows)
+            * int(wc.n)
+            * int(wc.d)
+            * len(CFG.grid("sharpness.x"))
+            * int(wc.draws)
+            * calibration_point(wc)["experiments"]
+            / 60
+        ),
+    params:
+        entry="experiments.sharpness_calibration:calibration",
+        d=lambda wc: int(wc.d),
+        n=lambda wc: int(wc.n),
+        draws=lambda wc: int(wc.draws),
+        rows=lambda wc: int(wc.rows),
+        rho=lambda wc: float(calibration_point(wc)["rho"]),
+        experiments=lambda wc: int(calibration_point(wc)["experiments"]),
+        x=CFG.grid("sharpness.x").tolist(),
+        root_seed=ROOT_SEED,
     script:
         ENTRY

@@ -179,15 +179,21 @@ def estimate(cfg, *, cores: int = 2, say=print):
     }
 
 
+#: The stream of :func:`z0_spread`'s row samples (the same rows in both modes of a draw).
+Z0_SPREAD_ROWS = "paper_a/z0_spread_rows"
+
+
 def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed: int = 1):
     """The draw-to-draw spread of the sampled lambda with the Gaussian ``z_0`` and with
     ``||z_0|| = 1`` (docs/long-context.md#variance-reduction): for ``draws`` token draws (the
     same ``z_i`` and direction of ``z_0`` in both modes) and ``m`` sampled rows each, per gamma
     the mean and the standard deviation over draws in each mode, the rms within-draw SE, and
     the ratio of the two variances; with the Gaussian ``z_0`` also the fraction of the variance
-    that a straight line in ``||z_0||^2`` explains (R^2). A table (one row per gamma)."""
+    that a straight line in ``||z_0||^2`` explains (R^2). A table (one row per gamma). The rule
+    ``paper_a_z0_spread`` runs it through :func:`z0_spread_table`."""
     import pandas as pd
 
+    from attnscale.core.seeding import job_rng, spawn_key, value_id
     from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
     from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
 
@@ -202,7 +208,7 @@ def z0_spread(n: int, d: int, rho: float, gammas, draws: int, m: int, root_seed:
                 tokens_at(draw, rho, z0=mode)["X"],
                 gam * np.log(n),
                 rows=m,
-                rng=np.random.default_rng([root_seed, t]),
+                rng=job_rng(root_seed, spawn_key(Z0_SPREAD_ROWS, n, d, value_id(rho), t, m)),
             )
             est[mode].append(res.estimate)
             if mode == "fixed_norm":
@@ -281,3 +287,41 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     np.seterr(all="ignore")
     sys.exit(main())
+
+
+def z0_spread_table(*, n: int, d: int, rho: float, gamma, draws: int, rows: int, root_seed: int):
+    """Entry of rule ``paper_a_z0_spread``: :func:`z0_spread` at one point of
+    ``paper_a.z0_spread`` (docs/long-context.md#variance-reduction), with the mean's SE in each
+    mode; arguments checked before any work.
+
+    Parameters
+    ----------
+    n, d : int
+        Context length and dimension (``>= 2``).
+    rho : float
+        Nominal correlation in ``(0, 1)``.
+    gamma : sequence of float
+        The gammas (``> 0``).
+    draws : int
+        Token draws (``>= 3``).
+    rows : int
+        Sampled query rows per draw (``2 <= rows <= n``).
+    root_seed : int
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    from attnscale.core.validation import check_int, check_vector
+
+    n = check_int("n", n, minimum=2)
+    d = check_int("d", d, minimum=2)
+    draws = check_int("draws", draws, minimum=3)
+    rows = check_int("rows", rows, minimum=2, maximum=n)
+    if not (0.0 < rho < 1.0):
+        raise ValueError(f"rho must be in (0, 1), got {rho!r}")
+    gam = check_vector("gamma", gamma, low=0.0, low_open=True)
+    out = z0_spread(n, d, float(rho), gam, draws, rows, root_seed)
+    for mode in ("gaussian", "fixed_norm"):
+        out[f"se_{mode}"] = out[f"sd_{mode}"] / np.sqrt(draws)
+    return out

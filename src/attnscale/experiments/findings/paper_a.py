@@ -12,6 +12,7 @@ from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
     compute,
+    frame,
     mean_se_count,
     pick,
     sci,
@@ -28,6 +29,7 @@ __all__ = [
     "theorem_findings",
     "finite_size_findings",
     "scaling_rules_findings",
+    "variance_reduction_findings",
 ]
 
 CRITICAL = "paper_a/lambda_critical_data.csv"
@@ -414,4 +416,108 @@ def scaling_rules_findings(*, rules: pd.DataFrame) -> list[Finding]:
             columns_fmt=["", ".3f", ".3f"],
             source=[RULES],
         )
+    ]
+
+
+def variance_reduction_findings(*, z0_spread: list) -> list[Finding]:
+    """The draw-to-draw spread of the sampled lambda with the Gaussian ``z_0`` and with
+    ``||z_0|| = 1``, where the configuration measures it (rule ``paper_a_z0_spread``;
+    docs/long-context.md#variance-reduction)."""
+    src = ["paper_a/z0_spread/*.csv"]
+
+    def data():
+        return frame(z0_spread).sort_values(["n", "d", "gamma"])
+
+    def table():
+        Z = data()
+        rows = [
+            [
+                int(r["n"]),
+                int(r["d"]),
+                float(r["gamma"]),
+                f"{r['mean_gaussian']:.3f} ± {r['se_gaussian']:.3f}",
+                float(r["sd_gaussian"]),
+                float(r["r2_on_z0_norm"]),
+                f"{r['mean_fixed_norm']:.3f} ± {r['se_fixed_norm']:.4f}",
+                float(r["sd_fixed_norm"]),
+                float(r["rms_se_within"]),
+                float(r["variance_ratio"]),
+            ]
+            for _, r in Z.iterrows()
+        ]
+        first = Z.iloc[0]
+        return {
+            "label": f"lambda over draws, rho = {first['rho']:g}: Gaussian z_0 against ||z_0|| = 1 "
+            "(the same draws and rows in both modes)",
+            "value": rows,
+        }
+
+    def rng(col, what):
+        def fn():
+            v = data()[col].astype(float)
+            return {"label": what, "value": [float(v.min()), float(v.max())]}
+
+        return fn
+
+    def gap():
+        Z = data()
+        g = (Z["mean_gaussian"] - Z["mean_fixed_norm"]).astype(float)
+        k = int(g.abs().to_numpy().argmax())
+        return {
+            "label": "largest |mean with Gaussian z_0 - mean with ||z_0|| = 1| over every point, "
+            "then it over the Gaussian mean's SE",
+            "value": [float(abs(g.iloc[k])), float(abs(g.iloc[k]) / Z["se_gaussian"].iloc[k])],
+        }
+
+    return [
+        compute(
+            "variance_reduction.table",
+            "z_0 spread table",
+            table,
+            kind="table",
+            source=src,
+            columns=[
+                "n",
+                "d",
+                "gamma",
+                "Gaussian z_0: mean ± SE",
+                "sd over draws",
+                "R^2 on ||z_0||^2",
+                "||z_0|| = 1: mean ± SE",
+                "sd over draws",
+                "within-draw SE (rms)",
+                "variance ratio",
+            ],
+            columns_fmt=["d", "d", "g", "", ".4f", ".3f", "", ".4f", ".4f", ".0f"],
+        ),
+        compute(
+            "variance_reduction.r2_range",
+            "R^2 range",
+            rng(
+                "r2_on_z0_norm",
+                "fraction of the Gaussian draws' variance a line in ||z_0||^2 "
+                "explains, range over every point",
+            ),
+            kind="range",
+            fmt=".3f",
+            source=src,
+        ),
+        compute(
+            "variance_reduction.ratio_range",
+            "variance ratio range",
+            rng(
+                "variance_ratio",
+                "variance with Gaussian z_0 over that with ||z_0|| = 1, range over every point",
+            ),
+            kind="range",
+            fmt=".0f",
+            source=src,
+        ),
+        compute(
+            "variance_reduction.estimand_gap",
+            "estimand gap",
+            gap,
+            fmt=".3f",
+            source=src,
+        ),
     ]

@@ -12,6 +12,7 @@ from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
     compute,
+    frame,
     pick,
     sci,
 )
@@ -21,6 +22,8 @@ __all__ = [
     "TRANSITIONS",
     "TRENDS",
     "CURVES",
+    "CALIBRATION",
+    "CALIBRATION_BAND",
     "RHO",
     "NAMES",
     "Z_WITHIN",
@@ -30,6 +33,9 @@ __all__ = [
 TRANSITIONS = "sharpness/transitions.csv"
 TRENDS = "sharpness/trends.csv"
 CURVES = "sharpness/curves.csv"
+CALIBRATION = "sharpness/calibration/*.csv"
+#: The acceptance band of the calibration ratio (issue 37) [choice].
+CALIBRATION_BAND = (0.85, 1.15)
 #: The rho of the per-d findings (the figure's curves) [choice].
 RHO = 0.5
 #: How the labels name the observables.
@@ -57,7 +63,11 @@ def _largest_n(tr: pd.DataFrame) -> pd.DataFrame:
 
 
 def sharpness_findings(
-    *, transitions: pd.DataFrame, trends: pd.DataFrame, curves: pd.DataFrame
+    *,
+    transitions: pd.DataFrame,
+    trends: pd.DataFrame,
+    curves: pd.DataFrame,
+    calibration: list | None = None,
 ) -> list[Finding]:
     """The widths against Paper A's finite-n simplex and the finite-d theory, their local slopes
     against ``ln n``, the tilt's floor under lambda, and the centres against the finite-d theory
@@ -288,7 +298,96 @@ def sharpness_findings(
             ],
         }
 
-    out = []
+    def calib():
+        return frame(calibration or [])
+
+    def calib_table():
+        c = calib()
+        rows = []
+        for key, g in c.groupby(
+            ["d", "n", "draws", "rows", "experiments", "observable"], sort=False
+        ):
+            w = g[g["quantity"] == "width"].iloc[0]
+            ce = g[g["quantity"] == "centre"].iloc[0]
+            rows.append(
+                [
+                    *[int(v) for v in key[:5]],
+                    key[5],
+                    f"{w['ratio']:.3f} ± {w['ratio_se']:.3f}",
+                    f"{ce['ratio']:.3f} ± {ce['ratio_se']:.3f}",
+                    float(w["corr_mean"]),
+                ]
+            )
+        return {
+            "label": "calibration of the crossing SEs: spread over independent experiments / mean "
+            "delta-method SE (± its own SE), and the mean correlation of a width's two crossings",
+            "value": rows,
+        }
+
+    def calib_range(q):
+        def fn():
+            c = calib()
+            r = c[c["quantity"] == q]["ratio"].astype(float)
+            return {
+                "label": f"calibration: spread / mean SE of the {q}s, range over every point and "
+                "observable",
+                "value": [float(r.min()), float(r.max())],
+            }
+
+        return fn
+
+    def calib_band():
+        r = calib()["ratio"].astype(float)
+        return {
+            "label": f"calibration ratios within [{CALIBRATION_BAND[0]:g}, "
+            f"{CALIBRATION_BAND[1]:g}] (every point, observable, width and centre)",
+            "value": [int(r.between(*CALIBRATION_BAND).sum()), len(r)],
+        }
+
+    out = [
+        compute(
+            "sharpness.calibration",
+            "calibration table",
+            calib_table,
+            kind="table",
+            source=[CALIBRATION],
+            columns=[
+                "d",
+                "n",
+                "draws",
+                "rows",
+                "experiments",
+                "observable",
+                "width: spread / mean SE",
+                "centre: spread / mean SE",
+                "corr(x10, x90)",
+            ],
+            columns_fmt=["d", "d", "d", "d", "d", "", "", "", "+.2f"],
+        ),
+        compute(
+            "sharpness.calibration_width_range",
+            "calibration of the widths",
+            calib_range("width"),
+            kind="range",
+            fmt=".2f",
+            source=[CALIBRATION],
+        ),
+        compute(
+            "sharpness.calibration_centre_range",
+            "calibration of the centres",
+            calib_range("centre"),
+            kind="range",
+            fmt=".2f",
+            source=[CALIBRATION],
+        ),
+        compute(
+            "sharpness.calibration_within_band",
+            "calibration within the band",
+            calib_band,
+            kind="count",
+            source=[CALIBRATION],
+        ),
+    ]
     for obs in THEORY_OBS:
         out.append(
             compute(
