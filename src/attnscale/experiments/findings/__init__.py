@@ -214,8 +214,15 @@ SECTIONS = [
             "transitions": "sharpness_transitions",
             "trends": "sharpness_trends",
             "curves": "sharpness_curves",
-            "calibration": "sharpness_calibration",
         },
+    ),
+    (
+        "sharpness-calibration",
+        "Calibration of the crossing SEs",
+        None,
+        "long-context.md#calibration-of-the-crossing-ses",
+        sharpness.calibration_findings,
+        {"calibration": "sharpness_calibration"},
     ),
     (
         "variance-reduction",
@@ -259,9 +266,12 @@ def _provenance(tables: dict, configuration: str) -> dict:
 
 def document(tables: dict, configuration: str) -> dict:
     """The findings document (JSON-ready) from the loaded tables, keyed like :data:`SECTIONS`'
-    input names."""
+    input names; a section whose inputs are all empty lists (a family the configuration does not
+    run, such as the calibration outside config/long-context.yaml) is left out."""
     sections, entries = [], {}
     for sid, title, figure, doc, fn, inputs in SECTIONS:
+        if all(isinstance(tables[n], list) and not tables[n] for n in inputs.values()):
+            continue  # a family the configuration does not run (its inputs are empty lists)
         found = fn(**{arg: tables[name] for arg, name in inputs.items()})
         for f in found:
             if f.key in entries:

@@ -86,8 +86,9 @@ def refresh_markers(text: str, name: str, old: dict | None, new: dict) -> tuple[
 
     A marker's value is the text that follows it; it is recognised as the rendering in ``new``
     (left alone) or in ``old``, the document ``new`` replaces (replaced by the new rendering).
-    Anything else, and a key ``new`` lacks, is returned as stale (the prose check then fails on
-    it: it needs an author). Markers of other configurations are left alone.
+    Anything else, and a key ``new`` lacks but ``old`` had, is returned as stale (the prose check
+    then fails on it: it needs an author); a key neither has is left to the prose check. Markers
+    of other configurations are left alone.
     """
     stale: list[str] = []
 
@@ -101,6 +102,8 @@ def refresh_markers(text: str, name: str, old: dict | None, new: dict) -> tuple[
             continue
         key = m.group(3)
         now, was = rendered(new, key), rendered(old, key)
+        if now is None and was is None:
+            continue  # not a finding of this run's (an example in the prose, or a typo the check names)
         rest = text[m.end() :]
         if now is not None and rest.startswith(now):
             continue

@@ -28,6 +28,7 @@ __all__ = [
     "NAMES",
     "Z_WITHIN",
     "sharpness_findings",
+    "calibration_findings",
 ]
 
 TRANSITIONS = "sharpness/transitions.csv"
@@ -63,11 +64,7 @@ def _largest_n(tr: pd.DataFrame) -> pd.DataFrame:
 
 
 def sharpness_findings(
-    *,
-    transitions: pd.DataFrame,
-    trends: pd.DataFrame,
-    curves: pd.DataFrame,
-    calibration: list | None = None,
+    *, transitions: pd.DataFrame, trends: pd.DataFrame, curves: pd.DataFrame
 ) -> list[Finding]:
     """The widths against Paper A's finite-n simplex and the finite-d theory, their local slopes
     against ``ln n``, the tilt's floor under lambda, and the centres against the finite-d theory
@@ -298,96 +295,7 @@ def sharpness_findings(
             ],
         }
 
-    def calib():
-        return frame(calibration or [])
-
-    def calib_table():
-        c = calib()
-        rows = []
-        for key, g in c.groupby(
-            ["d", "n", "draws", "rows", "experiments", "observable"], sort=False
-        ):
-            w = g[g["quantity"] == "width"].iloc[0]
-            ce = g[g["quantity"] == "centre"].iloc[0]
-            rows.append(
-                [
-                    *[int(v) for v in key[:5]],
-                    key[5],
-                    f"{w['ratio']:.3f} ± {w['ratio_se']:.3f}",
-                    f"{ce['ratio']:.3f} ± {ce['ratio_se']:.3f}",
-                    float(w["corr_mean"]),
-                ]
-            )
-        return {
-            "label": "calibration of the crossing SEs: spread over independent experiments / mean "
-            "delta-method SE (± its own SE), and the mean correlation of a width's two crossings",
-            "value": rows,
-        }
-
-    def calib_range(q):
-        def fn():
-            c = calib()
-            r = c[c["quantity"] == q]["ratio"].astype(float)
-            return {
-                "label": f"calibration: spread / mean SE of the {q}s, range over every point and "
-                "observable",
-                "value": [float(r.min()), float(r.max())],
-            }
-
-        return fn
-
-    def calib_band():
-        r = calib()["ratio"].astype(float)
-        return {
-            "label": f"calibration ratios within [{CALIBRATION_BAND[0]:g}, "
-            f"{CALIBRATION_BAND[1]:g}] (every point, observable, width and centre)",
-            "value": [int(r.between(*CALIBRATION_BAND).sum()), len(r)],
-        }
-
-    out = [
-        compute(
-            "sharpness.calibration",
-            "calibration table",
-            calib_table,
-            kind="table",
-            source=[CALIBRATION],
-            columns=[
-                "d",
-                "n",
-                "draws",
-                "rows",
-                "experiments",
-                "observable",
-                "width: spread / mean SE",
-                "centre: spread / mean SE",
-                "corr(x10, x90)",
-            ],
-            columns_fmt=["d", "d", "d", "d", "d", "", "", "", "+.2f"],
-        ),
-        compute(
-            "sharpness.calibration_width_range",
-            "calibration of the widths",
-            calib_range("width"),
-            kind="range",
-            fmt=".2f",
-            source=[CALIBRATION],
-        ),
-        compute(
-            "sharpness.calibration_centre_range",
-            "calibration of the centres",
-            calib_range("centre"),
-            kind="range",
-            fmt=".2f",
-            source=[CALIBRATION],
-        ),
-        compute(
-            "sharpness.calibration_within_band",
-            "calibration within the band",
-            calib_band,
-            kind="count",
-            source=[CALIBRATION],
-        ),
-    ]
+    out = []
     for obs in THEORY_OBS:
         out.append(
             compute(
@@ -505,3 +413,100 @@ def sharpness_findings(
         compute("sharpness.table", "table", table, kind="table", source=src_tr + src_fit),
     ]
     return out
+
+
+def calibration_findings(*, calibration: list) -> list[Finding]:
+    """The calibration of the crossing SEs, where the configuration runs it (rule
+    ``sharpness_calibration``; docs/long-context.md#calibration-of-the-crossing-ses): the spread
+    of each width and centre over independent experiments against its mean delta-method SE."""
+
+    def calib():
+        return frame(calibration)
+
+    def calib_table():
+        c = calib()
+        rows = []
+        for key, g in c.groupby(
+            ["d", "n", "draws", "rows", "experiments", "observable"], sort=False
+        ):
+            w = g[g["quantity"] == "width"].iloc[0]
+            ce = g[g["quantity"] == "centre"].iloc[0]
+            rows.append(
+                [
+                    *[int(v) for v in key[:5]],
+                    key[5],
+                    f"{w['ratio']:.3f} ± {w['ratio_se']:.3f}",
+                    f"{ce['ratio']:.3f} ± {ce['ratio_se']:.3f}",
+                    float(w["corr_mean"]),
+                ]
+            )
+        return {
+            "label": "calibration of the crossing SEs: spread over independent experiments / mean "
+            "delta-method SE (± its own SE), and the mean correlation of a width's two crossings",
+            "value": rows,
+        }
+
+    def calib_range(q):
+        def fn():
+            c = calib()
+            r = c[c["quantity"] == q]["ratio"].astype(float)
+            return {
+                "label": f"calibration: spread / mean SE of the {q}s, range over every point and "
+                "observable",
+                "value": [float(r.min()), float(r.max())],
+            }
+
+        return fn
+
+    def calib_band():
+        r = calib()["ratio"].astype(float)
+        return {
+            "label": f"calibration ratios within [{CALIBRATION_BAND[0]:g}, "
+            f"{CALIBRATION_BAND[1]:g}] (every point, observable, width and centre)",
+            "value": [int(r.between(*CALIBRATION_BAND).sum()), len(r)],
+        }
+
+    return [
+        compute(
+            "sharpness.calibration",
+            "calibration table",
+            calib_table,
+            kind="table",
+            source=[CALIBRATION],
+            columns=[
+                "d",
+                "n",
+                "draws",
+                "rows",
+                "experiments",
+                "observable",
+                "width: spread / mean SE",
+                "centre: spread / mean SE",
+                "corr(x10, x90)",
+            ],
+            columns_fmt=["d", "d", "d", "d", "d", "", "", "", "+.2f"],
+        ),
+        compute(
+            "sharpness.calibration_width_range",
+            "calibration of the widths",
+            calib_range("width"),
+            kind="range",
+            fmt=".2f",
+            source=[CALIBRATION],
+        ),
+        compute(
+            "sharpness.calibration_centre_range",
+            "calibration of the centres",
+            calib_range("centre"),
+            kind="range",
+            fmt=".2f",
+            source=[CALIBRATION],
+        ),
+        compute(
+            "sharpness.calibration_within_band",
+            "calibration within the band",
+            calib_band,
+            kind="count",
+            source=[CALIBRATION],
+        ),
+    ]
