@@ -185,6 +185,29 @@ def sharpness_findings(
 
         return fn
 
+    def not_accepted():
+        rows = []
+        for what in ("width", "centre"):
+            for obs in THEORY_OBS:
+                sub = pick(transitions, observable=obs)
+                ref, ref_se = ref_of(what, obs)
+                se = (
+                    sub[f"{what}_se"]
+                    if ref_se is None
+                    else np.hypot(sub[f"{what}_se"], sub[ref_se])
+                )
+                diff = (sub[what] - sub[ref]).abs()
+                bad = sub[diff > np.maximum(3.0 * se, FINITE_D_ABS_TOL)]
+                for (_, r), e in zip(bad.iterrows(), se[bad.index], strict=True):
+                    rows.append(
+                        [obs, what, int(r["d"]), float(r["rho"]), sci(r["n"]), r[what], r[ref], e]
+                    )
+        return {
+            "label": "widths and centres the finite-d theory does not meet by the theorem "
+            f"table's rule, |simulated - finite-d| <= max(3 SE, {FINITE_D_ABS_TOL:g})",
+            "value": rows,
+        }
+
     def centre(obs):
         def fn():
             sub = pick(_largest_n(transitions), rho=RHO, observable=obs).sort_values("d")
@@ -409,6 +432,15 @@ def sharpness_findings(
             fmt=".3f",
             source=src_tr,
             pm="one standard error of the mean over the draws",
+        ),
+        compute(
+            "sharpness.not_accepted",
+            "finite-d misses",
+            not_accepted,
+            kind="table",
+            source=src_tr,
+            columns=["observable", "quantity", "d", "rho", "n", "simulated", "finite-d", "SE"],
+            columns_fmt=["", "", "d", "g", "", ".4f", ".4f", ".2g"],
         ),
         compute("sharpness.table", "table", table, kind="table", source=src_tr + src_fit),
     ]
