@@ -100,6 +100,8 @@ def refresh_markers(text: str, name: str, old: dict | None, new: dict) -> tuple[
     for m in MARKER.finditer(text):
         if (m.group(2) or "") != name:
             continue
+        if text[max(m.start() - 1, 0) : m.start()] == "`":
+            continue  # a marker shown as code (an example in the prose), not a quotation
         key = m.group(3)
         now, was = rendered(new, key), rendered(old, key)
         if now is None and was is None:
