@@ -455,3 +455,28 @@ def test_the_figure_draws_the_table_and_the_critical_level():
                 np.testing.assert_allclose(x, np.log(want["n"].to_numpy()) / d, rtol=1e-15)
                 np.testing.assert_array_equal(y, want[what].to_numpy())
     plt.close(fig)
+
+
+def test_config_refuses_bad_calibration_and_z0_points():
+    """The measurement points of config/long-context.yaml are checked before any work, each bad
+    field named with its index and allowed range."""
+    from attnscale.pipeline.config import Config, ConfigError
+    from attnscale.pipeline.config_checks import CHECKS
+
+    checks = {fn.__name__: fn for fn in CHECKS}
+    base = {"sizes": [{"d": 32, "n_max": 4096}], "n": [1024, 4096]}
+    good = {"d": 32, "n": 256, "rho": 0.5, "draws": 4, "rows": 32, "experiments": 100}
+    checks["_check_sharpness"](Config({"sharpness": {**base, "calibration": [good]}}))
+    for bad, msg in (
+        ({"draws": 1}, r"sharpness.calibration\[0\].draws"),
+        ({"rho": 1.0}, r"sharpness.calibration\[0\].rho"),
+        ({"rows": 512}, r"sharpness.calibration\[0\].rows"),
+    ):
+        with pytest.raises(ConfigError, match=msg):
+            checks["_check_sharpness"](
+                Config({"sharpness": {**base, "calibration": [{**good, **bad}]}})
+            )
+    z0 = {"n": 4096, "d": 512, "rho": 0.5, "draws": 40, "rows": 256, "gamma": [2.0]}
+    checks["_check_z0_spread"](Config({"paper_a": {"z0_spread": [z0]}}))
+    with pytest.raises(ConfigError, match=r"paper_a.z0_spread\[0\].gamma"):
+        checks["_check_z0_spread"](Config({"paper_a": {"z0_spread": [{**z0, "gamma": []}]}}))

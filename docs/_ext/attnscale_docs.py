@@ -405,7 +405,10 @@ def public_names(module_name: str) -> list[str]:
             and home.startswith("attnscale.")
             and hasattr(obj, "__qualname__")
         ):
-            out.append(f"~{home}.{obj.__qualname__}")
+            if home.startswith(module_name + "."):  # a submodule's: relative to this module
+                out.append(f"~{home[len(module_name) + 1 :]}.{obj.__qualname__}")
+            else:
+                out.append(f"~{home}.{obj.__qualname__}")
         else:
             out.append(attr)  # relative to the module (autosummary's current module)
     return out

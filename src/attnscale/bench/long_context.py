@@ -28,7 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["JOB_STARTUP_S", "load_overlay", "units", "measure", "estimate", "z0_spread", "main"]
+__all__ = [
+    "JOB_STARTUP_S",
+    "Z0_SPREAD_ROWS",
+    "load_overlay",
+    "units",
+    "measure",
+    "estimate",
+    "z0_spread",
+    "z0_spread_table",
+    "main",
+]
 
 #: Start-up of one job (Python and library imports, reading inputs), seconds [measured ~0.5-1.5
 #: s on this machine kind, docs/performance.md; the upper end is taken].

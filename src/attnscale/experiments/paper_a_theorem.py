@@ -30,6 +30,7 @@ from .paper_a_eta import has_gamma_c, norm_moments
 from .paper_a_tokens import RegeneratedDraws, job_draws, tokens_at
 
 __all__ = [
+    "FINITE_D_ABS_TOL",
     "theory_rows",
     "theory_rows_all",
     "theorem_table",

@@ -196,6 +196,48 @@ def _check_sharpness(cfg) -> None:
     ds = [s["d"] for s in sizes]
     if any(b <= a for a, b in zip(ds, ds[1:], strict=False)):
         fail("sharpness.sizes", "entries with increasing d", ds)
+    _check_points(
+        cfg,
+        "sharpness.calibration",
+        {
+            "d": (2, None),
+            "n": (2, None),
+            "draws": (2, None),
+            "rows": (2, None),
+            "experiments": (3, None),
+        },
+    )
+
+
+def _check_points(cfg, key: str, ints: dict, gamma: bool = False) -> None:
+    """A list of measurement points (``sharpness.calibration``, ``paper_a.z0_spread``): each
+    integer field within its bounds, ``rho`` in (0, 1), and for ``gamma`` a non-empty list of
+    values > 0."""
+    try:
+        points = cfg.get(key)
+    except KeyError:
+        return
+    rho_range = Range(low=0.0, high=1.0)
+    for k, p in enumerate(points or []):
+        for field, (low, high) in ints.items():
+            r = Range(low=low, low_open=False, high=high, high_open=False, integer=True)
+            if not r.ok(p[field]):
+                fail(f"{key}[{k}].{field}", r.text(), p[field])
+        if not rho_range.ok(p["rho"]):
+            fail(f"{key}[{k}].rho", rho_range.text(), p["rho"])
+        if gamma and (not p["gamma"] or any(not g > 0 for g in p["gamma"])):
+            fail(f"{key}[{k}].gamma", "a non-empty list of values > 0", p["gamma"])
+        if "rows" in p and "n" in p and p["rows"] > p["n"]:
+            fail(f"{key}[{k}].rows", f"<= its n ({p['n']})", p["rows"])
+
+
+def _check_z0_spread(cfg) -> None:
+    _check_points(
+        cfg,
+        "paper_a.z0_spread",
+        {"n": (2, None), "d": (2, None), "draws": (3, None), "rows": (2, None)},
+        gamma=True,
+    )
 
 
 def _check_transformer(cfg) -> None:
@@ -269,6 +311,7 @@ CHECKS: list = [
     _check_regimes,
     _check_explorer,
     _check_sharpness,
+    _check_z0_spread,
     _check_transformer,
     check_backend,
 ]
