@@ -116,14 +116,19 @@ wildcard_constraints:
     part=r"\d+",
 
 
+def config_point(key, wc, fields):
+    """The entry of the list of measurement points at config key ``key`` whose ``fields`` are
+    the job's wildcards of the same names (sharpness.calibration, paper_a.z0_spread)."""
+    want = tuple(int(getattr(wc, f)) for f in fields)
+    for p in CFG.get(key):
+        if tuple(p[f] for f in fields) == want:
+            return p
+    raise ValueError(f"no {key} point {dict(wc)}")
+
+
 def calibration_point(wc):
     """The entry of sharpness.calibration that a calibration job's wildcards name."""
-    for p in CFG.get("sharpness.calibration"):
-        if (p["d"], p["n"], p["draws"], p["rows"]) == tuple(
-            int(v) for v in (wc.d, wc.n, wc.draws, wc.rows)
-        ):
-            return p
-    raise ValueError(f"no sharpness.calibration point {dict(wc)}")
+    return config_point("sharpness.calibration", wc, ("d", "n", "draws", "rows"))
 
 
 #: The calibration tables of the configured points (none in the default run).
@@ -135,10 +140,7 @@ CALIBRATION_TABLES = [
 
 def z0_spread_point(wc):
     """The entry of paper_a.z0_spread that a job's wildcards name."""
-    for p in CFG.get("paper_a.z0_spread"):
-        if (p["n"], p["d"]) == (int(wc.n), int(wc.d)):
-            return p
-    raise ValueError(f"no paper_a.z0_spread point {dict(wc)}")
+    return config_point("paper_a.z0_spread", wc, ("n", "d"))
 
 
 #: The z_0 spread tables of the configured points (none in the default run).

@@ -141,6 +141,10 @@ def sharpness_findings(
             raise NotAvailable(f"no {obs} {what} with an SE and a finite-d value")
         return diff[ok], se[ok].astype(float), sub[ref][ok].astype(float)
 
+    def accepts(diff, se):
+        """The theorem table's rule (docs/finite-d.md#mean-field-for-eta)."""
+        return diff.abs() <= np.maximum(3.0 * se, FINITE_D_ABS_TOL)
+
     def within(what, obs):
         def fn():
             diff, se, _ = deviations(what, obs)
@@ -155,7 +159,7 @@ def sharpness_findings(
     def accepted(what, obs):
         def fn():
             diff, se, _ = deviations(what, obs)
-            ok = diff.abs() <= np.maximum(3.0 * se, FINITE_D_ABS_TOL)
+            ok = accepts(diff, se)
             return {
                 "label": f"{NAMES[obs]} {what} accepted by the theorem table's rule, "
                 f"|simulated - finite-d| <= max(3 SE, {FINITE_D_ABS_TOL:g}) (every d, rho, n)",
@@ -189,19 +193,11 @@ def sharpness_findings(
         rows = []
         for what in ("width", "centre"):
             for obs in THEORY_OBS:
-                sub = pick(transitions, observable=obs)
-                ref, ref_se = ref_of(what, obs)
-                se = (
-                    sub[f"{what}_se"]
-                    if ref_se is None
-                    else np.hypot(sub[f"{what}_se"], sub[ref_se])
-                )
-                diff = (sub[what] - sub[ref]).abs()
-                bad = sub[diff > np.maximum(3.0 * se, FINITE_D_ABS_TOL)]
-                for (_, r), e in zip(bad.iterrows(), se[bad.index], strict=True):
-                    rows.append(
-                        [obs, what, int(r["d"]), float(r["rho"]), sci(r["n"]), r[what], r[ref], e]
-                    )
+                diff, se, ref = deviations(what, obs)
+                miss = ~accepts(diff, se)
+                sub = transitions.loc[diff.index[miss]]
+                for k, r in zip(diff.index[miss], sub.itertuples(), strict=True):
+                    rows.append([obs, what, r.d, r.rho, sci(r.n), getattr(r, what), ref[k], se[k]])
         return {
             "label": "widths and centres the finite-d theory does not meet by the theorem "
             f"table's rule, |simulated - finite-d| <= max(3 SE, {FINITE_D_ABS_TOL:g})",
