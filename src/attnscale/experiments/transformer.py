@@ -1,9 +1,10 @@
 """Entries of the transformer family (issue 36; docs/real-transformer.md): every head of a
 pretrained model on the phase diagram, its critical multiplier and how it moves with n.
 
-* :func:`check_inputs` runs when the workflow is parsed, before any job: the model (package
-  installed, files present, SHA-256, architecture) and the text (readable, long enough for the
-  asked windows); every failure is an error naming the key, the file or the install line.
+* :func:`check_inputs` runs when the first job of this family is scheduled, before any job runs
+  (only then: other families do not need the model or the text): the model (package installed,
+  files present, SHA-256, architecture, weights readable) and the text (readable, long enough for
+  the asked windows); every failure is an error naming the key, the file or the install line.
 * :func:`head_phase` (rule ``transformer_heads``, one job per n): the forward pass of each window
   once, then the multiplier probes of every head (:mod:`attnscale.transformer.probes`).
 * :func:`global_scaling` (rule ``transformer_global``): every layer's scores multiplied by the
@@ -71,7 +72,8 @@ def check_inputs(
     global_windows: int,
     cache: str | Path | None = None,
 ) -> dict:
-    """Check the model and the text before any job runs; returns the resolved model source
+    """Check the model and the text before any job of the family runs
+    (docs/pipeline.md#optional-pieces); returns the resolved model source
     (``ModelSource.params()``), the text's SHA-256 and how many word pieces were read.
 
     ``cache``: a JSON file remembering successful checks by the configuration and the files'
@@ -118,8 +120,9 @@ def check_inputs(
     source = loader.resolve(model)
     if not Path(text).is_file():
         raise corpus.CorpusError(
-            f"transformer.text: corpus file {text} does not exist "
-            "(docs/real-transformer.md#real-text says how to install it)"
+            f"transformer.text: corpus file {text} does not exist (the default, "
+            "texts/pride-and-prejudice.txt, comes with the repository; "
+            "docs/real-transformer.md#real-text)"
         )
     m, config = loader.load_tokenizer(source)
     ids, digest = _text_tokens(m, text, text_part, need)

@@ -9,9 +9,10 @@ imported) and the three files must have the SHA-256 of the published model
 (:data:`PACKAGED_SHA256`). A user's own directory is read as it is and its hashes are recorded in
 the provenance instead.
 
-:func:`resolve` runs at configuration-check time, before any job (every error is a
-:class:`ModelError` naming the file and, where the package is missing, the install line); the
-jobs then :func:`load` from the resolved location.
+:func:`resolve` runs in the family's input check, before any of its jobs (every error is a
+:class:`ModelError` naming the file and, where the package is missing, the install line; the
+weights are read once there, so a damaged ``model.safetensors`` is refused by name); the jobs then
+:func:`load` from the resolved location.
 """
 
 from __future__ import annotations
@@ -161,8 +162,32 @@ def resolve(model: str = "packaged", *, expected: dict | None = None) -> ModelSo
         config = json.loads(files["config.json"])
     except ValueError as err:
         raise ModelError(f"{source.path}: config.json is not JSON ({err})") from None
-    architectures.adapter_for(config)  # raises ModelError for an unsupported architecture
+    adapter = architectures.adapter_for(config)  # ModelError for an unsupported architecture
+    _check_weights(source, files["model.safetensors"], adapter, config)
     return ModelSource(source.kind, source.path, got)
+
+
+def _check_weights(source: ModelSource, weights: bytes, adapter, config: dict) -> None:
+    """Read the weights as a job will (issue 43, item 6): a :class:`ModelError` naming
+    ``model.safetensors`` if they cannot be read or do not fit ``config.json``
+    (docs/real-transformer.md#the-model)."""
+    import safetensors.numpy
+
+    name = (
+        f"{source.path}/model.safetensors"
+        if source.kind == "directory"
+        else f"{source.path}: model.safetensors"
+    )
+    try:
+        tensors = safetensors.numpy.load(weights)
+    except Exception as err:  # safetensors raises its own SafetensorError (and others)
+        raise ModelError(
+            f"transformer.model: the weights {name} cannot be read ({type(err).__name__}: {err})"
+        ) from None
+    try:
+        adapter(config, tensors)
+    except ModelError as err:
+        raise ModelError(f"transformer.model: the weights {name} do not fit: {err}") from None
 
 
 @dataclass
