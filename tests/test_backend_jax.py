@@ -638,3 +638,18 @@ def test_gpu_run_script_at_tiny_size(gpu_run_tiny):
     )
     log = next((out / "paper-scale" / "logs" / "paper_a" / "lambda").rglob("part0.log"))
     assert "backend: jax on" in log.read_text()
+    # without --tiny, this machine's JAX (machine.json) would be refused with the install line
+    # where it sees no GPU, instead of running paper scale on the CPU (optional pieces)
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("gpu_run", REPO / "tools" / "gpu_run.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.gpu_missing(machine, tiny=True) is None
+    assert tool.gpu_missing({**machine, "platform": "gpu"}, tiny=False) is None
+    why = tool.gpu_missing({**machine, "platform": "cpu"}, tiny=False)
+    assert 'pip install "jax[cuda12]==0.10.2"' in why and "--tiny" in why
+    if machine["platform"] == "cpu":
+        assert tool.gpu_missing(machine, tiny=False) == why

@@ -24,8 +24,13 @@ def _jobs(stdout: str) -> dict[str, int]:
     return out
 
 
-def test_cluster_configuration_dry_runs_through_the_slurm_profile(tmp_path):
-    work = copy_repo(tmp_path / "repo")
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """One copy of the repository for this module's runs."""
+    return copy_repo(tmp_path_factory.mktemp("cluster") / "repo")
+
+
+def test_cluster_configuration_dry_runs_through_the_slurm_profile(work):
     proc = snakemake(
         work,
         "-n",
@@ -46,6 +51,44 @@ def test_cluster_configuration_dry_runs_through_the_slurm_profile(tmp_path):
         fs["rho"]
     )
     assert "all" in jobs
+
+
+def test_the_slurm_profile_without_slurm_stops_before_the_first_job(work):
+    """Slurm is needed only by the Slurm profile: without its commands on PATH a real run stops
+    after the DAG is built, before any job is submitted, with one message naming them
+    (docs/pipeline.md#optional-pieces), instead of waiting on a cluster that is not there."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from attnscale.pipeline.executors import executor_missing
+    from conftest import hermetic_env
+
+    assert executor_missing("local", which=lambda c: None) is None
+    assert executor_missing("slurm", which=lambda c: f"/usr/bin/{c}") is None
+    import shutil
+
+    bin_ = work.parent / "no-slurm-bin"  # the shell tools Snakemake calls, and no Slurm
+    bin_.mkdir(exist_ok=True)
+    for name in ("sh", "bash", "which", "git", "uname", "env"):
+        if shutil.which(name) and not (bin_ / name).exists():
+            (bin_ / name).symlink_to(shutil.which(name))
+    env = hermetic_env(work)
+    env["PATH"] = os.pathsep.join([str(bin_), str(Path(sys.executable).parent)])
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/slurm"]
+        + ["--configfile", "tests/smoke.yaml", "--jobs", "1", "--", "paper_b_profile_figure"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "needs Slurm's commands on PATH; sbatch, squeue, scancel not found" in out, out[-3000:]
+    assert not list((work / "results").rglob("*.csv")) and "Submitted" not in out
 
 
 def test_every_grouped_rule_is_sized_as_a_bundle_and_names_a_real_rule():

@@ -183,6 +183,19 @@ def benchmark_patterns() -> dict:
     return pats
 
 
+def gpu_missing(machine: dict, tiny: bool) -> str | None:
+    """Why a GPU session cannot run on this machine (JAX sees no GPU: the CUDA plugin missing, or
+    no GPU), or None; a ``--tiny`` try-out runs on the CPU (docs/pipeline.md#optional-pieces)."""
+    if tiny or machine.get("platform") not in (None, "cpu"):
+        return None
+    why = machine.get("error") or f"JAX sees {machine.get('device_kind', 'no GPU')}, no GPU"
+    return (
+        f"tools/gpu_run.py: no GPU for the JAX backend ({why.strip()[-300:]}); on an NVIDIA GPU "
+        'install the CUDA plugin, e.g. pip install "jax[cuda12]==0.10.2" (docs/gpu.md#installing-'
+        "jax), or run with --tiny for the same steps at tiny sizes on the CPU"
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "results-gpu"))
@@ -217,6 +230,11 @@ def main(argv=None) -> int:
         cwd=REPO,
     )
     machine = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr[-2000:]}
+    why = gpu_missing(machine, args.tiny)
+    if why is not None:  # not 9 minutes of paper-scale jobs on a CPU recorded as a GPU session
+        print(why, file=sys.stderr)
+        (out / "summary.json").write_text(json.dumps({**summary, "refused": why}, indent=2) + "\n")
+        return 2
     bench = [
         py,
         "-m",

@@ -10,6 +10,7 @@ from attnscale.experiments.transformer import default_cache as _transformer_cach
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.config import source_label as _source_label
 from attnscale.pipeline.deps import lib_files as _lib_files
+from attnscale.pipeline.executors import executor_missing as _executor_missing
 from attnscale.pipeline.rule_defaults import install as _install_rule_defaults
 from attnscale.pipeline.scheduler_fix import (
     install_or_say_why as _install_scheduler_fix,
@@ -73,6 +74,15 @@ def transformer_text(wildcards):
     """Input function of the transformer jobs: the text, once the family's inputs are checked."""
     transformer_inputs()
     return CFG.get("transformer.text")
+
+
+onstart:
+    # after the DAG is built, before the first job (not in a dry run): what the executor needs
+    # (Slurm's commands for profiles/slurm; docs/pipeline.md#optional-pieces)
+    _plugin = workflow.executor_plugin
+    _why = _executor_missing(_plugin.name if _plugin is not None else None)
+    if _why is not None:
+        raise WorkflowError(_why)
 
 
 # every rule runs this script, which calls the library function named in params.entry
