@@ -191,8 +191,8 @@ def gpu_missing(machine: dict, tiny: bool) -> str | None:
     why = machine.get("error") or f"JAX sees {machine.get('device_kind', 'no GPU')}, no GPU"
     return (
         f"tools/gpu_run.py: no GPU for the JAX backend ({why.strip()[-300:]}); on an NVIDIA GPU "
-        'install the CUDA plugin, e.g. pip install "jax[cuda12]==0.10.2" (docs/gpu.md#installing-'
-        "jax), or run with --tiny for the same steps at tiny sizes on the CPU"
+        'install the CUDA plugin, e.g. pip install "jax[cuda12]==0.10.2" '
+        "(docs/gpu.md#installing-jax), or run with --tiny for the same steps at tiny sizes on the CPU"
     )
 
 
