@@ -458,6 +458,22 @@ def docs_build_command(out: Path, figures: Path | None) -> tuple[list[str], dict
 
 
 @pytest.fixture(scope="session")
+def smoke_summary(smoke_run) -> str:
+    """Snakemake's ``--detailed-summary`` of the finished smoke tree (its stdout: one row per
+    output with its rule, inputs and status), made once per session whichever test process asks
+    first (tests/background.py): test_deps reads the rules' library inputs from it and
+    test_workflow the declared outputs, one parse instead of two."""
+    job = Job("smoke_summary")
+    exe = Path(sys.executable).parent / "snakemake"
+    work = smoke_run["dir"]
+    job.start([exe, "--detailed-summary", "--cores", "1", *SMOKE], cwd=work, env=hermetic_env(work))
+    done = job.wait(timeout=900)
+    if done.returncode != 0:
+        raise AssertionError(f"--detailed-summary failed:\n{done.stderr[-6000:]}")
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
 def forced_rerun(smoke_run):
     """The finished one-core forced rerun of :data:`FORCED` (started by ``smoke_run``)."""
     job = Job("forced")

@@ -86,10 +86,10 @@ def expected_lib(module: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def summary(smoke_run):
-    """rule -> set of library inputs, from Snakemake's own detailed summary of the smoke DAG."""
-    proc = snakemake(smoke_run["dir"], "--detailed-summary", "--cores", "1", *SMOKE)
-    lines = proc.stdout.splitlines()
+def summary(smoke_summary):
+    """rule -> set of library inputs, from Snakemake's own detailed summary of the smoke DAG
+    (conftest.smoke_summary, shared with test_workflow)."""
+    lines = smoke_summary.splitlines()
     head = lines[0].split("\t")
     rule_i, in_i = head.index("rule"), head.index("input-file(s)")
     out: dict[str, set[str]] = {}

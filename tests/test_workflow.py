@@ -64,16 +64,16 @@ def test_dry_run_default_config(tmp_path):
     assert "paper_a_lambda" in proc.stdout + proc.stderr
 
 
-def _declared_outputs(work: Path) -> list[str]:
-    proc = snakemake(work, *SMOKE, "--summary")
-    lines = proc.stdout.strip().splitlines()
+def _declared_outputs(summary: str) -> list[str]:
+    """The output files of Snakemake's (detailed) summary of a DAG."""
+    lines = summary.strip().splitlines()
     assert lines[0].startswith("output_file")
     return [ln.split("\t")[0] for ln in lines[1:]]
 
 
-def test_smoke_produces_every_declared_output(smoke_run):
+def test_smoke_produces_every_declared_output(smoke_run, smoke_summary):
     work = smoke_run["dir"]
-    outputs = _declared_outputs(work)
+    outputs = _declared_outputs(smoke_summary)  # conftest.smoke_summary, shared with test_deps
     assert len(outputs) > 10
     missing = [o for o in outputs if not (work / o).is_file() or (work / o).stat().st_size == 0]
     assert not missing, f"missing or empty outputs: {missing}"
