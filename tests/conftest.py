@@ -108,9 +108,13 @@ def _needs_smoke(item) -> bool:
 
 
 #: System programs that some tests need and the README's set-up does not install: the program's
-#: names on PATH, in order of preference, and the one command that installs it (Debian).
+#: names on PATH, in order of preference, and how to install it (on any OS: one line each).
 SYSTEM_PROGRAMS = {
-    "Chromium": (("chromium", "chromium-browser", "google-chrome"), "apt-get install -y chromium"),
+    "Chromium": (
+        ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"),
+        "apt-get install -y chromium (Debian, Ubuntu), dnf install chromium (Fedora), "
+        "brew install --cask chromium (macOS, then put its binary on PATH as chromium)",
+    ),
 }
 
 
