@@ -1,0 +1,100 @@
+"""The width of a real head's transition against the theory's (issue 43;
+docs/real-transformer.md#the-width-against-the-theory).
+
+The head's width is ``ln s_0.9 - ln s_0.1`` of ``lambda(s) / lambda(inf)`` (column ``width`` of
+``heads.csv``); the theory's, ``ln beta_0.9 - ln beta_0.1`` of lambda at the same levels
+(:data:`attnscale.experiments.sharpness_summary.LEVELS`), for the finite-d mean field
+(:func:`attnscale.layer.finite_d.mean_field`, ``alpha = 0``) and the finite-n simplex map
+(:func:`attnscale.experiments.sharpness_summary.simplex_crossing`), at the layer's ``rho_hat``
+and ``n``. Multiplying the scores by ``s`` is multiplying ``beta`` by ``s``, so widths in
+``ln s`` and in ``ln beta`` are the same variable [derived]; centres are not (the head's score
+scale at ``s = 1`` is not a ``beta``), so the theory's centre is reported in ``ln beta`` only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnscale.core.crossings import first_crossing
+from attnscale.core.roots import brentq
+from attnscale.layer import finite_d, theory
+from attnscale.pipeline.io import provenance_columns
+
+from .sharpness_summary import LEVELS, simplex_crossing
+
+__all__ = ["mean_field_levels", "simplex_levels", "widths"]
+
+#: Points of the coarse grid in ln beta that brackets each level before Brent's method [choice].
+COARSE = 14
+
+
+def simplex_levels(n: int, d: int, rho: float) -> list[float]:
+    """``ln beta`` where the finite-n simplex lambda crosses 10 %, 90 % and the critical level."""
+    scale = theory.gamma_c(rho) * np.log(n)
+    levels = (*LEVELS, theory.critical_level("lambda", rho))
+    return [float(np.log(simplex_crossing("lambda", n, d, rho, v) * scale)) for v in levels]
+
+
+def mean_field_levels(n: int, d: int, rho: float) -> list[float]:
+    """``ln beta`` where the finite-d mean field's lambda first crosses 10 %, 90 % and the
+    critical level: a coarse grid in ``ln beta`` around the simplex's transition (from 3.5 below
+    its 10 % crossing to 1.5 above its 90 % one), each bracket refined by Brent's method;
+    ``nan`` where a level is not crossed there."""
+    lo, hi, _ = simplex_levels(n, d, rho)
+    grid = np.linspace(lo - 3.5, hi + 1.5, COARSE)
+
+    def lam(lb):
+        return float(finite_d.mean_field(n, d, rho, [np.exp(lb)])["lambda"][0])
+
+    F = np.array([lam(x) for x in grid])
+    out = []
+    for v in (*LEVELS, theory.critical_level("lambda", rho)):
+        hit = first_crossing(grid, F, v)
+        if hit is None:
+            out.append(np.nan)
+            continue
+        a, b = grid[hit.k], grid[hit.k + 1]
+        out.append(float(brentq(lambda x, v=v: lam(x) - v, a, b, xtol=1e-4)))
+    return out
+
+
+def widths(
+    *, heads: pd.DataFrame, definitions: pd.DataFrame, n: int, root_seed: int
+) -> pd.DataFrame:
+    """Entry of rule ``transformer_widths``: per layer at window length ``n`` and per theory
+    dimension (the model width ``d_model``, where rho_hat is measured, and the head dimension
+    ``d_head``, where the scores live), the measured median width over heads with its SE (from
+    ``definitions.csv``, a head without a width counting as wider than the grid) and the
+    theory's widths and centres in ``ln beta``."""
+    H = heads[heads["n"] == n]
+    D = definitions[(definitions["n"] == n) & (definitions["definition"] == "width")]
+    rows = []
+    for ly, g in H.groupby("layer"):
+        rho = float(g["rho_hat"].iloc[0])
+        m = D[D["layer"] == ly].iloc[0]
+        sx = simplex_levels(n, int(g["d_model"].iloc[0]), rho)
+        for which in ("d_model", "d_head"):
+            d = int(g[which].iloc[0])
+            mf = mean_field_levels(n, d, rho)
+            rows.append(
+                {
+                    "n": n,
+                    "layer": int(ly),
+                    "rho_hat": rho,
+                    "dimension": which,
+                    "d": d,
+                    "width": float(m["s_star_median"]),
+                    "width_se": float(m["s_star_median_se"]),
+                    "heads_with_width": int(m["crossing"]),
+                    "heads": int(m["heads"]),
+                    "width_mean_field": mf[1] - mf[0],
+                    "centre_mean_field": mf[2],
+                    "width_simplex": sx[1] - sx[0],
+                    "centre_simplex": sx[2],
+                }
+            )
+    out = pd.DataFrame(rows)
+    out["over_mean_field"] = out["width"] / out["width_mean_field"]
+    out["over_simplex"] = out["width"] / out["width_simplex"]
+    return out.assign(**provenance_columns(root_seed, (n,), {"n": int(n)}))
