@@ -130,7 +130,8 @@ rule transformer_widths_figure:
     both dimensions."""
     input:
         widths=expand(
-            rules.transformer_widths.output.table, n=CFG.ints("transformer.n")
+            rules.transformer_widths.output.table,
+            n=CFG.get("transformer.widths_n") or CFG.ints("transformer.n"),
         ),
         lib=lib("figures.transformer"),
     output:

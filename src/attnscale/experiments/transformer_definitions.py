@@ -1,6 +1,6 @@
 """A real head's critical multiplier under each definition, its transition width, by position band,
 with moving-block bootstrap SEs (issue 43; docs/real-transformer.md#three-definitions-of-s,
-docs/real-transformer.md#n-apart-from-position, docs/real-transformer.md#honest-errors).
+docs/real-transformer.md#n-apart-from-position, docs/real-transformer.md#standard-errors).
 
 Every statistic of one window length is computed on the window means and on the same block
 resamples of the windows (:func:`attnscale.transformer.bootstrap.resample`); window lengths are

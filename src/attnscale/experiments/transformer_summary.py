@@ -104,6 +104,8 @@ def head_table(run, est, boot, n_train: int, block: int, resamples: int, rng) ->
         )
         row.update(lambda_1=lam_m[ly, h, k1], lambda_1_se=lam_se[ly, h, k1])
         row.update(lambda_ratio_1=ratio_m[ly, h, k1], self_weight_1=sw_m[ly, h, k1])
+        row.update(lambda_ratio_first=ratio_m[ly, h, 0], lambda_ratio_last=ratio_m[ly, h, -1])
+        row.update(lambda_first=lam_m[ly, h, 0], lambda_last=lam_m[ly, h, -1])
         row.update(self_weight_1_se=sw_se[ly, h, k1], self_weight_max=sw_m[ly, h].max())
         row["beyond_training"] = n > n_train
         for k in DESCRIPTORS:

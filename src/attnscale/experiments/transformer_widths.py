@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnscale.core.crossings import first_crossing
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
 from attnscale.pipeline.io import provenance_columns
@@ -25,38 +24,48 @@ from .sharpness_summary import LEVELS, simplex_crossing
 
 __all__ = ["mean_field_levels", "simplex_levels", "widths"]
 
-#: Points of the coarse grid in ln beta that brackets each level before Brent's method [choice].
-COARSE = 14
+#: Step in ln beta of the search for a bracket, from the simplex's crossing [choice].
+STEP = 0.5
+#: Tolerance of Brent's method in ln beta [choice: a thousandth of a width of ~0.3].
+XTOL = 1e-3
 
 
 def simplex_levels(n: int, d: int, rho: float) -> list[float]:
-    """``ln beta`` where the finite-n simplex lambda crosses 10 %, 90 % and the critical level."""
+    """``ln beta`` where the finite-n simplex lambda crosses 10 %, 90 % and the critical level
+    (its centre)."""
     scale = theory.gamma_c(rho) * np.log(n)
     levels = (*LEVELS, theory.critical_level("lambda", rho))
     return [float(np.log(simplex_crossing("lambda", n, d, rho, v) * scale)) for v in levels]
 
 
+def _bracketed_root(f, x0: float) -> float:
+    """The root of the increasing ``f`` nearest ``x0``: steps of :data:`STEP` from ``x0`` until
+    the sign changes (at most 8), then Brent's method; ``nan`` if none is found."""
+    f0 = f(x0)
+    step = -STEP if f0 > 0 else STEP
+    a, fa = x0, f0
+    for _ in range(8):
+        b = a + step
+        fb = f(b)
+        if np.sign(fb) != np.sign(fa):
+            lo, hi = min(a, b), max(a, b)
+            return float(brentq(f, lo, hi, xtol=XTOL))
+        a, fa = b, fb
+    return float("nan")
+
+
 def mean_field_levels(n: int, d: int, rho: float) -> list[float]:
-    """``ln beta`` where the finite-d mean field's lambda first crosses 10 %, 90 % and the
-    critical level: a coarse grid in ``ln beta`` around the simplex's transition (from 3.5 below
-    its 10 % crossing to 1.5 above its 90 % one), each bracket refined by Brent's method;
-    ``nan`` where a level is not crossed there."""
-    lo, hi, _ = simplex_levels(n, d, rho)
-    grid = np.linspace(lo - 3.5, hi + 1.5, COARSE)
+    """``ln beta`` where the finite-d mean field's lambda crosses 10 % and 90 %: each found from
+    the simplex's crossing of the same level by :func:`_bracketed_root` (the mean field's lambda
+    increases with beta, docs/finite-d.md#mean-field-for-cosine-and-lambda)."""
+    sx = simplex_levels(n, d, rho)
 
     def lam(lb):
         return float(finite_d.mean_field(n, d, rho, [np.exp(lb)])["lambda"][0])
 
-    F = np.array([lam(x) for x in grid])
-    out = []
-    for v in (*LEVELS, theory.critical_level("lambda", rho)):
-        hit = first_crossing(grid, F, v)
-        if hit is None:
-            out.append(np.nan)
-            continue
-        a, b = grid[hit.k], grid[hit.k + 1]
-        out.append(float(brentq(lambda x, v=v: lam(x) - v, a, b, xtol=1e-4)))
-    return out
+    return [
+        _bracketed_root(lambda x, v=v: lam(x) - v, x0) for v, x0 in zip(LEVELS, sx, strict=False)
+    ]
 
 
 def widths(
@@ -66,7 +75,7 @@ def widths(
     dimension (the model width ``d_model``, where rho_hat is measured, and the head dimension
     ``d_head``, where the scores live), the measured median width over heads with its SE (from
     ``definitions.csv``, a head without a width counting as wider than the grid) and the
-    theory's widths and centres in ``ln beta``."""
+    theory's widths in ``ln beta`` (and the simplex's centre)."""
     H = heads[heads["n"] == n]
     D = definitions[(definitions["n"] == n) & (definitions["definition"] == "width")]
     rows = []
@@ -89,7 +98,6 @@ def widths(
                     "heads_with_width": int(m["crossing"]),
                     "heads": int(m["heads"]),
                     "width_mean_field": mf[1] - mf[0],
-                    "centre_mean_field": mf[2],
                     "width_simplex": sx[1] - sx[0],
                     "centre_simplex": sx[2],
                 }

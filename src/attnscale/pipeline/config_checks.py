@@ -247,6 +247,13 @@ def _check_transformer(cfg) -> None:
         return
     if cfg.get("transformer.n_ref") not in n:
         fail("transformer.n_ref", f"one of transformer.n ({n})", cfg.get("transformer.n_ref"))
+    widths_n = cfg.get("transformer.widths_n")
+    if widths_n is not None and (not widths_n or any(v not in n for v in widths_n)):
+        fail(
+            "transformer.widths_n",
+            f"null or a non-empty list of values of transformer.n ({n})",
+            widths_n,
+        )
     if not np.any(np.isclose(cfg.grid("transformer.multipliers"), 1.0)):
         fail(
             "transformer.multipliers",
