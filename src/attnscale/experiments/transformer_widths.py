@@ -1,9 +1,9 @@
 """The width of a real head's transition against the theory's (issue 43;
 docs/real-transformer.md#the-width-against-the-theory).
 
-The head's width is ``ln s_0.9 - ln s_0.1`` of ``lambda(s) / lambda(inf)`` (column ``width`` of
-``heads.csv``); the theory's, ``ln beta_0.9 - ln beta_0.1`` of lambda at the same levels
-(:data:`attnscale.experiments.sharpness_summary.LEVELS`), for the finite-d mean field
+The head's width is ``ln s_0.75 - ln s_0.25`` of ``lambda(s) / lambda(inf)`` (column ``width``
+of ``heads.csv``); the theory's, ``ln beta_0.75 - ln beta_0.25`` of lambda at the same levels
+(:data:`attnscale.experiments.transformer_definitions.WIDTH_LEVELS`), for the finite-d mean field
 (:func:`attnscale.layer.finite_d.mean_field`, ``alpha = 0``) and the finite-n simplex map
 (:func:`attnscale.experiments.sharpness_summary.simplex_crossing`), at the layer's ``rho_hat``
 and ``n``. Multiplying the scores by ``s`` is multiplying ``beta`` by ``s``, so widths in
@@ -20,7 +20,8 @@ from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
 from attnscale.pipeline.io import provenance_columns
 
-from .sharpness_summary import LEVELS, simplex_crossing
+from .sharpness_summary import simplex_crossing
+from .transformer_definitions import WIDTH_LEVELS as LEVELS
 
 __all__ = ["mean_field_levels", "simplex_levels", "widths"]
 
@@ -31,7 +32,7 @@ XTOL = 1e-3
 
 
 def simplex_levels(n: int, d: int, rho: float) -> list[float]:
-    """``ln beta`` where the finite-n simplex lambda crosses 10 %, 90 % and the critical level
+    """``ln beta`` where the finite-n simplex lambda crosses the width's two levels and the critical level
     (its centre)."""
     scale = theory.gamma_c(rho) * np.log(n)
     levels = (*LEVELS, theory.critical_level("lambda", rho))
@@ -55,7 +56,7 @@ def _bracketed_root(f, x0: float) -> float:
 
 
 def mean_field_levels(n: int, d: int, rho: float) -> list[float]:
-    """``ln beta`` where the finite-d mean field's lambda crosses 10 % and 90 %: each found from
+    """``ln beta`` where the finite-d mean field's lambda crosses the width's two levels: each found from
     the simplex's crossing of the same level by :func:`_bracketed_root` (the mean field's lambda
     increases with beta, docs/finite-d.md#mean-field-for-cosine-and-lambda)."""
     sx = simplex_levels(n, d, rho)

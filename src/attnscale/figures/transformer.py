@@ -236,7 +236,7 @@ def draw_global(axes, global_):
 
 
 def plot_widths(*, widths, n_train: int):
-    """Left: each layer's median transition width in ``ln s`` (± SE) against n, with the
+    """Left: each layer's median transition width in ``ln s`` (levels 25 % and 75 %) (± SE) against n, with the
     finite-d mean field's width in ``ln beta`` at the model width (dashed) and the head dimension
     (dotted) and the simplex's (grey); middle and right: the measured width over the mean
     field's and over the simplex's (docs/real-transformer.md#the-width-against-the-theory)."""
@@ -285,11 +285,11 @@ def plot_widths(*, widths, n_train: int):
     axes[0].legend(fontsize=6, ncol=2, loc="upper left")
     add_caption(
         fig,
-        "Width of a transition: ln s_0.9 - ln s_0.1 of lambda(s)/lambda(inf) for a head (the "
-        "median over the layer's heads, a head whose curve does not reach 90 % on the grid "
-        "counted as wider; SE: moving-block bootstrap over windows), ln beta_0.9 - ln beta_0.1 "
-        "of lambda for the theory at the layer's rho_hat and n [choice: the sharpness study's "
-        f"levels]. Left, lines: finite-d mean field at d = {d_model} (dashed) and d = {d_head} "
+        "Width of a transition: ln s_0.75 - ln s_0.25 of lambda(s)/lambda(inf) for a head (the "
+        "median over the layer's heads, a head whose curve does not reach 75 % on the grid "
+        "counted as wider; SE: moving-block bootstrap over windows), ln beta_0.75 - ln "
+        "beta_0.25 of lambda for the theory at the layer's rho_hat and n [choice: levels]; "
+        "missing: the mean field's floor is above 25 %. Left, lines: finite-d mean field at d = {d_model} (dashed) and d = {d_head} "
         "(dotted), finite-n simplex (grey). Multiplying the scores by s multiplies beta by s, so "
         "the two widths are in the same variable [derived]. Shaded: beyond the fine-tuning "
         "length.",

@@ -200,7 +200,7 @@ def _width_findings(Wd, n_ref: int, n_min: int, n_max: int) -> list[Finding]:
             r = _rows(dm, n=n)
             pairs = [_med(v, s) for v, s in zip(r["width"], r["width_se"], strict=True)]
             return {
-                "label": f"median width ln s_0.9 - ln s_0.1 of lambda/lambda(inf) by layer, n = {n}",
+                "label": f"median width ln s_0.75 - ln s_0.25 of lambda/lambda(inf) by layer, n = {n}",
                 "value": [p[0] for p in pairs],
                 "se": [p[1] for p in pairs],
             }
