@@ -60,7 +60,7 @@ def tables():
         "rho_hat": rng.uniform(0.05, 0.4, (4, 3, 2)),
         "n": np.int64(16),
     }
-    kw = {"block": 2, "resamples": 20, "n_ref": 16, "n_train": 24, "calibration_replicates": 3}
+    kw = {"block": 2, "resamples": 12, "n_ref": 16, "n_train": 24, "calibration_replicates": 2}
     return heads, summaries(heads=heads, global_run=g, root_seed=1, position_band=6, **kw)
 
 
@@ -97,7 +97,7 @@ def test_each_definition_is_the_crossing_of_its_curve(tables):
                 hit = first_crossing(MS, curve, lev, log_x=True)
                 want = np.nan if hit is None else hit.x
                 np.testing.assert_allclose(row[col], want, rtol=1e-12, equal_nan=True)
-            lo, hi = (first_crossing(MS, lam / inf, v, log_x=True) for v in (0.1, 0.9))
+            lo, hi = (first_crossing(MS, lam / inf, v, log_x=True) for v in tdef.WIDTH_LEVELS)
             want = np.log(hi.x / lo.x) if lo and hi else np.nan
             np.testing.assert_allclose(row["width"], want, rtol=1e-12, equal_nan=True)
 
@@ -136,3 +136,18 @@ def test_band_masks_cut_the_text_positions_relative_to_n():
     m = probes.band_masks(32, rows, 3)
     assert m.shape == (3, 30) and (m.sum(0) == 1).all()
     assert [int(rows[k].min()) for k in m] == [1, 11, 21]
+
+
+def test_parts_are_disjoint_runs_of_windows_and_the_calibration_is_a_ratio():
+    from attnscale.experiments.transformer_parts import part_calibration, split_parts
+
+    run = _run(16, np.random.default_rng(2), W=6)
+    parts = split_parts(run, 3)
+    assert len(parts) == 3 and all(p["lambda"].shape[0] == 2 for p in parts)
+    np.testing.assert_array_equal(parts[1]["lambda"], run["lambda"][2:4])
+    assert parts[0]["multipliers"] is run["multipliers"]
+    with pytest.raises(ValueError, match="transformer.calibration_parts"):
+        split_parts(run, 4)  # one window per part
+    out = part_calibration(heads=[run], parts=3, block=1, resamples=12, root_seed=1)
+    lam = out[(out["quantity"] == "lambda_1") & (out["layer"] == -1)].iloc[0]
+    assert lam["heads"] > 0 and lam["se_ratio"] > 0

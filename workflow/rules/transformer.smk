@@ -156,6 +156,31 @@ rule transformer_widths_figure:
         ENTRY
 
 
+rule transformer_part_calibration:
+    """The block bootstrap calibrated on the real text: disjoint parts of the windows as
+    replicates (docs/real-transformer.md#standard-errors); in the default run only when
+    transformer.calibration_parts is set (config/transformer-calibration.yaml)."""
+    input:
+        heads=expand(rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")),
+        lib=lib("experiments.transformer_parts"),
+    output:
+        table="results/transformer/part_calibration.csv",
+    log:
+        "logs/transformer/part_calibration.log",
+    benchmark:
+        "benchmarks/transformer/part_calibration.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.transformer_parts:part_calibration",
+        parts=CFG.value("transformer.calibration_parts"),
+        block=CFG.value("transformer.bootstrap.block"),
+        resamples=CFG.value("transformer.bootstrap.resamples"),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
 rule transformer_phase_figure:
     """Plot: every head on the phase diagram (its trained scale over its critical multiplier,
     by layer, at each n) and s*(n) / s*(n_ref) against the log n rule."""

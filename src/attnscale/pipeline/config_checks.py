@@ -247,6 +247,13 @@ def _check_transformer(cfg) -> None:
         return
     if cfg.get("transformer.n_ref") not in n:
         fail("transformer.n_ref", f"one of transformer.n ({n})", cfg.get("transformer.n_ref"))
+    parts, windows = cfg.get("transformer.calibration_parts"), cfg.get("transformer.windows")
+    if parts and (parts < 2 or windows // parts < 2):
+        fail(
+            "transformer.calibration_parts",
+            f"0 or at least 2 parts of >= 2 of the {windows} windows",
+            parts,
+        )
     widths_n = cfg.get("transformer.widths_n")
     if widths_n is not None and (not widths_n or any(v not in n for v in widths_n)):
         fail(
