@@ -261,15 +261,15 @@ def plot_widths(*, widths, n_train: int):
             color=col[ly],
             label=f"layer {ly}",
         )
-        axes[0].plot(a["n"], a["width_mean_field"], "--", color=col[ly], lw=0.8)
-        axes[0].plot(b["n"], b["width_mean_field"], ":", color=col[ly], lw=0.8)
-        axes[0].plot(a["n"], a["width_simplex"], "-", color="0.6", lw=0.6)
+        axes[0].plot(a["n"], a["width_mean_field"], "x--", color=col[ly], lw=0.8, ms=4)
+        axes[0].plot(b["n"], b["width_mean_field"], "+:", color=col[ly], lw=0.8, ms=5)
+        axes[0].plot(a["n"], a["width_simplex"], "_-", color="0.6", lw=0.6, ms=6)
         axes[1].plot(a["n"], a["over_mean_field"], "o-", color=col[ly], ms=3, lw=1.2)
         axes[1].plot(b["n"], b["over_mean_field"], "s:", color=col[ly], ms=2.5, lw=0.8)
         axes[2].plot(a["n"], a["over_simplex"], "o-", color=col[ly], ms=3, lw=1.2)
     d_model, d_head = int(dm["d"].iloc[0]), int(dh["d"].iloc[0])
     axes[0].set_ylabel("width, ln s (head) or ln beta (theory)")
-    axes[1].set_ylabel(f"measured / mean field (o: d = {d_model}, s: d = {d_head})")
+    axes[1].set_ylabel("measured / finite-d mean field")
     axes[2].set_ylabel("measured / finite-n simplex")
     for ax in axes:
         ax.set_xscale("log", base=2)
@@ -289,8 +289,9 @@ def plot_widths(*, widths, n_train: int):
         "median over the layer's heads, a head whose curve does not reach 75 % on the grid "
         "counted as wider; SE: moving-block bootstrap over windows), ln beta_0.75 - ln "
         "beta_0.25 of lambda for the theory at the layer's rho_hat and n [choice: levels]; "
-        "missing: the mean field's floor is above 25 %. Left, lines: finite-d mean field at d = {d_model} (dashed) and d = {d_head} "
-        "(dotted), finite-n simplex (grey). Multiplying the scores by s multiplies beta by s, so "
+        f"missing: the mean field's floor is above 25 %. Left, lines: finite-d mean field at d = {d_model} (dashed) and d = {d_head} "
+        f"(dotted), finite-n simplex (grey); middle: circles at d = {d_model}, squares at "
+        f"d = {d_head}. Multiplying the scores by s multiplies beta by s, so "
         "the two widths are in the same variable [derived]. Shaded: beyond the fine-tuning "
         "length.",
     )
