@@ -141,13 +141,20 @@ def _head_findings(H, n_ref: int) -> list[Finding]:
         raise NotAvailable(f"no heads at n = {n_ref}")
     levels = np.array([critical_lambda(r) for r in R["rho_hat"]])
 
+    ok = R["lambda_inf"].astype(float).to_numpy() >= 0.05
+
     def reach():
+        first = R["lambda_ratio_first"].to_numpy()[ok]
+        last = R["lambda_ratio_last"].to_numpy()[ok]
         return {
-            "label": f"lambda(s)/lambda(inf) at the grid's ends against the critical levels, n = {n_ref}: the largest at the smallest s, the smallest level, the smallest at the largest s, the largest level",
+            "label": f"lambda(s)/lambda(inf) at the grid's ends against the critical levels over "
+            f"the {int(ok.sum())} heads with lambda(inf) >= 0.05 [choice], n = {n_ref}: the "
+            "largest at the smallest s, the smallest level, the smallest at the largest s, the "
+            "largest level",
             "value": [
-                float(R["lambda_ratio_first"].max()),
+                float(first.max()),
                 float(levels.min()),
-                float(R["lambda_ratio_last"].min()),
+                float(last.min()),
                 float(levels.max()),
             ],
         }
