@@ -248,10 +248,12 @@ def _check_transformer(cfg) -> None:
     if cfg.get("transformer.n_ref") not in n:
         fail("transformer.n_ref", f"one of transformer.n ({n})", cfg.get("transformer.n_ref"))
     parts, windows = cfg.get("transformer.calibration_parts"), cfg.get("transformer.windows")
-    if parts and (parts < 2 or windows // parts < 2):
+    block = cfg.get("transformer.bootstrap.block")
+    if parts and (parts < 2 or windows // parts <= block):
         fail(
             "transformer.calibration_parts",
-            f"0 or at least 2 parts of >= 2 of the {windows} windows",
+            f"0, or at least 2 parts of more than transformer.bootstrap.block ({block}) of the "
+            f"{windows} windows (a part of one block has no bootstrap spread)",
             parts,
         )
     widths_n = cfg.get("transformer.widths_n")
