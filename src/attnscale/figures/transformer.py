@@ -282,7 +282,7 @@ def plot_widths(*, widths, n_train: int):
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_ylim(bottom=0)
     axes[0].set_ylim(bottom=0)
-    axes[0].legend(fontsize=6, ncol=2, loc="upper left")
+    axes[0].legend(fontsize=6, ncol=2, loc="lower left")
     add_caption(
         fig,
         "Width of a transition: ln s_0.75 - ln s_0.25 of lambda(s)/lambda(inf) for a head (the "
