@@ -281,8 +281,12 @@ def plot_widths(*, widths, n_train: int):
     for ax in axes[1:]:
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_ylim(bottom=0)
-    axes[0].set_ylim(bottom=0)
-    axes[0].legend(fontsize=6, ncol=2, loc="lower left")
+    vals = np.r_[
+        dm["width"] + dm["width_se"].fillna(0), dm["width_mean_field"], dh["width_mean_field"]
+    ]
+    top = float(np.max(vals[np.isfinite(vals)])) if np.isfinite(vals).any() else 1.0
+    axes[0].set_ylim(0, 1.4 * top)  # room for the legend above the data
+    axes[0].legend(fontsize=6, ncol=3, loc="upper left")
     add_caption(
         fig,
         "Width of a transition: ln s_0.75 - ln s_0.25 of lambda(s)/lambda(inf) for a head (the "
