@@ -65,11 +65,5 @@ rule all:
         rules.transformer_phase_figure.output,
         rules.transformer_curves_figure.output,
         rules.transformer_widths_figure.output,
-        # the bootstrap calibrated on the real text, where configured (issue 43)
-        (
-            rules.transformer_part_calibration.output
-            if CFG.value("transformer.calibration_parts")
-            else []
-        ),
         rules.explorer_data.output,
         rules.findings.output,

@@ -68,7 +68,8 @@ rule transformer_global:
 
 rule transformer_summary:
     """Means over windows with block-bootstrap SEs, critical multipliers, the theory's
-    predictions, s*(n) against the log n rule, the bootstrap's calibration
+    predictions, s*(n) against the log n rule, the bootstrap's calibration (on generated
+    series, and on disjoint parts of the text where transformer.calibration_parts is set)
     (docs/real-transformer.md#what-is-measured)."""
     input:
         heads=expand(rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")),
@@ -82,6 +83,7 @@ rule transformer_summary:
         calibration="results/transformer/bootstrap_calibration.csv",
         definitions="results/transformer/definitions.csv",
         positions="results/transformer/positions.csv",
+        part_calibration="results/transformer/part_calibration.csv",
     log:
         "logs/transformer/summary.log",
     benchmark:
@@ -96,6 +98,7 @@ rule transformer_summary:
         n_ref=CFG.value("transformer.n_ref"),
         n_train=CFG.value("transformer.n_train"),
         position_band=CFG.value("transformer.position_band"),
+        calibration_parts=CFG.value("transformer.calibration_parts"),
         root_seed=ROOT_SEED,
     script:
         ENTRY
@@ -152,31 +155,6 @@ rule transformer_widths_figure:
     params:
         entry="figures.transformer:plot_widths",
         n_train=CFG.value("transformer.n_train"),
-    script:
-        ENTRY
-
-
-rule transformer_part_calibration:
-    """The block bootstrap calibrated on the real text: disjoint parts of the windows as
-    replicates (docs/real-transformer.md#standard-errors); in the default run only when
-    transformer.calibration_parts is set (config/transformer-calibration.yaml)."""
-    input:
-        heads=expand(rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")),
-        lib=lib("experiments.transformer_parts"),
-    output:
-        table="results/transformer/part_calibration.csv",
-    log:
-        "logs/transformer/part_calibration.log",
-    benchmark:
-        "benchmarks/transformer/part_calibration.tsv"
-    conda:
-        "../../envs/environment.yaml"
-    params:
-        entry="experiments.transformer_parts:part_calibration",
-        parts=CFG.value("transformer.calibration_parts"),
-        block=CFG.value("transformer.bootstrap.block"),
-        resamples=CFG.value("transformer.bootstrap.resamples"),
-        root_seed=ROOT_SEED,
     script:
         ENTRY
 

@@ -20,11 +20,13 @@ from attnscale.transformer.library import job_rng, spawn_key
 
 from . import transformer_definitions as tdef
 
-__all__ = ["QUANTITIES", "split_parts", "part_calibration"]
+__all__ = ["QUANTITIES", "COLUMNS", "split_parts", "part_calibration"]
 
 PARTS_KEY = "transformer/parts"
 #: The quantities calibrated (columns of heads.csv): s* of each definition, the width, lambda(1).
 QUANTITIES = ("normalised", "paper_a", "text_keys", "width", "lambda_1")
+#: The table's columns (before the provenance columns).
+COLUMNS = ("n", "quantity", "layer", "parts", "windows_per_part", "heads", "se_ratio")
 
 
 def split_parts(run: dict, parts: int) -> list[dict]:
@@ -59,7 +61,7 @@ def _part_values(part: dict, block: int, resamples: int, rng) -> tuple[dict, dic
 
 
 def part_calibration(*, heads: list, parts: int, block: int, resamples: int, root_seed: int):
-    """Entry of rule ``transformer_part_calibration``: per n, quantity and layer (``layer = -1``:
+    """Part of rule ``transformer_summary``'s entry (``part_calibration.csv``): per n, quantity and layer (``layer = -1``:
     all heads), the median over heads of (mean bootstrap SE over parts) / (SD of the estimate
     over parts), with the heads used (those finite in every part)."""
     rows = []
@@ -82,7 +84,7 @@ def part_calibration(*, heads: list, parts: int, block: int, resamples: int, roo
                         "quantity": q,
                         "layer": ly,
                         "parts": int(parts),
-                        "windows_per_part": int(got and run["lambda"].shape[0] // parts),
+                        "windows_per_part": int(run["lambda"].shape[0] // parts),
                         "heads": int(sel.sum()),
                         "se_ratio": float(np.median(ratio[sel])) if sel.any() else np.nan,
                     }

@@ -13,6 +13,8 @@ from attnscale.transformer import bootstrap, probes
 from attnscale.transformer.library import critical_level, first_crossing, job_rng, spawn_key
 
 from . import transformer_definitions as tdef
+from .transformer_parts import COLUMNS as PART_COLUMNS
+from .transformer_parts import part_calibration
 
 __all__ = ["summaries", "head_table", "definition_table", "position_table"]
 
@@ -278,6 +280,7 @@ def summaries(
     n_train: int,
     calibration_replicates: int,
     position_band: int,
+    calibration_parts: int = 0,
 ) -> dict:
     """Entry of rule ``transformer_summary`` (docs/real-transformer.md#what-is-measured).
 
@@ -289,8 +292,10 @@ def summaries(
         (one row per n, layer, head and multiplier), ``layers`` (head-mean curves per n, layer
         and multiplier, with SEs), ``definitions`` (per n, definition and layer: counts, medians
         and ratios to ``n_ref`` with SEs), ``positions`` (the same by position band),
-        ``global_`` (per multiplier and layer) and ``calibration`` (the block bootstrap on AR(1)
-        series).
+        ``global_`` (per multiplier and layer), ``calibration`` (the block bootstrap on AR(1)
+        series) and ``part_calibration`` (on ``calibration_parts`` disjoint parts of the
+        windows, :func:`attnscale.experiments.transformer_parts.part_calibration`; no rows
+        when 0).
     """
     head_rows, curve_rows, layer_rows, lag1, per_n = [], [], [], [], {}
     n_max = max(int(r["n"]) for r in heads)
@@ -326,5 +331,16 @@ def summaries(
         "positions": pd.DataFrame(position_table(per_n, n_ref, position_band)),
         "global_": pd.DataFrame(global_rows),
         "calibration": pd.DataFrame(cal_rows),
+        "part_calibration": (
+            part_calibration(
+                heads=heads,
+                parts=calibration_parts,
+                block=block,
+                resamples=resamples,
+                root_seed=root_seed,
+            )
+            if calibration_parts
+            else pd.DataFrame(columns=list(PART_COLUMNS))
+        ),
     }
     return {k: v.assign(**prov) for k, v in out.items()}
