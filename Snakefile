@@ -64,5 +64,6 @@ rule all:
         rules.sharpness_figure.output,
         rules.transformer_phase_figure.output,
         rules.transformer_curves_figure.output,
+        rules.transformer_widths_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

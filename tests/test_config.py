@@ -92,6 +92,17 @@ BAD = [
     ("regenerate-n-one", {"paper_a": {"regenerate_n": 1}}, ["paper_a.regenerate_n", "[2, inf)"]),
     ("unknown-top-key", {"sead": 1}, ["Additional properties are not allowed", "'sead'"]),
     ("unknown-nested-key", {"paper_a": {"foo": 1}}, ["Additional properties", "'foo'"]),
+    (
+        "transformer-widths-n-not-in-n",
+        {"transformer": {"widths_n": [100]}},
+        ["transformer.widths_n", "values of transformer.n"],
+    ),
+    (
+        "transformer-parts-too-many",
+        {"transformer": {"calibration_parts": 20}},
+        ["transformer.calibration_parts", "transformer.bootstrap.block"],
+    ),
+    ("transformer-bands-zero", {"transformer": {"position_bands": 0}}, ["position_bands"]),
 ]
 
 
@@ -118,6 +129,11 @@ def test_config_yaml_and_smoke_are_accepted():
 
 def test_cluster_config_is_accepted():
     load(merged(yaml.safe_load((REPO / "config/cluster.yaml").read_text())), SCHEMA)
+
+
+def test_transformer_calibration_config_is_accepted():
+    over = yaml.safe_load((REPO / "config/transformer-calibration.yaml").read_text())
+    load(merged(over), SCHEMA)
 
 
 def test_labels_are_exact_and_map_back_to_the_value():

@@ -128,3 +128,22 @@ def test_block_bootstrap_calibrated_on_independent_series():
     se, true, cover = bootstrap.ar1_calibration(30, 0.0, 1, 100, 100, rng)
     assert abs(se / true - 1) < 0.1
     assert 0.85 < cover <= 1.0
+
+
+def test_text_keys_and_bands_are_the_curves_of_their_rows_and_keys():
+    """lambda on text keys is lambda with the special keys' scores at -inf; a band's lambda is
+    lambda of the head restricted to the band's query rows (docs/real-transformer.md#three-definitions-of-s)."""
+    Y, rng = _tokens(30, 8, seed=4)
+    rows = np.arange(1, 29)
+    S = 2.0 * rng.standard_normal((rows.size, 30))
+    S[:, 0] += 3.0  # a sink on [CLS]
+    ms = [0.5, 2.0]
+    r = probes.head_curves(Y, S, rows, ms, bands=2)
+    masked = S.copy()
+    masked[:, [0, 29]] = -np.inf
+    t = probes.head_curves(Y, masked, rows, ms)
+    np.testing.assert_allclose(r["lambda_text"], t["lambda"], rtol=1e-12)
+    assert r["lambda_text_inf"] == pytest.approx(t["lambda_inf"], rel=1e-12)
+    keep = probes.band_masks(30, rows, 2)[1]
+    b = probes.head_curves(Y, S[keep], rows[keep], ms)
+    np.testing.assert_allclose(r["lambda_band"][1], b["lambda"], rtol=1e-12)

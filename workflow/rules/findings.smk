@@ -46,6 +46,9 @@ rule findings:
         transformer_layers=rules.transformer_summary.output.layers,
         transformer_global=rules.transformer_summary.output.global_,
         transformer_calibration=rules.transformer_summary.output.calibration,
+        transformer_definitions=rules.transformer_summary.output.definitions,
+        transformer_positions=rules.transformer_summary.output.positions,
+        transformer_widths=rules.transformer_widths_figure.input.widths,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

@@ -30,6 +30,8 @@ rule transformer_heads:
         windows=CFG.value("transformer.windows"),
         rows=CFG.value("transformer.rows"),
         multipliers=CFG.grid("transformer.multipliers").tolist(),
+        position_bands=CFG.value("transformer.position_bands"),
+        position_band=CFG.value("transformer.position_band"),
         root_seed=ROOT_SEED,
     script:
         ENTRY
@@ -67,7 +69,8 @@ rule transformer_global:
 
 rule transformer_summary:
     """Means over windows with block-bootstrap SEs, critical multipliers, the theory's
-    predictions, s*(n) against the log n rule, the bootstrap's calibration
+    predictions, s*(n) against the log n rule, the bootstrap's calibration (on generated
+    series, and on disjoint parts of the text where transformer.calibration_parts is set)
     (docs/real-transformer.md#what-is-measured)."""
     input:
         heads=expand(rules.transformer_heads.output.npz, n=CFG.ints("transformer.n")),
@@ -79,6 +82,9 @@ rule transformer_summary:
         layers="results/transformer/layers.csv",
         global_="results/transformer/global.csv",
         calibration="results/transformer/bootstrap_calibration.csv",
+        definitions="results/transformer/definitions.csv",
+        positions="results/transformer/positions.csv",
+        part_calibration="results/transformer/part_calibration.csv",
     log:
         "logs/transformer/summary.log",
     benchmark:
@@ -92,7 +98,64 @@ rule transformer_summary:
         calibration_replicates=CFG.value("transformer.bootstrap.calibration_replicates"),
         n_ref=CFG.value("transformer.n_ref"),
         n_train=CFG.value("transformer.n_train"),
+        position_band=CFG.value("transformer.position_band"),
+        calibration_parts=CFG.value("transformer.calibration_parts"),
         root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule transformer_widths:
+    """A head's transition width against the finite-d mean field's and the finite-n simplex's
+    at the layer's rho_hat, one job per n (docs/real-transformer.md#the-width-against-the-theory).
+    """
+    input:
+        heads=rules.transformer_summary.output.heads,
+        definitions=rules.transformer_summary.output.definitions,
+        lib=lib("experiments.transformer_widths"),
+    output:
+        table="results/transformer/widths_n{n}.csv",
+    log:
+        "logs/transformer/widths_n{n}.log",
+    benchmark:
+        "benchmarks/transformer/widths_n{n}.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.transformer_widths:widths",
+        n=lambda wc: int(wc.n),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule transformer_widths_figure:
+    """Plot: each layer's median width over the theory's, against n, for both theories and
+    both dimensions."""
+    input:
+        widths=expand(
+            rules.transformer_widths.output.table,
+            n=CFG.get("transformer.widths_n") or CFG.ints("transformer.n"),
+        ),
+        lib=lib("figures.transformer"),
+    output:
+        png=report(
+            "figures/transformer/widths.png",
+            caption="../report/transformer_widths_figure.rst",
+            category="A real transformer",
+            labels={
+                "figure": "transition widths against the theory (ours)",
+                "quantity": "width in ln s",
+            },
+        ),
+        pdf="figures/transformer/widths.pdf",
+    log:
+        "logs/transformer/widths_figure.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.transformer:plot_widths",
+        n_train=CFG.value("transformer.n_train"),
     script:
         ENTRY
 

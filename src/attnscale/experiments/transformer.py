@@ -177,30 +177,41 @@ def head_phase(
     windows: int,
     rows: int,
     multipliers,
+    position_bands: int,
+    position_band: int,
 ) -> dict:
     """Entry of rule ``transformer_heads``: the phase curves of every head on ``windows``
-    windows of ``n`` tokens (docs/real-transformer.md#the-probes).
+    windows of ``n`` tokens (docs/real-transformer.md#the-probes), also by ``position_bands``
+    bands of query positions and on the fixed band of positions ``1 .. position_band``
+    (docs/real-transformer.md#n-apart-from-position).
 
     Returns
     -------
     dict of arrays
-        ``lambda``, ``self_weight`` (W, L, H, K); ``lambda_inf``, ``self_max``,
-        ``top_key_share``, ``special_mass``, ``s_self``, ``s_cross``, ``sd_self``,
-        ``sd_cross``, ``rho_q``, ``rho_k`` (W, L, H); ``rho_hat`` (W, L); ``multipliers``
-        (K,); ``ids`` (W, n); ``n``, ``rows`` and the provenance as a JSON string ``meta``.
+        ``lambda``, ``self_weight``, ``lambda_text``, ``lambda_fixed`` (W, L, H, K);
+        ``lambda_band`` (W, L, H, B, K); ``lambda_inf``, ``lambda_text_inf``,
+        ``lambda_fixed_inf``, ``self_max``, ``top_key_share``, ``special_mass``, ``s_self``,
+        ``s_cross``, ``sd_self``, ``sd_cross``, ``rho_q``, ``rho_k`` (W, L, H);
+        ``lambda_band_inf`` (W, L, H, B); ``rho_hat`` (W, L); ``multipliers`` (K,); ``ids``
+        (W, n); ``n``, ``rows``, ``d_model``, ``d_head`` and the provenance as a JSON string
+        ``meta``.
     """
     ms = np.asarray(multipliers, dtype=np.float64)
     m, W, digest = load_windows(model, text, text_part, int(n), int(windows))
+    fixed = np.arange(1, min(int(position_band), int(n) - 2) + 1)
     per = []
     for w, ids in enumerate(W):
         _, recs = m.adapter.forward(ids)
         r = _rows(root_seed, int(n), w, rows)
-        per.append([probes.layer_probes(rec, r, ms) for rec in recs])
+        kw = {"bands": int(position_bands), "fixed_rows": fixed}
+        per.append([probes.layer_probes(rec, r, ms, **kw) for rec in recs])
     out = {k: np.asarray([[lay[k] for lay in win] for win in per]) for k in per[0][0]}
     params = {
         "n": int(n),
         "windows": int(windows),
         "rows": int(rows),
+        "position_bands": int(position_bands),
+        "position_band": int(position_band),
         "multipliers": ms.tolist(),
         "model": model,
         "text_sha256": digest,
@@ -212,6 +223,8 @@ def head_phase(
         ids=W,
         n=np.int64(n),
         rows=np.int64(min(rows, n - 2)),
+        d_model=np.int64(recs[0].inputs.shape[1]),
+        d_head=np.int64(recs[0].q.shape[2]),
         meta=np.array(json.dumps({**meta, **params})),
     )
     return out

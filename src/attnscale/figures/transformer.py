@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from attnscale.figures.style import add_caption, apply_style
 
-__all__ = ["plot_phase", "plot_curves", "draw_heads", "draw_scaling", "draw_global"]
+__all__ = ["plot_phase", "plot_curves", "plot_widths", "draw_heads", "draw_scaling", "draw_global"]
 
 #: Where a head without a crossing is drawn (axis fraction above the top of the data) [choice].
 NO_CROSSING_Y = 0.04
@@ -232,3 +233,71 @@ def draw_global(axes, global_):
     axes[1].set_ylabel(r"$\hat\rho$ of the layer's inputs")
     axes[0].legend(fontsize=6, ncol=2)
     axes[0].set_title(f"whole model scaled, n = {int(g['n'].iloc[0])}", fontsize=8)
+
+
+def plot_widths(*, widths, n_train: int):
+    """Left: each layer's median transition width in ``ln s`` (levels 25 % and 75 %) (± SE) against n, with the
+    finite-d mean field's width in ``ln beta`` at the model width (dashed) and the head dimension
+    (dotted) and the simplex's (grey); middle and right: the measured width over the mean
+    field's and over the simplex's (docs/real-transformer.md#the-width-against-the-theory)."""
+    apply_style()
+    w = pd.concat(list(widths), ignore_index=True) if isinstance(widths, list) else widths
+    L = sorted(w["layer"].unique())
+    col = _layer_colours(L)
+    fig, axes = plt.subplots(1, 3, figsize=(10.0, 3.9))
+    dm = w[w["dimension"] == "d_model"]
+    dh = w[w["dimension"] == "d_head"]
+    for ly in L:
+        a = dm[dm["layer"] == ly].sort_values("n")
+        b = dh[dh["layer"] == ly].sort_values("n")
+        fin = np.isfinite(a["width"])
+        axes[0].errorbar(
+            a["n"][fin],
+            a["width"][fin],
+            yerr=a["width_se"][fin],
+            fmt="o-",
+            ms=3,
+            lw=1.2,
+            color=col[ly],
+            label=f"layer {ly}",
+        )
+        axes[0].plot(a["n"], a["width_mean_field"], "x--", color=col[ly], lw=0.8, ms=4)
+        axes[0].plot(b["n"], b["width_mean_field"], "+:", color=col[ly], lw=0.8, ms=5)
+        axes[0].plot(a["n"], a["width_simplex"], "_-", color="0.6", lw=0.6, ms=6)
+        axes[1].plot(a["n"], a["over_mean_field"], "o-", color=col[ly], ms=3, lw=1.2)
+        axes[1].plot(b["n"], b["over_mean_field"], "s:", color=col[ly], ms=2.5, lw=0.8)
+        axes[2].plot(a["n"], a["over_simplex"], "o-", color=col[ly], ms=3, lw=1.2)
+    d_model, d_head = int(dm["d"].iloc[0]), int(dh["d"].iloc[0])
+    axes[0].set_ylabel("width, ln s (head) or ln beta (theory)")
+    axes[1].set_ylabel("measured / finite-d mean field")
+    axes[2].set_ylabel("measured / finite-n simplex")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("window length n (tokens)")
+        ns = np.array(sorted(w["n"].unique()), dtype=float)
+        if ns.max() > n_train:
+            ax.axvspan(n_train, ns.max() * 1.15, color="0.92", lw=0)
+        ax.set_xlim(ns.min() / 1.15, ns.max() * 1.15)
+    for ax in axes[1:]:
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_ylim(bottom=0)
+    vals = np.r_[
+        dm["width"] + dm["width_se"].fillna(0), dm["width_mean_field"], dh["width_mean_field"]
+    ]
+    top = float(np.max(vals[np.isfinite(vals)])) if np.isfinite(vals).any() else 1.0
+    axes[0].set_ylim(0, 1.4 * top)  # room for the legend above the data
+    axes[0].legend(fontsize=6, ncol=3, loc="upper left")
+    add_caption(
+        fig,
+        "Width of a transition: ln s_0.75 - ln s_0.25 of lambda(s)/lambda(inf) for a head (the "
+        "median over the layer's heads, a head whose curve does not reach 75 % on the grid "
+        "counted as wider; SE: moving-block bootstrap over windows), ln beta_0.75 - ln "
+        "beta_0.25 of lambda for the theory at the layer's rho_hat and n [choice: levels]; "
+        f"missing: the mean field's floor is above 25 %. Left, lines: finite-d mean field at d = {d_model} (dashed) and d = {d_head} "
+        f"(dotted), finite-n simplex (grey); middle: circles at d = {d_model}, squares at "
+        f"d = {d_head}. Multiplying the scores by s multiplies beta by s, so "
+        "the two widths are in the same variable [derived]. Shaded: beyond the fine-tuning "
+        "length.",
+    )
+    fig.subplots_adjust(bottom=0.3, top=0.97, left=0.07, right=0.99, wspace=0.3)
+    return fig

@@ -247,6 +247,22 @@ def _check_transformer(cfg) -> None:
         return
     if cfg.get("transformer.n_ref") not in n:
         fail("transformer.n_ref", f"one of transformer.n ({n})", cfg.get("transformer.n_ref"))
+    parts, windows = cfg.get("transformer.calibration_parts"), cfg.get("transformer.windows")
+    block = cfg.get("transformer.bootstrap.block")
+    if parts and (parts < 2 or windows // parts <= block):
+        fail(
+            "transformer.calibration_parts",
+            f"0, or at least 2 parts of more than transformer.bootstrap.block ({block}) of the "
+            f"{windows} windows (a part of one block has no bootstrap spread)",
+            parts,
+        )
+    widths_n = cfg.get("transformer.widths_n")
+    if widths_n is not None and (not widths_n or any(v not in n for v in widths_n)):
+        fail(
+            "transformer.widths_n",
+            f"null or a non-empty list of values of transformer.n ({n})",
+            widths_n,
+        )
     if not np.any(np.isclose(cfg.grid("transformer.multipliers"), 1.0)):
         fail(
             "transformer.multipliers",

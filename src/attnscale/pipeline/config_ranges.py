@@ -328,6 +328,9 @@ VALUES: dict[str, Range] = {
     # a real transformer (issue 36; docs/real-transformer.md)
     "transformer.windows": Range(low=2, low_open=False, integer=True),
     "transformer.rows": Range(low=4, low_open=False, integer=True),
+    "transformer.position_bands": Range(low=1, low_open=False, integer=True),
+    "transformer.position_band": Range(low=2, low_open=False, integer=True),
+    "transformer.calibration_parts": Range(low=0, low_open=False, integer=True),
     "transformer.n_ref": Range(low=8, low_open=False, high=512, high_open=False, integer=True),
     "transformer.n_train": Range(low=2, low_open=False, integer=True),
     "transformer.global.n": Range(low=8, low_open=False, high=512, high_open=False, integer=True),

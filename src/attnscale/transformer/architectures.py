@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import erf
 
 from attnscale.transformer.errors import ModelError
+from attnscale.transformer.library import softmax_rows
 
 __all__ = ["LayerRecord", "BertEncoder", "ADAPTERS", "adapter_for", "layer_norm", "gelu"]
 
@@ -54,13 +55,6 @@ def layer_norm(x, weight, bias, eps):
 def gelu(x):
     """GELU in its erf form, ``x Phi(x)`` (config.json ``hidden_act: gelu``)."""
     return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
-
-
-def _softmax_rows(S):
-    S = S - S.max(axis=-1, keepdims=True)
-    np.exp(S, out=S)
-    S /= S.sum(axis=-1, keepdims=True)
-    return S
 
 
 class BertEncoder:
@@ -152,7 +146,8 @@ class BertEncoder:
             q = self.heads(x @ L["Wq"].T + L["bq"])
             k = self.heads(x @ L["Wk"].T + L["bk"])
             v = self.heads(x @ L["Wv"].T + L["bv"])
-            P = _softmax_rows((s * scale) * (q @ k.transpose(0, 2, 1)))
+            Z = (s * scale) * (q @ k.transpose(0, 2, 1))
+            P = softmax_rows(Z.reshape(-1, Z.shape[-1])).reshape(Z.shape)
             ctx = (P @ v).transpose(1, 0, 2).reshape(n, self.d_model)
             records.append(LayerRecord(x, q, k, P if keep_probs else None, float(s)))
             a = layer_norm(ctx @ L["Wo"].T + L["bo"] + x, *L["ln1"], self.eps)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["block_indices", "block_bootstrap", "bootstrap_se", "ar1_calibration"]
+__all__ = ["block_indices", "resample", "block_bootstrap", "bootstrap_se", "ar1_calibration"]
 
 
 def block_indices(W: int, block: int, resamples: int, rng) -> np.ndarray:
@@ -24,12 +24,17 @@ def block_indices(W: int, block: int, resamples: int, rng) -> np.ndarray:
     return idx[:, :W]
 
 
+def resample(stat, W: int, block: int, resamples: int, rng) -> np.ndarray:
+    """``stat(idx)`` of the window indices ``idx`` of each moving-block resample of ``W``
+    windows, stacked over resamples (for statistics of several arrays of windows at once)."""
+    return np.stack([np.asarray(stat(i)) for i in block_indices(W, block, resamples, rng)])
+
+
 def block_bootstrap(values, stat, block: int, resamples: int, rng) -> np.ndarray:
     """``stat`` of each moving-block resample of ``values`` (windows along axis 0):
     ``stat(values[idx])`` stacked over resamples."""
     values = np.asarray(values)
-    idx = block_indices(values.shape[0], block, resamples, rng)
-    return np.stack([np.asarray(stat(values[i])) for i in idx])
+    return resample(lambda i: stat(values[i]), values.shape[0], block, resamples, rng)
 
 
 def bootstrap_se(values, block: int, resamples: int, rng) -> np.ndarray:

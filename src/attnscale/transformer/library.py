@@ -7,9 +7,10 @@ entries in :mod:`attnscale.experiments` import these names from here (the entrie
 
 from attnscale.core.crossings import first_crossing
 from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.layer.dense.attention import softmax_rows
 from attnscale.layer.scores.attention import angle_ratio_outputs, score_spread
 from attnscale.layer.scores.learned import effective_scores, gamma_c_eff, gamma_c_fluct
-from attnscale.layer.theory import simplex_lambda
+from attnscale.layer.theory import critical_level, simplex_lambda
 from attnscale.layer.tokens import mean_cosine
 
 __all__ = [
@@ -19,16 +20,10 @@ __all__ = [
     "gamma_c_eff",
     "gamma_c_fluct",
     "angle_ratio_outputs",
-    "crossing",
+    "first_crossing",
+    "critical_level",
+    "softmax_rows",
     "score_spread",
     "simplex_lambda",
     "mean_cosine",
 ]
-
-
-def crossing(xs, ys, target: float) -> float:
-    """The first upward crossing of ``target`` by ``ys`` on the increasing positive grid ``xs``,
-    interpolated in ``log x`` (the project's one crossing function,
-    :func:`attnscale.core.crossings.first_crossing`), as a number: ``nan`` where there is none."""
-    hit = first_crossing(xs, ys, target, log_x=True)
-    return float("nan") if hit is None else hit.x

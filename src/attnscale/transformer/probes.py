@@ -18,23 +18,35 @@ import numpy as np
 
 from attnscale.transformer.library import (
     angle_ratio_outputs,
-    crossing,
+    critical_level,
     effective_scores,
+    first_crossing,
     gamma_c_eff,
     gamma_c_fluct,
     mean_cosine,
     score_spread,
     simplex_lambda,
+    softmax_rows,
 )
 
 __all__ = [
+    "DEFINITIONS",
     "text_rows",
+    "band_masks",
     "head_curves",
     "layer_probes",
     "critical_multiplier",
     "lambda_eff_curve",
     "predicted_half_multipliers",
 ]
+
+#: The three definitions of a head's critical multiplier (docs/real-transformer.md#three-definitions-of-s):
+#: name -> (the curve's key, its ``s -> inf`` limit's key, divided by that limit?).
+DEFINITIONS = {
+    "paper_a": ("lambda", "lambda_inf", False),
+    "normalised": ("lambda", "lambda_inf", True),
+    "text_keys": ("lambda_text", "lambda_text_inf", False),
+}
 
 
 def text_rows(n: int, rows: int | None, rng) -> np.ndarray:
@@ -46,13 +58,26 @@ def text_rows(n: int, rows: int | None, rng) -> np.ndarray:
     return np.sort(rng.choice(pos, size=int(rows), replace=False))
 
 
-def _softmax(S):
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
-    E /= E.sum(axis=-1, keepdims=True)
-    return E
+def band_masks(n: int, rows, bands: int) -> np.ndarray:
+    """``(bands, m)`` masks of the query ``rows`` by position band: the text positions ``1 .. n - 2``
+    cut into ``bands`` equal parts, relative to ``n`` [choice]
+    (docs/real-transformer.md#n-apart-from-position)."""
+    edges = 1 + (n - 2) * np.arange(bands + 1) / bands
+    rows = np.asarray(rows)
+    return np.array(
+        [(rows >= lo) & (rows < hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    )
 
 
-def head_curves(Y, S, rows, multipliers) -> dict:
+def _ratio(Yr, out, keep):
+    """lambda of the outputs ``out`` on the rows where ``keep`` holds (``nan`` with fewer than
+    two rows)."""
+    if keep.sum() < 2:
+        return np.full(out.shape[0], np.nan)
+    return angle_ratio_outputs(Yr, out, keep)[0]
+
+
+def head_curves(Y, S, rows, multipliers, *, bands: int = 0) -> dict:
     """Phase curve of one head on one window.
 
     Parameters
@@ -65,87 +90,128 @@ def head_curves(Y, S, rows, multipliers) -> dict:
         The query rows (positions in the window).
     multipliers : (K,) array
         Multipliers ``s`` of the scores.
+    bands : int
+        If positive, lambda also on the query rows of each position band (:func:`band_masks`).
 
     Returns
     -------
     dict
         ``lambda`` (K,), ``self_weight`` (K,): mean ``A_ii(s)`` over the rows;
         ``lambda_inf``: lambda of the argmax map (every row sends its query to its top key, the
-        ``s -> inf`` limit); ``self_max``: fraction of rows whose own score is the row maximum;
-        ``top_key_share``: fraction of rows whose top key is the window's most frequent top
-        key; ``special_mass``: mean weight on ``[CLS]`` and ``[SEP]`` at ``s = 1``.
+        ``s -> inf`` limit); ``lambda_text`` (K,), ``lambda_text_inf``: the same with the
+        weights on ``[CLS]`` (key 0) and ``[SEP]`` (key ``n - 1``) removed and the rest
+        renormalised (docs/real-transformer.md#three-definitions-of-s); ``self_max``: fraction of
+        rows whose own score is the row maximum; ``top_key_share``: fraction of rows whose top key
+        is the window's most frequent top key; ``special_mass``: mean weight on ``[CLS]`` and
+        ``[SEP]`` at ``s = 1``; with ``bands``: ``lambda_band`` (bands, K) and
+        ``lambda_band_inf`` (bands,).
     """
     m, n = S.shape
     ms = np.asarray(multipliers, dtype=np.float64)
-    Sc = S - S.max(axis=1, keepdims=True)
-    A = np.exp(ms[:, None, None] * Sc[None])  # (K, m, n)
-    A /= A.sum(axis=2, keepdims=True)
+    A = softmax_rows((ms[:, None, None] * S[None]).reshape(-1, n)).reshape(ms.size, m, n)
     ar = np.arange(m)
     self_w = A[:, ar, rows].mean(axis=1)
     out = (A.reshape(-1, n) @ Y).reshape(ms.size, m, -1)
-    lam, _, _ = angle_ratio_outputs(Y[rows], out)
+    # text keys only: the softmax over keys 1 .. n - 2 (the special keys' weights removed and the
+    # rest renormalised; computed afresh, since A's text weights may underflow behind a sink)
+    At = softmax_rows((ms[:, None, None] * S[None, :, 1 : n - 1]).reshape(-1, n - 2))
+    out_text = (At @ Y[1 : n - 1]).reshape(ms.size, m, -1)
+    Yr = Y[rows]
+    every = np.ones(m, dtype=bool)
     top = S.argmax(axis=1)
-    lam_inf, _, _ = angle_ratio_outputs(Y[rows], Y[top][None])
+    top_text = 1 + S[:, 1 : n - 1].argmax(axis=1)
     counts = np.bincount(top, minlength=n)
-    A1 = _softmax(S)
-    return {
-        "lambda": lam,
+    A1 = softmax_rows(S)
+    res = {
+        "lambda": _ratio(Yr, out, every),
         "self_weight": self_w,
-        "lambda_inf": float(lam_inf[0]),
+        "lambda_inf": float(_ratio(Yr, Y[top][None], every)[0]),
+        "lambda_text": _ratio(Yr, out_text, every),
+        "lambda_text_inf": float(_ratio(Yr, Y[top_text][None], every)[0]),
         "self_max": float(np.mean(top == rows)),
         "top_key_share": float(counts.max() / m),
         "special_mass": float(np.mean(A1[:, 0] + A1[:, n - 1])),
     }
+    if bands > 0:
+        masks = band_masks(n, rows, bands)
+        res["lambda_band"] = np.array([_ratio(Yr, out, k) for k in masks])
+        res["lambda_band_inf"] = np.array([_ratio(Yr, Y[top][None], k)[0] for k in masks])
+    return res
 
 
-def layer_probes(record, rows, multipliers, *, descriptors: bool = True) -> dict:
-    """Every head of one layer (a :class:`attnscale.transformer.architectures.LayerRecord`) on
-    the query ``rows``: the curves of :func:`head_curves` and the descriptors the theory reads
-    off the head at the trained scale (docs/real-transformer.md#reading-the-theory-off-a-head).
+def _descriptors(record, h, text) -> dict:
+    """The descriptors the theory reads off head ``h`` at the trained scale."""
+    dh = record.q.shape[2]
+    Qm = record.q[h] / np.sqrt(dh)
+    Km = record.k[h]
+    s_self, s_cross = effective_scores(Qm, Km)
+    sd_self, sd_cross = score_spread(Qm, Km)
+    return {
+        "s_self": s_self,
+        "s_cross": s_cross,
+        "sd_self": sd_self,
+        "sd_cross": sd_cross,
+        "rho_q": mean_cosine(record.q[h][text]),
+        "rho_k": mean_cosine(record.k[h][text]),
+    }
 
-    Returns arrays over heads: ``lambda``, ``self_weight`` (heads, K); ``lambda_inf``,
-    ``self_max``, ``top_key_share``, ``special_mass``, ``s_self``, ``s_cross``, ``sd_self``,
-    ``sd_cross``, ``rho_q``, ``rho_k`` (heads,); and the layer's ``rho_hat`` (mean cosine of the
-    normalised inputs over the text positions) and ``q_hat`` (their mean squared norm over the
-    squared mean norm, 1 for the normalised tokens the theory uses).
+
+def layer_probes(
+    record, rows, multipliers, *, descriptors: bool = True, bands: int = 0, fixed_rows=None
+) -> dict:
+    """Every head of one layer on the query ``rows``: the curves of :func:`head_curves` and the
+    descriptors the theory reads off the head at the trained scale
+    (docs/real-transformer.md#reading-the-theory-off-a-head).
+
+    ``record``: any object with ``inputs`` (n, d), the layer's attention inputs, and ``q``, ``k``
+    (heads, n, d_head), the heads' queries and keys (such as
+    :class:`attnscale.transformer.architectures.LayerRecord`). ``bands``: position bands of
+    :func:`head_curves`; ``fixed_rows``: if given, lambda also on these query rows (all of them),
+    as ``lambda_fixed`` and ``lambda_fixed_inf`` (docs/real-transformer.md#n-apart-from-position).
+
+    Returns arrays over heads: every key of :func:`head_curves` (heads, ...); with
+    ``descriptors``: ``s_self``, ``s_cross``, ``sd_self``, ``sd_cross``, ``rho_q``, ``rho_k``
+    (heads,); and the layer's ``rho_hat`` (mean cosine of the normalised inputs over the text
+    positions).
     """
     X = record.inputs
     n = X.shape[0]
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     text = np.arange(1, n - 1)
     H, _, dh = record.q.shape
-    keys = ("lambda", "self_weight", "lambda_inf", "self_max", "top_key_share", "special_mass")
-    out = {k: [] for k in keys}
-    extra = {k: [] for k in ("s_self", "s_cross", "sd_self", "sd_cross", "rho_q", "rho_k")}
+    out: dict[str, list] = {}
     for h in range(H):
         Qm = record.q[h] / np.sqrt(dh)
         Km = record.k[h]
-        res = head_curves(Y, Qm[rows] @ Km.T, rows, multipliers)
-        for k in keys:
-            out[k].append(res[k])
-        if not descriptors:
-            continue
-        s_self, s_cross = effective_scores(Qm, Km)
-        sd_self, sd_cross = score_spread(Qm, Km)
-        extra["s_self"].append(s_self)
-        extra["s_cross"].append(s_cross)
-        extra["sd_self"].append(sd_self)
-        extra["sd_cross"].append(sd_cross)
-        extra["rho_q"].append(mean_cosine(record.q[h][text]))
-        extra["rho_k"].append(mean_cosine(record.k[h][text]))
-    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in {**out, **extra}.items() if v}
+        res = head_curves(Y, Qm[rows] @ Km.T, rows, multipliers, bands=bands)
+        if fixed_rows is not None:
+            fx = head_curves(Y, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers)
+            res["lambda_fixed"], res["lambda_fixed_inf"] = fx["lambda"], fx["lambda_inf"]
+        if descriptors:
+            res.update(_descriptors(record, h, text))
+        for k, v in res.items():
+            out.setdefault(k, []).append(v)
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
     arrays["rho_hat"] = np.float64(mean_cosine(Y[text]))
     return arrays
 
 
-def critical_multiplier(multipliers, lam, lam_inf, rho_hat) -> float:
-    """The head's critical multiplier ``s*`` [choice]: the first upward crossing, in ``ln s``, of
-    ``lambda(s) / lambda(inf)`` through the simplex's critical value ``1 / (1 + 3 rho_hat)``
-    (Paper A's lambda at ``gamma_c``; docs/paper-a.md), by the project's one crossing function.
-    ``nan`` if it does not cross on the grid (or ``lambda(inf) <= 0``)."""
-    if not np.isfinite(lam_inf) or lam_inf <= 0.0:
+def critical_multiplier(multipliers, lam, lam_inf, rho_hat, *, normalise: bool = True) -> float:
+    """A head's critical multiplier ``s*`` [choice]: the first upward crossing, in ``ln s``, of
+    ``lambda(s) / lambda(inf)`` (``normalise``) or of ``lambda(s)`` itself (Paper A's lambda)
+    through the simplex's critical value (:func:`attnscale.layer.theory.critical_level`,
+    ``1 / (1 + 3 rho_hat)``, Paper A's lambda at ``gamma_c``; docs/paper-a.md), by the project's
+    one crossing function. ``nan`` if it does not cross on the grid (or, normalised,
+    ``lambda(inf) <= 0``)."""
+    lam = np.asarray(lam, dtype=np.float64)
+    if normalise:
+        if not np.isfinite(lam_inf) or lam_inf <= 0.0:
+            return float("nan")
+        lam = lam / lam_inf
+    if not np.isfinite(lam).all():
         return float("nan")
-    return crossing(multipliers, np.asarray(lam) / lam_inf, 1.0 / (1.0 + 3.0 * rho_hat))
+    hit = first_crossing(multipliers, lam, critical_level("lambda", rho_hat), log_x=True)
+    return float("nan") if hit is None else hit.x
 
 
 def lambda_eff_curve(n: int, rho_hat: float, s_self: float, s_cross: float, multipliers):

@@ -27,6 +27,7 @@ from attnscale.experiments.findings import (
     sharpness,
     theory_points,
     transformer,
+    transformer_definitions,
 )
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
 
@@ -245,6 +246,19 @@ SECTIONS = [
             "calibration": "transformer_calibration",
         },
     ),
+    (
+        "transformer-definitions",
+        "A real transformer: s* under three definitions, transition widths, query positions",
+        "figures/transformer/widths.png",
+        "real-transformer.md#findings",
+        transformer_definitions.definition_findings,
+        {
+            "heads": "transformer_heads",
+            "definitions": "transformer_definitions",
+            "positions": "transformer_positions",
+            "widths": "transformer_widths",
+        },
+    ),
 ]
 
 
@@ -334,6 +348,9 @@ def findings(
     transformer_layers: pd.DataFrame,
     transformer_global: pd.DataFrame,
     transformer_calibration: pd.DataFrame,
+    transformer_definitions: pd.DataFrame,
+    transformer_positions: pd.DataFrame,
+    transformer_widths: list,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.
