@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import logging  # noqa: E402
+import re  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -30,6 +31,8 @@ __all__ = [
     "text_items",
     "text_collisions",
     "fit_caption",
+    "legend_collisions",
+    "caption_problems",
 ]
 
 #: the job's logger (attnscale.pipeline.runtime.job writes it to the rule's log)
@@ -76,6 +79,8 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
             if not getattr(fig, "_attnscale_fitted", False):  # once, before the first save
                 moved = fit_caption(fig)
                 problems = text_collisions(fig, draw=moved > 0)  # drawn by fit_caption if not
+                problems += legend_collisions(fig, draw=False)
+                problems += caption_problems(caption.get_text())
                 for line in problems:
                     LOG.warning("figure text collides: %s", line)
                 LOG.info("figure text checked: %d collisions", len(problems))
@@ -161,6 +166,109 @@ def text_collisions(fig, *, draw: bool = True) -> list[str]:
         for nb, b in items[i + 1 :]:
             if _overlap(a, b):
                 out.append(f"{na} overlaps {nb}")
+    return out
+
+
+def _data_points(ax, r) -> np.ndarray:
+    """The data an axes shows, as display points (pixels): every visible line's vertices with
+    its segments filled in every ``SLACK_PX`` pixels (so a segment that crosses a box without a
+    vertex in it is seen), the offsets of markers (scatter) and the segments of error bars,
+    all clipped to the axes' box. Filled areas (bands) are not data here: a legend may sit on
+    a band's pale fill, not on its curve."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    paths = []
+    for line in ax.lines:
+        if line.get_visible() and len(line.get_xydata()):
+            paths.append(line.get_transform().transform(line.get_xydata()))
+    for coll in ax.collections:
+        if not coll.get_visible():
+            continue
+        if isinstance(coll, PathCollection):
+            off = coll.get_offsets()
+            if len(off):
+                paths.append(coll.get_offset_transform().transform(off))
+        elif isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                if len(seg):
+                    paths.append(coll.get_transform().transform(seg))
+    box = ax.get_window_extent(r)
+    out = []
+    for p in paths:
+        p = p[np.all(np.isfinite(p), axis=1)]
+        if len(p) > 1:  # fill in each segment, about one point per pixel
+            steps = np.maximum(1, np.ceil(np.abs(np.diff(p, axis=0)).max(axis=1)).astype(int))
+            steps = np.minimum(steps, 4000)
+            p = np.concatenate(
+                [
+                    a + np.linspace(0, 1, k, endpoint=False)[:, None] * (b - a)
+                    for a, b, k in zip(p[:-1], p[1:], steps, strict=True)
+                ]
+                + [p[-1:]]
+            )
+        keep = (p[:, 0] >= box.x0) & (p[:, 0] <= box.x1) & (p[:, 1] >= box.y0) & (p[:, 1] <= box.y1)
+        out.append(p[keep])
+    return np.concatenate(out) if out else np.empty((0, 2))
+
+
+def legend_collisions(fig, *, draw: bool = True) -> list[str]:
+    """Legends that cover data (docs/pipeline.md#figures-text-never-collides): for every legend
+    (an axes' own, and the figure's legends against every axes they overlap), the data points
+    of :func:`_data_points` that lie inside the legend's box by more than ``SLACK_PX``; one line
+    per legend and axes that it covers (empty if none)."""
+    if draw:
+        fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out = []
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    pairs = [(f"axes {k} legend", ax.get_legend(), [(k, ax)]) for k, ax in enumerate(fig.axes)]
+    pairs += [
+        (f"figure legend {j}", leg, list(enumerate(fig.axes))) for j, leg in enumerate(fig.legends)
+    ]
+    for name, leg, targets in pairs:
+        if leg is None or not leg.get_visible():
+            continue
+        b = leg.get_window_extent(r)
+        for k, ax in targets:
+            if ax not in axes:
+                continue
+            p = _data_points(ax, r)
+            inside = (
+                (p[:, 0] > b.x0 + SLACK_PX)
+                & (p[:, 0] < b.x1 - SLACK_PX)
+                & (p[:, 1] > b.y0 + SLACK_PX)
+                & (p[:, 1] < b.y1 - SLACK_PX)
+            )
+            if inside.any():
+                out.append(
+                    f"{name} covers data of axes {k} ({int(inside.sum())} px of lines/markers)"
+                )
+    return out
+
+
+#: a TeX command: a backslash and letters (``\gamma``), or a backslash and one sign (``\,``)
+_TEX = re.compile(r"\\(?:[A-Za-z]+|[^A-Za-z\s$])")
+
+
+def caption_problems(text: str) -> list[str]:
+    """Raw TeX in a caption (docs/pipeline.md#figures-text-never-collides): a backslash command
+    outside ``$...$``, an unpaired ``$``, or a ``$...$`` part that matplotlib's mathtext cannot
+    render (parsed here with :class:`matplotlib.mathtext.MathTextParser`). One line each."""
+    from matplotlib.mathtext import MathTextParser
+
+    out = []
+    parts = re.split(r"(?<!\\)\$", text)
+    if len(parts) % 2 == 0:
+        out.append("caption has an unpaired '$'")
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            out += [f"caption has raw TeX {m!r} outside $...$" for m in _TEX.findall(part)]
+        else:
+            try:
+                MathTextParser("agg").parse(f"${part}$", dpi=72)
+            except ValueError as err:
+                why = " ".join(str(err).split())[:100]
+                out.append(f"caption's mathtext ${part}$ does not render: {why}")
     return out
 
 
