@@ -11,7 +11,9 @@
   none has a collision.
 * Legends against data (issue 45): :func:`attnscale.figures.style.legend_collisions` finds a
   legend on a curve, on a segment that crosses it without a vertex inside, on an error bar and a
-  figure legend on an axes' data, and passes a legend beside the data; the save hook logs it.
+  figure legend on an axes' data, and passes a legend beside the data; the save hook moves a
+  legend on data to a free place (:func:`attnscale.figures.style.place_legends`) and logs one
+  that has none.
 * Captions (issue 45): :func:`attnscale.figures.style.caption_problems` finds raw TeX outside
   ``$...$``, an unpaired ``$`` and mathtext that does not render (a formula split by the
   wrapping), and passes plain text, an escaped dollar and mathtext that renders.
@@ -153,14 +155,30 @@ def test_the_check_finds_legends_on_data():
     plt.close(fig)
 
 
-def test_a_legend_on_data_is_logged_when_saved(tmp_path, caplog):
+def test_a_legend_moves_off_data_when_saved_or_is_logged(tmp_path, caplog):
+    """The save hook moves a legend on data to a free place (:func:`place_legends`); where no
+    place is free, the log says it covers data."""
     style.apply_style()
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.plot([0.0, 1.0], [0.5, 0.5], label="line")
+    ax.plot([0.0, 1.0], [0.0, 1.0], label="diagonal")
     ax.legend(loc="center")
+    assert style.legend_collisions(fig)
     style.add_caption(fig, "A caption.")
     with caplog.at_level("INFO", logger="attnscale"):
         fig.savefig(tmp_path / "f.png")
+    assert "figure text checked: 0 collisions" in caplog.text
+    assert style.legend_collisions(fig) == []
+    plt.close(fig)
+    caplog.clear()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    for y in [0.02 * k for k in range(51)]:  # no free place
+        ax.plot([0.0, 1.0], [y, y], lw=0.3, color="0.5")
+    ax.plot([], [], label="line")
+    ax.legend(loc="center")
+    style.add_caption(fig, "A caption.")
+    with caplog.at_level("INFO", logger="attnscale"):
+        fig.savefig(tmp_path / "g.png")
     assert "figure text collides: axes 0 legend covers data" in caplog.text
     plt.close(fig)
 

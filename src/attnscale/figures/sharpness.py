@@ -193,13 +193,12 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     axes[3, 0].set_ylabel("width x90 - x10 (2 SE)")
     axes[4, 0].set_ylabel("centre in x (2 SE)")
     # the curves' legend above the rows, outside every axes (a legend never covers data)
+    top_h, top_l = _curve_legend(axes[0, 0], axes[1, 0])
+    top_cols = 5 if len(ds) >= 3 else 3
     fig.legend(
-        *_curve_legend(axes[0, 0], axes[1, 0]),
-        loc="upper center",
-        ncol=5,
-        fontsize=7,
-        bbox_to_anchor=(0.5, 0.982),
+        top_h, top_l, loc="upper center", ncol=top_cols, fontsize=7, bbox_to_anchor=(0.5, 0.982)
     )
+    top_rows = -(-len(top_l) // top_cols)  # the legend's lines, about 0.13 in each
     # one legend for the width and centre rows, below them
     handles, labels = _against_legend(axes[3, 0], axes[4, 0])
     # four columns fit the width of three panels; two, that of fewer
@@ -212,7 +211,7 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
         bbox_to_anchor=(0.5, 0.05),
     )
     fig.suptitle("Transition sharpness against context length (ours)", y=0.995)
-    fig.tight_layout(rect=(0, 0.1, 1, 0.955))
+    fig.tight_layout(rect=(0, 0.1, 1, 0.975 - (0.13 * top_rows + 0.05) / fig.get_figheight()))
     add_caption(fig, caption)
     return fig
 
@@ -220,7 +219,10 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
 def _curve_legend(ax_weight, ax_lambda):
     """Handles and labels of the curve rows: the n colours and Paper A's step (from the
     self-weight's axes), the finite-d theory, its crossing (triangles) and the tilt's floor."""
-    handles, labels = ax_weight.get_legend_handles_labels()
+    pairs = [
+        hl for hl in zip(*ax_weight.get_legend_handles_labels(), strict=True) if "tilt" not in hl[1]
+    ]
+    handles, labels = [h for h, _ in pairs], [lab for _, lab in pairs]
     handles.append(plt.Line2D([], [], ls="--", color="grey", lw=0.9, dashes=(3, 2)))
     labels.append("finite-d theory [derived]")
     handles.append(plt.Line2D([], [], ls="", marker="v", color="grey", mec="k", mew=0.5))

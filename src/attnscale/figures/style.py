@@ -32,6 +32,7 @@ __all__ = [
     "text_collisions",
     "fit_caption",
     "legend_collisions",
+    "place_legends",
     "caption_problems",
 ]
 
@@ -77,6 +78,7 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
 
         def savefig(*args, **kwargs):
             if not getattr(fig, "_attnscale_fitted", False):  # once, before the first save
+                place_legends(fig)
                 moved = fit_caption(fig)
                 problems = text_collisions(fig, draw=moved > 0)  # drawn by fit_caption if not
                 problems += legend_collisions(fig, draw=False)
@@ -244,6 +246,59 @@ def legend_collisions(fig, *, draw: bool = True) -> list[str]:
                     f"{name} covers data of axes {k} ({int(inside.sum())} px of lines/markers)"
                 )
     return out
+
+
+#: Where :func:`place_legends` tries an axes' legend, in this order (matplotlib's loc codes).
+LEGEND_PLACES = (
+    "upper left",
+    "upper right",
+    "lower right",
+    "lower left",
+    "center left",
+    "center right",
+    "upper center",
+    "lower center",
+    "center",
+)
+
+
+def _covered(box, points) -> int:
+    inside = (
+        (points[:, 0] > box.x0 + SLACK_PX)
+        & (points[:, 0] < box.x1 - SLACK_PX)
+        & (points[:, 1] > box.y0 + SLACK_PX)
+        & (points[:, 1] < box.y1 - SLACK_PX)
+    )
+    return int(inside.sum())
+
+
+def place_legends(fig) -> int:
+    """Move every axes legend that covers data (:func:`legend_collisions`) to the first place of
+    :data:`LEGEND_PLACES` where it covers none (or, if there is none, the one where it covers
+    the least; the check then reports it). A legend anchored outside its axes
+    (``bbox_to_anchor``) and figure legends are left where they are. Returns the legends
+    moved (docs/pipeline.md#figures-text-never-collides)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    moved = 0
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None or not leg.get_visible() or leg.get_bbox_to_anchor() != ax.bbox:
+            continue
+        points = _data_points(ax, r)
+        if _covered(leg.get_window_extent(r), points) == 0:
+            continue
+        start, best = leg._loc, None
+        for place in LEGEND_PLACES:
+            leg.set_loc(place)
+            n = _covered(leg.get_window_extent(r), points)
+            if best is None or n < best[0]:
+                best = (n, leg._loc)
+            if n == 0:
+                break
+        leg._loc = best[1]
+        moved += int(best[1] != start)
+    return moved
 
 
 #: a TeX command: a backslash and letters (``\gamma``), or a backslash and one sign (``\,``)
