@@ -25,6 +25,7 @@ from attnscale.experiments.findings import (
     realistic,
     regimes,
     sharpness,
+    sharpness_baseline,
     theory_points,
     transformer,
 )
@@ -215,6 +216,14 @@ SECTIONS = [
             "trends": "sharpness_trends",
             "curves": "sharpness_curves",
         },
+    ),
+    (
+        "sharpness-baseline",
+        "The width's slope over a long baseline, and the widths against the theory jointly",
+        "figures/sharpness/rows/width.png",
+        "long-context.md#the-width-explained",
+        sharpness_baseline.baseline_findings,
+        {"transitions": "sharpness_transitions"},
     ),
     (
         "sharpness-calibration",
