@@ -12,8 +12,8 @@
 * Legends against data (issue 45): :func:`attnscale.figures.style.legend_collisions` finds a
   legend on a curve, on a segment that crosses it without a vertex inside, on an error bar and a
   figure legend on an axes' data, and passes a legend beside the data; the save hook moves a
-  legend on data to a free place (:func:`attnscale.figures.style.place_legends`) and logs one
-  that has none.
+  legend on data to a free place (:func:`attnscale.figures.style.place_legends`), making room
+  above the data if there is none, and logs one that still covers data.
 * Captions (issue 45): :func:`attnscale.figures.style.caption_problems` finds raw TeX outside
   ``$...$``, an unpaired ``$`` and mathtext that does not render (a formula split by the
   wrapping), and passes plain text, an escaped dollar and mathtext that renders.
@@ -170,10 +170,19 @@ def test_a_legend_moves_off_data_when_saved_or_is_logged(tmp_path, caplog):
     assert "figure text checked: 0 collisions" in caplog.text
     assert style.legend_collisions(fig) == []
     plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))
+    for y in [0.02 * k for k in range(51)]:  # no free place: room is made above the data
+        ax.plot([0.0, 1.0], [y, y], lw=0.3, color="0.5")
+    ax.plot([], [], label="line")
+    ax.legend(loc="center")
+    top = ax.get_ylim()[1]
+    assert style.place_legends(fig) == 1
+    assert ax.get_ylim()[1] > top and style.legend_collisions(fig) == []
+    plt.close(fig)
     caplog.clear()
     fig, ax = plt.subplots(figsize=(4, 3))
-    for y in [0.02 * k for k in range(51)]:  # no free place
-        ax.plot([0.0, 1.0], [y, y], lw=0.3, color="0.5")
+    for x in [0.02 * k for k in range(51)]:  # lines across the whole height: no room anywhere
+        ax.axvline(x, lw=0.3, color="0.5")
     ax.plot([], [], label="line")
     ax.legend(loc="center")
     style.add_caption(fig, "A caption.")

@@ -274,8 +274,9 @@ def _covered(box, points) -> int:
 
 def place_legends(fig) -> int:
     """Move every axes legend that covers data (:func:`legend_collisions`) to the first place of
-    :data:`LEGEND_PLACES` where it covers none (or, if there is none, the one where it covers
-    the least; the check then reports it). A legend anchored outside its axes
+    :data:`LEGEND_PLACES` where it covers none; if there is none, raise the top of the y axis to
+    make room for it above the data and put it at the top (or, if that fails too, where it
+    covers the least; the check then reports it). A legend anchored outside its axes
     (``bbox_to_anchor``) and figure legends are left where they are. Returns the legends
     moved (docs/pipeline.md#figures-text-never-collides)."""
     fig.canvas.draw()
@@ -288,17 +289,43 @@ def place_legends(fig) -> int:
         points = _data_points(ax, r)
         if _covered(leg.get_window_extent(r), points) == 0:
             continue
-        start, best = leg._loc, None
-        for place in LEGEND_PLACES:
-            leg.set_loc(place)
-            n = _covered(leg.get_window_extent(r), points)
-            if best is None or n < best[0]:
-                best = (n, leg._loc)
-            if n == 0:
-                break
+        start = leg._loc
+        best = _best_place(leg, r, points, LEGEND_PLACES)
+        if best[0] > 0:  # no free place: make room above the data, once, and try the top
+            _room_above(ax, leg.get_window_extent(r).height)
+            fig.canvas.draw()
+            top = _best_place(leg, r, _data_points(ax, r), LEGEND_PLACES[:2] + ("upper center",))
+            best = top if top[0] == 0 else best
         leg._loc = best[1]
         moved += int(best[1] != start)
     return moved
+
+
+def _best_place(leg, r, points, places) -> tuple[int, int]:
+    """(data pixels covered, loc code) of the first of ``places`` where ``leg`` covers none, or
+    of the one where it covers the least."""
+    best = None
+    for place in places:
+        leg.set_loc(place)
+        n = _covered(leg.get_window_extent(r), points)
+        if best is None or n < best[0]:
+            best = (n, leg._loc)
+        if n == 0:
+            break
+    return best
+
+
+def _room_above(ax, height_px: float) -> None:
+    """Raise the top of ``ax``'s y axis so that a band of ``height_px`` (plus a little) above
+    the old top is free for a legend (linear or log axis)."""
+    box = ax.get_window_extent()
+    frac = min(0.6, (height_px + 6.0) / max(box.height, 1.0))
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        a, b = np.log10(lo), np.log10(hi)
+        ax.set_ylim(lo, 10 ** (a + (b - a) / (1.0 - frac)))
+    else:
+        ax.set_ylim(lo, lo + (hi - lo) / (1.0 - frac))
 
 
 #: a TeX command: a backslash and letters (``\gamma``), or a backslash and one sign (``\,``)
