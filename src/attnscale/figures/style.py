@@ -290,24 +290,29 @@ def place_legends(fig) -> int:
         if _covered(leg.get_window_extent(r), points) == 0:
             continue
         start = leg._loc
-        best = _best_place(leg, r, points, LEGEND_PLACES)
+        texts = [t for t in ax.texts if t.get_visible() and str(t.get_text()).strip()]
+        best = _best_place(leg, r, points, LEGEND_PLACES, texts)
         if best[0] > 0:  # no free place: make room above the data, once, and try the top
             _room_above(ax, leg.get_window_extent(r).height)
             fig.canvas.draw()
-            top = _best_place(leg, r, _data_points(ax, r), LEGEND_PLACES[:2] + ("upper center",))
+            places = LEGEND_PLACES[:2] + ("upper center",)
+            top = _best_place(leg, r, _data_points(ax, r), places, texts)
             best = top if top[0] == 0 else best
         leg._loc = best[1]
         moved += int(best[1] != start)
     return moved
 
 
-def _best_place(leg, r, points, places) -> tuple[int, int]:
-    """(data pixels covered, loc code) of the first of ``places`` where ``leg`` covers none, or
-    of the one where it covers the least."""
+def _best_place(leg, r, points, places, texts=()) -> tuple[int, int]:
+    """(data pixels covered, loc code) of the first of ``places`` where ``leg`` covers no data
+    and none of the ``texts``, or of the one where it covers the least (a text counts as much
+    as a thousand pixels of data)."""
     best = None
+    boxes = [t.get_window_extent(r) for t in texts]
     for place in places:
         leg.set_loc(place)
-        n = _covered(leg.get_window_extent(r), points)
+        box = leg.get_window_extent(r)
+        n = _covered(box, points) + 1000 * sum(_overlap(box, b) for b in boxes)
         if best is None or n < best[0]:
             best = (n, leg._loc)
         if n == 0:
