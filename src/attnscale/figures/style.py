@@ -292,12 +292,18 @@ def place_legends(fig) -> int:
         start = leg._loc
         texts = [t for t in ax.texts if t.get_visible() and str(t.get_text()).strip()]
         best = _best_place(leg, r, points, LEGEND_PLACES, texts)
-        if best[0] > 0:  # no free place: make room above the data, once, and try the top
+        ylim = ax.get_ylim()
+        for _ in range(3 if best[0] > 0 else 0):  # no free place: make room above the data
+            # (a raised top can show more data, a bar cut at the old top: up to three times)
             _room_above(ax, leg.get_window_extent(r).height)
             fig.canvas.draw()
             places = LEGEND_PLACES[:2] + ("upper center",)
             top = _best_place(leg, r, _data_points(ax, r), places, texts)
-            best = top if top[0] == 0 else best
+            if top[0] == 0:
+                best = top
+                break
+        else:
+            ax.set_ylim(ylim)  # no room helped: the axis as it was
         leg._loc = best[1]
         moved += int(best[1] != start)
     return moved
