@@ -223,3 +223,14 @@ def test_one_rule_saves_a_figure_and_its_parts(tmp_path):
     write_outputs(figs, out)
     for k in (*figs, "pdf"):
         assert (tmp_path / Path(out[k]).name).stat().st_size > 0, k
+
+
+def test_a_moved_legend_avoids_the_axes_texts():
+    style.apply_style()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0.0, 1.0], [0.5, 0.5], label="line")
+    ax.text(0.02, 0.97, "a note\nof two lines", transform=ax.transAxes, va="top")
+    ax.legend(loc="center")
+    style.place_legends(fig)
+    assert style.legend_collisions(fig) == [] and style.text_collisions(fig) == []
+    plt.close(fig)
