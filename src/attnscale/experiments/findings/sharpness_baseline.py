@@ -9,10 +9,13 @@ import numpy as np
 import pandas as pd
 
 from attnscale.experiments.findings.record import Finding, NotAvailable, compute, pick, sci
-from attnscale.experiments.findings.sharpness import NAMES, RHO, THEORY_OBS, TRANSITIONS, Z_WITHIN
+from attnscale.experiments.findings.sharpness import NAMES, RHO, TRANSITIONS, Z_WITHIN
 from attnscale.experiments.sharpness_baseline import baseline_slopes
 
-__all__ = ["P_JOINT", "baseline_findings"]
+__all__ = ["P_JOINT", "OBSERVABLES", "baseline_findings"]
+
+#: The observables with a finite-d theory, in the order of the findings.
+OBSERVABLES = ("self_weight", "lambda", "eta")
 
 #: The joint test of a series of widths against the theory's passes at this upper tail
 #: probability of its chi^2 [choice].
@@ -114,7 +117,7 @@ def baseline_findings(*, transitions: pd.DataFrame) -> list[Finding]:
         }
 
     out = []
-    for obs in THEORY_OBS:
+    for obs in OBSERVABLES:
         out.append(
             compute(
                 f"sharpness.baseline_slope_{obs}",
