@@ -7,7 +7,9 @@ docs/long-context.md#the-width-explained):
 * on a series whose widths are ``c (ln n)^s`` the fitted slope is ``s``, the theory's and the
   simplex map's are those of their columns, and widths equal to the theory's give ``z = 0``,
   ``chi^2 = 0`` and ``p = 1``; widths 10 SE off at one n fail the joint test;
-* the findings compute on such a table and say "not computed" on an empty one.
+* the findings compute on such a table and say "not computed" on an empty one;
+* the quadrature error of eta's mean field (finding ``finite_d.eta_quadrature_error``) is the
+  library's difference of the two key grids.
 """
 
 from __future__ import annotations
@@ -78,3 +80,19 @@ def test_the_baseline_findings():
     assert len(got["sharpness.baseline_table"].value) == 3
     empty = baseline_findings(transitions=_series().iloc[:0])
     assert all(f.value is None and "not computed" in f.note for f in empty)
+
+
+def test_the_quadrature_finding_is_the_library_difference(monkeypatch):
+    """finite_d.eta_quadrature_error (issue 45): the finding is the difference of the standard
+    and the fine key grid of eta's mean field, a small fraction of eta (at one point here)."""
+    from attnscale.experiments.findings import quadrature
+    from attnscale.layer.finite_d.eta import eta_mean_field
+
+    monkeypatch.setattr(quadrature, "QUADRATURE_POINTS", ((1024, 32, 0.8),))
+    monkeypatch.setattr(quadrature, "QUADRATURE_X", (1.0, 2.0))
+    (f,) = quadrature.quadrature_findings(theory=pd.DataFrame())
+    beta = np.array([1.0, 2.0]) * np.log(1024) / 0.2
+    fine = eta_mean_field(1024, 32, 0.8, beta, r0=1.0, quadrature="fine")
+    std = eta_mean_field(1024, 32, 0.8, beta, r0=1.0)
+    assert f.value == pytest.approx([np.max(np.abs(std - fine))])
+    assert 0 < f.value[0] < 0.01 * fine.max()

@@ -22,6 +22,7 @@ from attnscale.experiments.findings import (
     finite_d,
     paper_a,
     paper_b,
+    quadrature,
     realistic,
     regimes,
     sharpness,
@@ -141,6 +142,14 @@ SECTIONS = [
         "figures/finite_d/transition.png",
         "finite-d.md#finite-d-critical-point",
         theory_points.finite_d_points_findings,
+        {"theory": "transition_theory"},
+    ),
+    (
+        "finite-d-eta-quadrature",
+        "Finite d: the quadrature error of eta's mean field",
+        "figures/paper_a/figure2_eta.png",
+        "finite-d.md#mean-field-for-eta",
+        quadrature.quadrature_findings,
         {"theory": "transition_theory"},
     ),
     (
