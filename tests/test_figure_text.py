@@ -9,11 +9,22 @@
   configuration's (its notes make the caption grow), has no collision.
 * Every figure of the smoke run was checked when it was saved (the figure jobs' logs say so) and
   none has a collision.
+* Legends against data (issue 45): :func:`attnscale.figures.style.legend_collisions` finds a
+  legend on a curve, on a segment that crosses it without a vertex inside, on an error bar and a
+  figure legend on an axes' data, and passes a legend beside the data; the save hook moves a
+  legend on data to a free place (:func:`attnscale.figures.style.place_legends`), making room
+  above the data if there is none, and logs one that still covers data.
+* Captions (issue 45): :func:`attnscale.figures.style.caption_problems` finds raw TeX outside
+  ``$...$``, an unpaired ``$`` and mathtext that does not render (a formula split by the
+  wrapping), and passes plain text, an escaped dollar and mathtext that renders.
+* One rule can save a figure and its parts (the sharpness rows): the adapter writes each figure
+  returned under a figure output's name to that output.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import matplotlib
 
@@ -108,7 +119,118 @@ def test_no_figure_of_the_smoke_run_has_colliding_text(smoke_run):
         collisions += [
             f"{log.relative_to(work)}: {m}" for m in re.findall(r"figure text collides: (.*)", text)
         ]
-    assert pngs and len(checked) >= len(pngs), (len(checked), len(pngs))
+    checks = sum(log.read_text(errors="replace").count("figure text checked") for log in checked)
+    assert pngs and checks >= len(pngs), (checks, len(pngs))
     assert not collisions, "text that collides in the smoke run's figures:\n" + "\n".join(
         collisions
     )
+
+
+def test_the_check_finds_legends_on_data():
+    import numpy as np
+
+    style.apply_style()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    x = np.linspace(0.0, 1.0, 50)
+    ax.plot(x, x, label="rising")
+    ax.plot(x, 1 - x, label="falling")
+    ax.legend(loc="upper left")  # on the falling line
+    found = style.legend_collisions(fig)
+    assert len(found) == 1 and "axes 0 legend covers data of axes 0" in found[0], found
+    ax.legend(loc="center right")  # beside both lines
+    assert style.legend_collisions(fig) == []
+    ax.errorbar([0.9], [0.5], yerr=[0.1], fmt="o", label="bar")  # under the legend
+    ax.legend(loc="center right")
+    assert style.legend_collisions(fig), "an error bar under the legend"
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0.0, 1.0], [0.5, 0.5], label="two vertices, both outside the legend")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(loc="center")
+    assert style.legend_collisions(fig), "a segment through the legend"
+    ax.get_legend().remove()
+    fig.legend(["on the axes"], loc="center")
+    assert any("figure legend 0 covers data of axes 0" in f for f in style.legend_collisions(fig))
+    plt.close(fig)
+
+
+def test_a_legend_moves_off_data_when_saved_or_is_logged(tmp_path, caplog):
+    """The save hook moves a legend on data to a free place (:func:`place_legends`); where no
+    place is free, the log says it covers data."""
+    style.apply_style()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0.0, 1.0], [0.5, 0.5], label="line")
+    ax.plot([0.0, 1.0], [0.0, 1.0], label="diagonal")
+    ax.legend(loc="center")
+    assert style.legend_collisions(fig)
+    style.add_caption(fig, "A caption.")
+    with caplog.at_level("INFO", logger="attnscale"):
+        fig.savefig(tmp_path / "f.png")
+    assert "figure text checked: 0 collisions" in caplog.text
+    assert style.legend_collisions(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))
+    for y in [0.02 * k for k in range(51)]:  # no free place: room is made above the data
+        ax.plot([0.0, 1.0], [y, y], lw=0.3, color="0.5")
+    ax.plot([], [], label="line")
+    ax.legend(loc="center")
+    top = ax.get_ylim()[1]
+    assert style.place_legends(fig) == 1
+    assert ax.get_ylim()[1] > top and style.legend_collisions(fig) == []
+    plt.close(fig)
+    caplog.clear()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    for x in [0.02 * k for k in range(51)]:  # lines across the whole height: no room anywhere
+        ax.axvline(x, lw=0.3, color="0.5")
+    ax.plot([], [], label="line")
+    ax.legend(loc="center")
+    style.add_caption(fig, "A caption.")
+    with caplog.at_level("INFO", logger="attnscale"):
+        fig.savefig(tmp_path / "g.png")
+    assert "figure text collides: axes 0 legend covers data" in caplog.text
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (r"x = \gamma / \gamma_c", r"raw TeX '\\gamma'"),
+        (r"the limit $n \to \infty", "unpaired"),
+        (r"$\frac{1}{$ and more", "does not render"),
+        (r"a $\notacommand$ here", "does not render"),
+        ("a formula split\n$x =\n\\gamma$ by the wrapping", "does not render"),
+    ],
+)
+def test_the_check_finds_raw_tex_in_captions(text, problem):
+    found = style.caption_problems(text)
+    assert any(problem in f for f in found), found
+
+
+def test_plain_captions_and_mathtext_pass():
+    assert style.caption_problems("plain text, 1/(1 + 3 rho_hat), costs \\$5 [choice].") == []
+    assert style.caption_problems(r"$x = \gamma / \gamma_c(\hat\rho)$ and $n \to \infty$") == []
+
+
+def test_one_rule_saves_a_figure_and_its_parts(tmp_path):
+    from attnscale.pipeline.adapter import write_outputs
+
+    style.apply_style()
+    figs = {k: plt.subplots(figsize=(2, 2))[0] for k in ("png", "row_a", "row_b")}
+    for k, f in figs.items():
+        f.axes[0].set_title(k)
+    out = {k: str(tmp_path / f"{k}.png") for k in figs} | {"pdf": str(tmp_path / "png.pdf")}
+    write_outputs(figs, out)
+    for k in (*figs, "pdf"):
+        assert (tmp_path / Path(out[k]).name).stat().st_size > 0, k
+
+
+def test_a_moved_legend_avoids_the_axes_texts():
+    style.apply_style()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0.0, 1.0], [0.5, 0.5], label="line")
+    ax.text(0.02, 0.97, "a note\nof two lines", transform=ax.transAxes, va="top")
+    ax.legend(loc="center")
+    style.place_legends(fig)
+    assert style.legend_collisions(fig) == [] and style.text_collisions(fig) == []
+    plt.close(fig)

@@ -502,6 +502,24 @@ def test_publish_refreshes_the_values_after_the_markers(tmp_path):
     assert (docs / "page.md").read_text(encoding="utf-8") == new
 
 
+def test_publish_fills_a_new_key_written_as_pending():
+    """A key the published document lacks, its value written as ``PENDING``, gets its rendering;
+    a key both documents have keeps ``PENDING`` as stale (issue 45)."""
+    import copy
+
+    from attnscale.experiments.findings.markers import PENDING, refresh_markers
+
+    doc = _load_json()
+    key = "sharpness.width_ratio_lambda"
+    old = copy.deepcopy(doc)
+    del old["findings"][key]
+    text = f"New <!-- finding:{key} -->{PENDING}.\n"
+    new, stale = refresh_markers(text, "", old, doc)
+    assert new == f"New <!-- finding:{key} -->{doc['findings'][key]['rendered']}.\n" and not stale
+    _, stale = refresh_markers(text, "", doc, doc)
+    assert stale == [key]
+
+
 # --------------------------------------------------------------------------- computations
 
 

@@ -86,13 +86,11 @@ rule paper_a_eta_figure:
             "Colour: eta / [(1 - 1/d) mean_i 1/||x_i||^2], i.e. eta over the draw's "
             "super-critical limit (Theorem 2.4 at the realised norms), so the plateau 1 - 1/d "
             "reads 1 and the critical limit (1 - 1/d)/(4q) reads 1/4; values above 1.25 in "
-            f"magenta. {CFG.value('paper_a.eta.trials')} token draw(s) per cell (Figure 1's "
-            f"tokens), n = {CFG.value('paper_a.n')}, {len(CFG.grid('paper_a.rho'))} x "
-            f"{len(CFG.grid('paper_a.gamma'))} grid [our choices]; eta by the "
-            f"{CFG.get('paper_a.eta.method')} rule (exact block formula where it costs <= "
-            f"{CFG.get('paper_a.eta.probes')} Hutchinson probes, else "
-            f"{CFG.get('paper_a.eta.probes')} {CFG.get('paper_a.eta.probe_kind')} probes). "
-            "Dashed: gamma = 1/(1 - rho) [paper]."
+            "magenta. Figure 1's tokens, "
+            f"n = {CFG.value('paper_a.n')}, {len(CFG.grid('paper_a.rho'))} x "
+            f"{len(CFG.grid('paper_a.gamma'))} grid [our choices]; the token draws per cell "
+            "and how eta was computed in each panel (read from the table drawn) are stated "
+            "at the end. Dashed: gamma = 1/(1 - rho) [paper]."
             f"{long_context_note()}"
         ),
     script:

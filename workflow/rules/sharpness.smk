@@ -97,12 +97,18 @@ rule sharpness_figure:
             },
         ),
         pdf="figures/sharpness/sharpness.pdf",
+        # each row as an image of its own, to be read at a page's width (issue 45)
+        row_self_weight="figures/sharpness/rows/self_weight.png",
+        row_lambda="figures/sharpness/rows/lambda.png",
+        row_eta="figures/sharpness/rows/eta.png",
+        row_width="figures/sharpness/rows/width.png",
+        row_centre="figures/sharpness/rows/centre.png",
     log:
         "logs/sharpness/figure.log",
     conda:
         "../../envs/environment.yaml"
     params:
-        entry="figures.sharpness:plot_sharpness",
+        entry="figures.sharpness:plot_sharpness_rows",
         caption=(
             "(ours) Paper A's layer, Gaussian near-simplex tokens [paper model], alpha = 0, "
             "beta = x gamma_c(rho_hat) ln n with rho_hat each draw's realised mean cosine "
@@ -118,8 +124,9 @@ rule sharpness_figure:
             "[derived]; dotted black: the floor the outputs' tilt towards the query puts under "
             "lambda, at the largest n [derived]. Dashed black step: Paper A's n -> inf limit, 0 "
             "below gamma_c and 1 above, the critical value at gamma_c (open circle) [paper]. "
-            "Triangles: the finite-d critical point x* = beta*(1 - rho_hat)/ln n of the draws at "
-            "their ||z_0|| [derived]. Width: x90 - x10 of the normalised curve [choice], against "
+            "Triangles: where the finite-d theory's curve crosses the critical value (its centre; for "
+            "A_ii the finite-d critical point x* = beta*(1 - rho_hat)/ln n of the draws at their "
+            "||z_0||) [derived]. Width: x90 - x10 of the normalised curve [choice], against "
             "ln n / d; thick pale line: the finite-d theory's width [derived]; dotted: Paper A's "
             "finite-n simplex map [derived], which shrinks like 1/ln n. Centre: crossing of the "
             "value at gamma_c (1/2, 1/(1 + 3 rho_hat), 1/4) [choice]; thick pale line: the "

@@ -105,7 +105,7 @@ def plot_rules_simulated(*, data, caption: str):
         for ax in row:
             ax.set_xscale("log", base=2)
             ax.set_xlabel("context length n (keys seen by the last query)")
-        row[0].legend(fontsize=6, loc="center", bbox_to_anchor=(0.6, 0.45))
+        row[0].legend(fontsize=6, loc="best")  # moved off the data when saved (place_legends)
     d = int(df["d"].iloc[0])
     block = int(df["block"].iloc[0])
     fig.suptitle(

@@ -35,15 +35,7 @@ def plot_figure2(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None 
     plateau ``1 - 1/d`` reads 1 in every panel and the critical value ``(1 - 1/d)/(4q)`` reads
     1/4. Values above :data:`FIG2_VMAX` are drawn in the colour-bar's "over" colour.
     """
-    used = data.groupby("d", sort=True)[["method", "probes"]].first().sort_index(ascending=False)
-    caption += (
-        " eta computed by: "
-        + ", ".join(
-            f"d = {d}: " + (m if m == "exact" else f"{m} ({p} probes)")
-            for d, (m, p) in used.iterrows()
-        )
-        + "."
-    )
+    caption += _eta_used(data)
     cmap = plt.get_cmap("viridis").with_extremes(over="#ff4fd8")
     return heatmap_panels(
         data,
@@ -57,6 +49,35 @@ def plot_figure2(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None 
         extend="max",
         line=line,
         eta_line=True,
+    )
+
+
+def _eta_used(data: pd.DataFrame) -> str:
+    """The caption's sentence of what drew Figure 2, read from its table (so the caption agrees
+    with the run, issue 45): the token draws per cell and, per ``d``, eta's method (exact; a
+    number of Hutchinson probes; or sampled rows, one tangent probe each,
+    docs/long-context.md#the-rows-choice)."""
+
+    def how(m: str, p: int, rows) -> str:
+        if m == "exact":
+            return "the exact block formula"
+        if m == "sampled":
+            count = f"{int(rows)} " if rows is not None and np.isfinite(rows) else ""
+            return f"{count}sampled query rows, one tangent probe per row"
+        return f"{m} ({int(p)} probe{'s' if int(p) != 1 else ''})"
+
+    cols = ["method", "probes"] + (["rows"] if "rows" in data else [])
+    used = data.groupby("d", sort=True)[cols].first().sort_index(ascending=False)
+    trials = sorted({int(t) for t in data["trials"]}) if "trials" in data else []
+    draws = " or ".join(str(t) for t in trials)
+    out = f" Token draws per cell: {draws}." if trials else ""
+    return (
+        out
+        + " eta computed by: "
+        + "; ".join(
+            f"d = {d}: " + how(r["method"], r["probes"], r.get("rows")) for d, r in used.iterrows()
+        )
+        + "."
     )
 
 

@@ -20,7 +20,7 @@ from matplotlib.ticker import FormatStrFormatter, FuncFormatter
 from attnscale.figures.style import add_caption, apply_style
 from attnscale.layer import theory
 
-__all__ = ["OBS_STYLE", "plot_sharpness"]
+__all__ = ["OBS_STYLE", "plot_sharpness", "plot_sharpness_rows", "ROWS"]
 
 #: Colour and label of each observable in the width and centre rows.
 OBS_STYLE = {
@@ -71,8 +71,8 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
         ]
         if not t.empty:
             r = t.iloc[0]
-            ax.plot(
-                r["x_star"],
+            ax.plot(  # where the finite-d theory's curve crosses the critical value
+                r["centre_finite_d"],
                 r["level_centre"],
                 marker="v",
                 ms=6,
@@ -192,25 +192,15 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     axes[2, 0].set_ylabel("eta / eta(gamma -> inf)")
     axes[3, 0].set_ylabel("width x90 - x10 (2 SE)")
     axes[4, 0].set_ylabel("centre in x (2 SE)")
-    axes[0, 0].plot([], [], "--", color="grey", lw=0.9, label="finite-d theory [derived]")
-    axes[0, 0].plot([], [], "v", color="grey", mec="k", label="finite-d x* [derived]")
-    axes[0, 0].legend(loc="upper left", fontsize=6.5)
-    hl = [
-        (h, lab)
-        for h, lab in zip(*axes[1, 0].get_legend_handles_labels(), strict=True)
-        if "tilt" in lab
-    ]
-    if hl:
-        axes[1, 0].legend(
-            [hl[0][0]], ["tilt's floor, largest n [derived]"], loc="upper left", fontsize=6.5
-        )
+    # the curves' legend above the rows, outside every axes (a legend never covers data)
+    top_h, top_l = _curve_legend(axes[0, 0], axes[1, 0])
+    top_cols = 5 if len(ds) >= 3 else 3
+    fig.legend(
+        top_h, top_l, loc="upper center", ncol=top_cols, fontsize=7, bbox_to_anchor=(0.5, 0.982)
+    )
+    top_rows = -(-len(top_l) // top_cols)  # the legend's lines, about 0.13 in each
     # one legend for the width and centre rows, below them
-    handles, labels = axes[3, 0].get_legend_handles_labels()
-    h, lab = axes[4, 0].get_legend_handles_labels()
-    handles.append(h[lab.index(r"$\gamma_c$ [Paper A]")])
-    labels.append("x = 1: Paper A's gamma_c (centre row)")
-    handles.append(plt.Line2D([], [], color="grey", lw=3.5, alpha=0.3))
-    labels.append("finite-d theory, same colour [derived]")
+    handles, labels = _against_legend(axes[3, 0], axes[4, 0])
     # four columns fit the width of three panels; two, that of fewer
     fig.legend(
         handles,
@@ -221,6 +211,109 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
         bbox_to_anchor=(0.5, 0.05),
     )
     fig.suptitle("Transition sharpness against context length (ours)", y=0.995)
-    fig.tight_layout(rect=(0, 0.1, 1, 0.99))
+    fig.tight_layout(rect=(0, 0.1, 1, 0.975 - (0.13 * top_rows + 0.05) / fig.get_figheight()))
     add_caption(fig, caption)
     return fig
+
+
+def _curve_legend(ax_weight, ax_lambda):
+    """Handles and labels of the curve rows: the n colours and Paper A's step (from the
+    self-weight's axes), the finite-d theory, its crossing (triangles) and the tilt's floor."""
+    pairs = [
+        hl for hl in zip(*ax_weight.get_legend_handles_labels(), strict=True) if "tilt" not in hl[1]
+    ]
+    handles, labels = [h for h, _ in pairs], [lab for _, lab in pairs]
+    handles.append(plt.Line2D([], [], ls="--", color="grey", lw=0.9, dashes=(3, 2)))
+    labels.append("finite-d theory [derived]")
+    handles.append(plt.Line2D([], [], ls="", marker="v", color="grey", mec="k", mew=0.5))
+    labels.append("its crossing of the critical value [derived]")
+    for h, lab in zip(*ax_lambda.get_legend_handles_labels(), strict=True):
+        if "tilt" in lab:
+            handles.append(h)
+            labels.append("tilt's floor under lambda, largest n [derived]")
+            break
+    return handles, labels
+
+
+def _against_legend(ax_width, ax_centre):
+    """Handles and labels of the width and centre rows."""
+    handles, labels = ax_width.get_legend_handles_labels()
+    h, lab = ax_centre.get_legend_handles_labels()
+    handles.append(h[lab.index(r"$\gamma_c$ [Paper A]")])
+    labels.append("x = 1: Paper A's gamma_c (centre row)")
+    handles.append(plt.Line2D([], [], color="grey", lw=3.5, alpha=0.3))
+    labels.append("finite-d theory, same colour [derived]")
+    return handles, labels
+
+
+#: The rows of the sharpness figure, in order: output name of the row's own image, observable
+#: (a curve row) or ``"width"`` / ``"centre"``, and the y label.
+ROWS = (
+    ("row_self_weight", "self_weight", "A_ii (mean over draws, 2 SE band)"),
+    ("row_lambda", "lambda", "lambda (mean over draws, 2 SE band)"),
+    ("row_eta", "eta", "eta / eta(gamma -> inf)"),
+    ("row_width", "width", "width x90 - x10 (2 SE)"),
+    ("row_centre", "centre", "centre in x (2 SE)"),
+)
+
+
+def _row_figure(row: int, curves, transitions, caption: str):
+    """Row ``row`` of the sharpness figure (:data:`ROWS`) as a figure of its own, one panel per
+    ``d``, sized to be read at a page's width, its legend below the panels."""
+    _, what, ylabel = ROWS[row]
+    ds = sorted(int(d) for d in transitions["d"].unique())
+    rhos = sorted(float(r) for r in transitions["rho"].unique())
+    ns = sorted(int(n) for n in transitions["n"].unique())
+    rho0 = 0.5 if any(np.isclose(rhos, 0.5)) else rhos[0]
+    height, legend_in = 3.0, 0.9 if what in ("width", "centre") else 0.7
+    fig, axes = plt.subplots(
+        1, len(ds), figsize=(3.4 * len(ds), height + legend_in + 0.3), squeeze=False
+    )
+    for j, d in enumerate(ds):
+        a = axes[0, j]
+        if what in ("width", "centre"):
+            _against(a, transitions, d, rhos, what)
+            a.set_title(f"d = {d}")
+            a.set_xlabel(r"$\ln n \,/\, d$")
+            a.grid(True, which="both" if what == "width" else "major", alpha=0.25)
+        else:
+            _curves(a, curves, transitions, what, ns, _n_colours(ns), rho0, d)
+            a.set_title(f"d = {d}, rho = {rho0:g}")
+            xs = curves[curves["d"] == d]["x"]
+            a.set_xlim(xs.min(), xs.max())
+            a.set_xlabel(r"$x = \gamma / \gamma_c(\hat\rho)$")
+    axes[0, 0].set_ylabel(ylabel)
+    if what in ("width", "centre"):
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        handles.append(plt.Line2D([], [], color="grey", lw=3.5, alpha=0.3))
+        labels.append("finite-d theory, same colour [derived]")
+    else:
+        handles, labels = _curve_legend(axes[0, 0], axes[0, 0])
+    fig.legend(handles, labels, loc="lower center", ncol=3 if len(ds) >= 3 else 2, fontsize=7)
+    names = {
+        "self_weight": "the self-weight A_ii",
+        "lambda": "lambda",
+        "eta": "eta",
+        "width": "the 10 %-90 % width in x",
+        "centre": "the centre in x",
+    }
+    fig.suptitle(f"Transition sharpness against context length (ours): {names[what]}")
+    fig.tight_layout(rect=(0, legend_in / (height + legend_in + 0.3), 1, 1))
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_sharpness_rows(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: str):
+    """The sharpness figure (:func:`plot_sharpness`, output ``png``) and each of its rows as an
+    image of its own (outputs named in :data:`ROWS`), each readable at a page's width
+    (docs/long-context.md#transition-sharpness-against-context-length).
+
+    Returns
+    -------
+    dict
+        ``{"png": full figure, "row_self_weight": ..., ..., "row_centre": ...}``.
+    """
+    out = {"png": plot_sharpness(curves=curves, transitions=transitions, caption=caption)}
+    for k, (name, _, _) in enumerate(ROWS):
+        out[name] = _row_figure(k, curves, transitions, caption)
+    return out

@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import logging  # noqa: E402
+import re  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -30,6 +31,9 @@ __all__ = [
     "text_items",
     "text_collisions",
     "fit_caption",
+    "legend_collisions",
+    "place_legends",
+    "caption_problems",
 ]
 
 #: the job's logger (attnscale.pipeline.runtime.job writes it to the rule's log)
@@ -74,8 +78,11 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
 
         def savefig(*args, **kwargs):
             if not getattr(fig, "_attnscale_fitted", False):  # once, before the first save
+                place_legends(fig)
                 moved = fit_caption(fig)
                 problems = text_collisions(fig, draw=moved > 0)  # drawn by fit_caption if not
+                problems += legend_collisions(fig, draw=False)
+                problems += caption_problems(caption.get_text())
                 for line in problems:
                     LOG.warning("figure text collides: %s", line)
                 LOG.info("figure text checked: %d collisions", len(problems))
@@ -161,6 +168,200 @@ def text_collisions(fig, *, draw: bool = True) -> list[str]:
         for nb, b in items[i + 1 :]:
             if _overlap(a, b):
                 out.append(f"{na} overlaps {nb}")
+    return out
+
+
+def _data_points(ax, r) -> np.ndarray:
+    """The data an axes shows, as display points (pixels): every visible line's vertices with
+    its segments filled in every ``SLACK_PX`` pixels (so a segment that crosses a box without a
+    vertex in it is seen), the offsets of markers (scatter) and the segments of error bars,
+    all clipped to the axes' box. Filled areas (bands) are not data here: a legend may sit on
+    a band's pale fill, not on its curve."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    paths = []
+    for line in ax.lines:
+        if line.get_visible() and len(line.get_xydata()):
+            paths.append(line.get_transform().transform(line.get_xydata()))
+    for coll in ax.collections:
+        if not coll.get_visible():
+            continue
+        if isinstance(coll, PathCollection):
+            off = coll.get_offsets()
+            if len(off):
+                paths.append(coll.get_offset_transform().transform(off))
+        elif isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                if len(seg):
+                    paths.append(coll.get_transform().transform(seg))
+    box = ax.get_window_extent(r)
+    out = []
+    for p in paths:
+        p = p[np.all(np.isfinite(p), axis=1)]
+        if len(p) > 1:  # fill in each segment, about one point per pixel
+            steps = np.maximum(1, np.ceil(np.abs(np.diff(p, axis=0)).max(axis=1)).astype(int))
+            steps = np.minimum(steps, 4000)
+            p = np.concatenate(
+                [
+                    a + np.linspace(0, 1, k, endpoint=False)[:, None] * (b - a)
+                    for a, b, k in zip(p[:-1], p[1:], steps, strict=True)
+                ]
+                + [p[-1:]]
+            )
+        keep = (p[:, 0] >= box.x0) & (p[:, 0] <= box.x1) & (p[:, 1] >= box.y0) & (p[:, 1] <= box.y1)
+        out.append(p[keep])
+    return np.concatenate(out) if out else np.empty((0, 2))
+
+
+def legend_collisions(fig, *, draw: bool = True) -> list[str]:
+    """Legends that cover data (docs/pipeline.md#figures-text-never-collides): for every legend
+    (an axes' own, and the figure's legends against every axes they overlap), the data points
+    of :func:`_data_points` that lie inside the legend's box by more than ``SLACK_PX``; one line
+    per legend and axes that it covers (empty if none)."""
+    if draw:
+        fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out = []
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    pairs = [(f"axes {k} legend", ax.get_legend(), [(k, ax)]) for k, ax in enumerate(fig.axes)]
+    pairs += [
+        (f"figure legend {j}", leg, list(enumerate(fig.axes))) for j, leg in enumerate(fig.legends)
+    ]
+    for name, leg, targets in pairs:
+        if leg is None or not leg.get_visible():
+            continue
+        b = leg.get_window_extent(r)
+        for k, ax in targets:
+            if ax not in axes:
+                continue
+            p = _data_points(ax, r)
+            inside = (
+                (p[:, 0] > b.x0 + SLACK_PX)
+                & (p[:, 0] < b.x1 - SLACK_PX)
+                & (p[:, 1] > b.y0 + SLACK_PX)
+                & (p[:, 1] < b.y1 - SLACK_PX)
+            )
+            if inside.any():
+                out.append(
+                    f"{name} covers data of axes {k} ({int(inside.sum())} px of lines/markers)"
+                )
+    return out
+
+
+#: Where :func:`place_legends` tries an axes' legend, in this order (matplotlib's loc codes).
+LEGEND_PLACES = (
+    "upper left",
+    "upper right",
+    "lower right",
+    "lower left",
+    "center left",
+    "center right",
+    "upper center",
+    "lower center",
+    "center",
+)
+
+
+def _covered(box, points) -> int:
+    inside = (
+        (points[:, 0] > box.x0 + SLACK_PX)
+        & (points[:, 0] < box.x1 - SLACK_PX)
+        & (points[:, 1] > box.y0 + SLACK_PX)
+        & (points[:, 1] < box.y1 - SLACK_PX)
+    )
+    return int(inside.sum())
+
+
+def place_legends(fig) -> int:
+    """Move every axes legend that covers data (:func:`legend_collisions`) to the first place of
+    :data:`LEGEND_PLACES` where it covers none; if there is none, raise the top of the y axis to
+    make room for it above the data and put it at the top (or, if that fails too, where it
+    covers the least; the check then reports it). A legend anchored outside its axes
+    (``bbox_to_anchor``) and figure legends are left where they are. Returns the legends
+    moved (docs/pipeline.md#figures-text-never-collides)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    moved = 0
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None or not leg.get_visible() or leg.get_bbox_to_anchor() != ax.bbox:
+            continue
+        points = _data_points(ax, r)
+        if _covered(leg.get_window_extent(r), points) == 0:
+            continue
+        start = leg._loc
+        texts = [t for t in ax.texts if t.get_visible() and str(t.get_text()).strip()]
+        best = _best_place(leg, r, points, LEGEND_PLACES, texts)
+        ylim = ax.get_ylim()
+        for _ in range(3 if best[0] > 0 else 0):  # no free place: make room above the data
+            # (a raised top can show more data, a bar cut at the old top: up to three times)
+            _room_above(ax, leg.get_window_extent(r).height)
+            fig.canvas.draw()
+            places = LEGEND_PLACES[:2] + ("upper center",)
+            top = _best_place(leg, r, _data_points(ax, r), places, texts)
+            if top[0] == 0:
+                best = top
+                break
+        else:
+            ax.set_ylim(ylim)  # no room helped: the axis as it was
+        leg._loc = best[1]
+        moved += int(best[1] != start)
+    return moved
+
+
+def _best_place(leg, r, points, places, texts=()) -> tuple[int, int]:
+    """(data pixels covered, loc code) of the first of ``places`` where ``leg`` covers no data
+    and none of the ``texts``, or of the one where it covers the least (a text counts as much
+    as a thousand pixels of data)."""
+    best = None
+    boxes = [t.get_window_extent(r) for t in texts]
+    for place in places:
+        leg.set_loc(place)
+        box = leg.get_window_extent(r)
+        n = _covered(box, points) + 1000 * sum(_overlap(box, b) for b in boxes)
+        if best is None or n < best[0]:
+            best = (n, leg._loc)
+        if n == 0:
+            break
+    return best
+
+
+def _room_above(ax, height_px: float) -> None:
+    """Raise the top of ``ax``'s y axis so that a band of ``height_px`` (plus a little) above
+    the old top is free for a legend (linear or log axis)."""
+    box = ax.get_window_extent()
+    frac = min(0.6, (height_px + 6.0) / max(box.height, 1.0))
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        a, b = np.log10(lo), np.log10(hi)
+        ax.set_ylim(lo, 10 ** (a + (b - a) / (1.0 - frac)))
+    else:
+        ax.set_ylim(lo, lo + (hi - lo) / (1.0 - frac))
+
+
+#: a TeX command: a backslash and letters (``\gamma``), or a backslash and one sign (``\,``)
+_TEX = re.compile(r"\\(?:[A-Za-z]+|[^A-Za-z\s$])")
+
+
+def caption_problems(text: str) -> list[str]:
+    """Raw TeX in a caption (docs/pipeline.md#figures-text-never-collides): a backslash command
+    outside ``$...$``, an unpaired ``$``, or a ``$...$`` part that matplotlib's mathtext cannot
+    render (parsed here with :class:`matplotlib.mathtext.MathTextParser`). One line each."""
+    from matplotlib.mathtext import MathTextParser
+
+    out = []
+    parts = re.split(r"(?<!\\)\$", text)
+    if len(parts) % 2 == 0:
+        out.append("caption has an unpaired '$'")
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            out += [f"caption has raw TeX {m!r} outside $...$" for m in _TEX.findall(part)]
+        else:
+            try:
+                MathTextParser("agg").parse(f"${part}$", dpi=72)
+            except ValueError as err:
+                why = " ".join(str(err).split())[:100]
+                out.append(f"caption's mathtext ${part}$ does not render: {why}")
     return out
 
 

@@ -104,6 +104,23 @@ def plot_phase(*, heads, n_ref: int, n_train: int):
     return fig
 
 
+#: The top of the y axis of :func:`plot_curves` (its caption says what lies above it).
+CURVES_TOP = 1.6
+
+
+def _clip_note(c) -> str:
+    """The caption's sentence on the clipped y axis of :func:`plot_curves` (issue 45): how many
+    heads' curves rise above :data:`CURVES_TOP` and the largest ratio, or that none does."""
+    top = c.groupby(["layer", "head"])["lambda_ratio"].max()
+    above = top[top > CURVES_TOP]
+    if above.empty:
+        return f" The y axis stops at {CURVES_TOP:g}; no head's ratio is above it."
+    return (
+        f" The y axis is cut at {CURVES_TOP:g}: {len(above)} of {len(top)} heads' curves rise "
+        f"above it (up to {float(above.max()):.3g}), drawn to the cut."
+    )
+
+
 def plot_curves(*, curves, layers, global_, n: int):
     """``lambda(s)/lambda(inf)`` of every head (thin) and the layer's head mean with its
     bootstrap band, one panel per layer, at window length ``n``; the dashed line is Paper A's
@@ -143,7 +160,7 @@ def plot_curves(*, curves, layers, global_, n: int):
         ax.axvline(1.0, color="C3", lw=0.7, ls=":", label="trained scale s = 1")
         ax.set_xscale("log", base=2)
         ax.set_title(f"layer {ly}")
-        ax.set_ylim(-0.05, 1.6)
+        ax.set_ylim(-0.05, CURVES_TOP)
     for ax in axes[-1]:
         ax.set_xlabel("score multiplier s (one head)")
     for ax in axes[:, 0]:
@@ -164,7 +181,7 @@ def plot_curves(*, curves, layers, global_, n: int):
         "does (positional heads). (bottom) The forward pass rerun with every layer's scores "
         f"multiplied by s ({W} windows) [choice]: each layer's lambda (dotted: Paper A's "
         "1/(1 + 3 rho_hat) at the layer's rho_hat) and the rho_hat of its inputs; red line: the "
-        "trained model.",
+        "trained model." + _clip_note(c),
     )
     fig.subplots_adjust(bottom=0.13, top=0.97, left=0.07, right=0.99)
     return fig

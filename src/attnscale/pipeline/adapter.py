@@ -16,7 +16,8 @@ library *entry function* in ``params: entry="module:function"`` (module relative
    the function returns (:func:`write_outputs`): a :class:`pandas.DataFrame` as CSV,
    a ``dict`` of arrays as npz, a matplotlib figure to the rule's ``.png`` and ``.pdf`` outputs,
    anything else JSON-serialisable as JSON; with several non-figure outputs the function returns
-   a ``dict`` keyed by output name. Every file is written atomically (:mod:`attnscale.pipeline.io`).
+   a ``dict`` keyed by output name (a figure under a figure output's name, other than the first
+   figure, goes to that output alone: one rule can save a figure and its parts). Every file is written atomically (:mod:`attnscale.pipeline.io`).
 
 Entry functions therefore never touch files: tests call them directly on arrays and tables.
 """
@@ -118,8 +119,20 @@ def write_outputs(result, outputs: dict[str, str]) -> None:
     if figs:
         if fig is None:
             raise ValueError(f"outputs {sorted(figs)} need a matplotlib Figure")
-        png = next((p for p in figs.values() if p.endswith(".png")), None)
-        pdf = next((p for p in figs.values() if p.endswith(".pdf")), None)
+        # a figure returned under a figure output's name, other than the first, is saved there
+        own = {
+            k: parts[k] for k in figs if k in parts and _is_figure(parts[k]) and parts[k] is not fig
+        }
+        for name, other in own.items():
+            path = figs[name]
+            save_figure(
+                other,
+                path if path.endswith(".png") else None,
+                path if path.endswith(".pdf") else None,
+            )
+        rest = [p for k, p in figs.items() if k not in own]
+        png = next((p for p in rest if p.endswith(".png")), None)
+        pdf = next((p for p in rest if p.endswith(".pdf")), None)
         save_figure(fig, png, pdf)
 
 

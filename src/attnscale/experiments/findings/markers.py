@@ -21,6 +21,7 @@ __all__ = [
     "findings_file",
     "quotable",
     "refresh_markers",
+    "PENDING",
 ]
 
 #: A finding quoted in the prose (docs/pipeline.md#numbers-in-the-prose): ``<!-- finding:KEY -->``
@@ -30,6 +31,9 @@ __all__ = [
 #: an HTML comment is a raw HTML block in Markdown and breaks the paragraph). Group 1 is the whole
 #: key as quoted, group 2 the configuration's name (``None`` for the default run), group 3 the key.
 MARKER = re.compile(r"<!--\s*finding:((?:([a-z0-9][a-z0-9\-]*):)?([A-Za-z0-9_.\-]+))\s*-->")
+#: The value an author writes after the marker of a finding the published document does not
+#: have yet (a new key): publish replaces it by the finding's rendering (issue 45).
+PENDING = "[to be published]"
 #: A configuration's name, as it appears in a marker and in its findings file's name.
 NAME = re.compile(r"[a-z0-9][a-z0-9\-]*")
 
@@ -86,6 +90,7 @@ def refresh_markers(text: str, name: str, old: dict | None, new: dict) -> tuple[
 
     A marker's value is the text that follows it; it is recognised as the rendering in ``new``
     (left alone) or in ``old``, the document ``new`` replaces (replaced by the new rendering).
+    A key new to ``new`` (``old`` lacks it) whose value reads :data:`PENDING` gets its rendering.
     Anything else, and a key ``new`` lacks but ``old`` had, is returned as stale (the prose check
     then fails on it: it needs an author); a key neither has is left to the prose check. Markers
     of other configurations are left alone.
@@ -112,6 +117,10 @@ def refresh_markers(text: str, name: str, old: dict | None, new: dict) -> tuple[
         if now is not None and was is not None and rest.startswith(was):
             out += [text[pos : m.end()], now]
             pos = m.end() + len(was)
+            continue
+        if now is not None and was is None and rest.startswith(PENDING):
+            out += [text[pos : m.end()], now]  # a new key, its value written as pending
+            pos = m.end() + len(PENDING)
             continue
         stale.append(m.group(1))
     out.append(text[pos:])
