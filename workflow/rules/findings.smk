@@ -46,6 +46,9 @@ rule findings:
         transformer_layers=rules.transformer_summary.output.layers,
         transformer_global=rules.transformer_summary.output.global_,
         transformer_calibration=rules.transformer_summary.output.calibration,
+        training_summary=rules.training_retrieval_summary.output.summary,
+        training_comparisons=rules.training_retrieval_summary.output.comparisons,
+        training_theory=rules.training_retrieval_summary.output.theory,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

@@ -32,17 +32,17 @@ def retrieval_config(model: dict, variant: str) -> dict:
     return {"architecture": R.ARCHITECTURE, "variant": variant, **cfg}
 
 
-def train_retrieval(*, variant: str, seed: int, root_seed: int, model: dict, schedule: dict):
-    """Entry of rule ``training_retrieval_train``: one variant, one seed.
+def train_retrieval(*, variant: str, seeds: list, root_seed: int, model: dict, schedule: dict):
+    """Entry of rule ``training_retrieval_train``: one variant, every seed (one compilation).
 
-    The initial parameters and the batches depend on (root_seed, seed) only, so every variant
-    sees the same initial weights and the same data in the same order.
+    The initial parameters and the batches of a seed depend on (root_seed, seed) only, so every
+    variant sees the same initial weights and the same data in the same order.
 
     Returns
     -------
     dict
-        ``model`` (safetensors bytes), ``config`` and ``vocab`` (JSON) and ``curve`` (the loss
-        every ``schedule['log_every']`` steps).
+        Per seed s: ``model_s`` (safetensors bytes), ``config_s`` and ``vocab_s`` (JSON) and
+        ``curve_s`` (the loss every ``schedule['log_every']`` steps).
     """
     from attnscale.pipeline.runtime import LOG
     from attnscale.training import require
@@ -50,19 +50,22 @@ def train_retrieval(*, variant: str, seed: int, root_seed: int, model: dict, sch
 
     cfg = retrieval_config(model, variant)
     jax, _ = require()
-    params = R.init_params(job_rng(root_seed, spawn_key("training-retrieval-init", seed)), cfg)
-    data = job_rng(root_seed, spawn_key("training-retrieval-data", seed))
     bsz = int(schedule["batch"])
 
-    def next_batch(step):
-        n = data.integers(cfg["n_min"], cfg["n_train"] + 1, size=bsz)
-        return R.batch(data, bsz, n, cfg, n_pad=cfg["n_train"])
+    def run(seed):
+        params = R.init_params(job_rng(root_seed, spawn_key("training-retrieval-init", seed)), cfg)
+        data = job_rng(root_seed, spawn_key("training-retrieval-data", seed))
 
-    LOG.info("retrieval %s seed %d: %s", variant, seed, cfg)
-    final, curve = train(
+        def next_batch(step):
+            n = data.integers(cfg["n_min"], cfg["n_train"] + 1, size=bsz)
+            return R.batch(data, bsz, n, cfg, n_pad=cfg["n_train"])
+
+        return params, next_batch
+
+    LOG.info("retrieval %s seeds %s: %s", variant, seeds, cfg)
+    trained = train(
         lambda p, b: R.loss(p, b, variant, cfg, jax.numpy),
-        params,
-        next_batch,
+        [run(int(s)) for s in seeds],
         steps=int(schedule["steps"]),
         lr=float(schedule["lr"]),
         weight_decay=float(schedule["weight_decay"]),
@@ -72,18 +75,21 @@ def train_retrieval(*, variant: str, seed: int, root_seed: int, model: dict, sch
         log=LOG,
     )
     vocab = {"keys": cfg["keys"], "values": cfg["values"], "kind": "integer ids"}
-    files = checkpoint.encode(final, {**cfg, "seed": int(seed), "schedule": schedule}, vocab)
-    files["curve"] = pd.DataFrame(
-        {
-            "variant": variant,
-            "seed": int(seed),
-            "step": curve["step"],
-            "loss": curve["loss"],
-            "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
-            "root_seed": str(root_seed),
-        }
-    )
-    return files
+    out = {}
+    for seed, (final, curve) in zip(seeds, trained, strict=True):
+        files = checkpoint.encode(final, {**cfg, "seed": int(seed), "schedule": schedule}, vocab)
+        files["curve"] = pd.DataFrame(
+            {
+                "variant": variant,
+                "seed": int(seed),
+                "step": curve["step"],
+                "loss": curve["loss"],
+                "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
+                "root_seed": str(root_seed),
+            }
+        )
+        out.update({f"{k}_{seed}": v for k, v in files.items()})
+    return out
 
 
 def evaluate_retrieval(*, weights: str, ns: list, examples: int, root_seed: int) -> dict:
@@ -132,4 +138,35 @@ def evaluate_retrieval(*, weights: str, ns: list, examples: int, root_seed: int)
         df["n_tail"] = tail
         df["checkpoint_sha256"] = digest
         df["root_seed"] = str(root_seed)
+    return out
+
+
+#: The retrieval metrics summarised over seeds and compared between variants.
+METRICS = ["accuracy", "weight_right", "entropy", "gap", "weight_right_heads"]
+
+
+def summarise_retrieval(*, metrics: list, prediction: list, curves: list) -> dict:
+    """Entry of rule ``training_retrieval_summary``: ``summary`` (mean and SE over seeds per
+    variant and n), ``comparisons`` (each variant against plain, paired by seed, Holm-corrected),
+    ``theory`` (measured against predicted, per variant and n) and ``curves`` (the training
+    curves, all variants and seeds). Every table keeps the checkpoints' SHA-256."""
+    from attnscale.training.summary import comparisons, over_seeds
+
+    M = pd.concat(metrics, ignore_index=True)
+    P = pd.concat(prediction, ignore_index=True)
+    n_train = int(M["n_train"].iloc[0])
+    S = over_seeds(M, ["variant", "n"], METRICS + ["n_tail"])
+    S["n_over_n_train"] = S["n"] / n_train
+    C = comparisons(M, "n", ["accuracy", "weight_right"])
+    both = M.merge(P, on=["variant", "seed", "n"], suffixes=("", "_p"))
+    T = over_seeds(
+        both,
+        ["variant", "n"],
+        ["accuracy", "weight_right", "accuracy_iid", "weight_iid", "weight_gap", "factor"],
+    )
+    sha = ";".join(sorted(M["checkpoint_sha256"].unique()))
+    out = {"summary": S, "comparisons": C, "theory": T, "curves": pd.concat(curves)}
+    for df in out.values():
+        df["n_train"] = n_train
+        df["checkpoint_sha256"] = sha
     return out

@@ -207,6 +207,8 @@ GRIDS: dict[str, Range] = {
     "transformer.n": Range(low=8, low_open=False, high=512, high_open=False, integer=True),
     "transformer.multipliers": Range(low=0.0),
     "transformer.global.multipliers": Range(low=0.0),
+    # trained models (issue 44; docs/training.md)
+    "training.retrieval.test_n": Range(low=2, low_open=False, integer=True),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
     "explorer.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "explorer.tier_d": Range(low=3, low_open=False, integer=True),
@@ -335,6 +337,21 @@ VALUES: dict[str, Range] = {
     "transformer.bootstrap.block": Range(low=1, low_open=False, integer=True),
     "transformer.bootstrap.resamples": Range(low=20, low_open=False, integer=True),
     "transformer.bootstrap.calibration_replicates": Range(low=10, low_open=False, integer=True),
+    # trained models (issue 44; docs/training.md)
+    "training.retrieval.d": Range(low=4, low_open=False, integer=True),
+    "training.retrieval.heads": Range(low=1, low_open=False, integer=True),
+    "training.retrieval.keys": Range(low=4, low_open=False, integer=True),
+    "training.retrieval.values": Range(low=2, low_open=False, integer=True),
+    "training.retrieval.n_min": Range(low=2, low_open=False, integer=True),
+    "training.retrieval.n_train": Range(low=3, low_open=False, integer=True),
+    "training.retrieval.seeds": Range(low=2, low_open=False, integer=True),
+    "training.retrieval.steps": Range(low=1, low_open=False, integer=True),
+    "training.retrieval.batch": Range(low=1, low_open=False, integer=True),
+    "training.retrieval.lr": Range(low=0.0),
+    "training.retrieval.warmup": Range(low=0, low_open=False, integer=True),
+    "training.retrieval.weight_decay": Range(low=0.0, low_open=False),
+    "training.retrieval.log_every": Range(low=1, low_open=False, integer=True),
+    "training.retrieval.examples": Range(low=8, low_open=False, integer=True),
     # the explorer (issue 29; docs/explorer.md)
     "explorer.rho_max": Range(low=0.0, high=1.0),
     "explorer.heldout": Range(low=0, low_open=False, integer=True),

@@ -24,8 +24,7 @@ def _optimizer(optax, steps: int, lr: float, weight_decay: float, warmup: int):
 
 def train(
     loss_fn,
-    params: dict,
-    next_batch,
+    runs: list,
     *,
     steps: int,
     lr: float,
@@ -35,16 +34,16 @@ def train(
     frozen=(),
     log=None,
 ):
-    """Train ``params`` for ``steps`` AdamW steps on ``loss_fn(params, batch)``.
+    """Train each run's parameters for ``steps`` AdamW steps on ``loss_fn(params, batch)``; one
+    compiled step serves every run (the seeds of one variant: one compilation per job).
 
     Parameters
     ----------
     loss_fn : callable
         ``(params, batch) -> scalar`` written with jax.numpy.
-    params : dict of ndarray
-        Initial float32 parameters.
-    next_batch : callable
-        ``step -> batch`` (dict of numpy arrays), deterministic.
+    runs : list of (dict, callable)
+        Per run: the initial float32 parameters and ``next_batch(step) -> batch`` (a dict of
+        numpy arrays, deterministic).
     steps, lr, weight_decay, warmup, log_every : int or float
         The schedule [choice; docs/training.md#training] and the loss log's period.
     frozen : sequence of str
@@ -55,41 +54,44 @@ def train(
 
     Returns
     -------
-    params : dict of numpy float32 arrays
-    curve : dict of arrays ``step`` and ``loss`` (the loss every ``log_every`` steps)
+    list of (params, curve)
+        The trained float32 parameters and the loss every ``log_every`` steps (``step``,
+        ``loss`` arrays), per run.
 
     Raises
     ------
     TrainingError
-        A non-finite loss, naming the step and the loss; nothing is returned, so no checkpoint
-        is written.
+        A non-finite loss, naming the run, the step and the loss; nothing is returned, so no
+        checkpoint is written.
     """
     jax, optax = require()
     jnp = jax.numpy
     opt = _optimizer(optax, steps, lr, weight_decay, warmup)
-    p = {k: jnp.asarray(v, jnp.float32) for k, v in params.items() if k not in frozen}
-    fixed = {k: jnp.asarray(v, jnp.float32) for k, v in params.items() if k in frozen}
-    state = opt.init(p)
 
     @jax.jit
-    def step(p, state, b):
+    def step(p, fixed, state, b):
         value, g = jax.value_and_grad(lambda q: loss_fn({**q, **fixed}, b))(p)
         updates, state = opt.update(g, state, p)
         return optax.apply_updates(p, updates), state, value
 
-    xs, ys = [], []
-    for t in range(steps):
-        p, state, value = step(p, state, next_batch(t))
-        if t % log_every == 0 or t == steps - 1:
-            v = float(value)
-            if not np.isfinite(v):
-                raise TrainingError(f"non-finite loss {v} at step {t}: no checkpoint written")
-            xs.append(t)
-            ys.append(v)
-            if log is not None:
-                log.info("step %d/%d: loss %.5f", t, steps, v)
-    final = {k: np.asarray(v, np.float32) for k, v in {**p, **fixed}.items()}
-    final = {k: final[k] for k in params}
-    if not all(np.isfinite(v).all() for v in final.values()):
-        raise TrainingError(f"non-finite parameters after step {steps - 1}: no checkpoint written")
-    return final, {"step": np.array(xs), "loss": np.array(ys)}
+    out = []
+    for r, (params, next_batch) in enumerate(runs):
+        p = {k: jnp.asarray(v, jnp.float32) for k, v in params.items() if k not in frozen}
+        fixed = {k: jnp.asarray(v, jnp.float32) for k, v in params.items() if k in frozen}
+        state = opt.init(p)
+        xs, ys = [], []
+        for t in range(steps):
+            p, state, value = step(p, fixed, state, next_batch(t))
+            if t % log_every == 0 or t == steps - 1:
+                v = float(value)
+                if not np.isfinite(v):
+                    raise TrainingError(
+                        f"run {r}: non-finite loss {v} at step {t}: no checkpoint written"
+                    )
+                xs.append(t)
+                ys.append(v)
+                if log is not None:
+                    log.info("run %d step %d/%d: loss %.5f", r, t, steps, v)
+        final = {k: np.asarray(v, np.float32) for k, v in {**p, **fixed}.items()}
+        out.append(({k: final[k] for k in params}, {"step": np.array(xs), "loss": np.array(ys)}))
+    return out

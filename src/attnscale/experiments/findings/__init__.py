@@ -26,6 +26,7 @@ from attnscale.experiments.findings import (
     regimes,
     sharpness,
     theory_points,
+    training,
     transformer,
 )
 from attnscale.experiments.findings.record import SCHEMA, frame, render_markdown
@@ -245,6 +246,18 @@ SECTIONS = [
             "calibration": "transformer_calibration",
         },
     ),
+    (
+        "training",
+        "Does the log n rule help a trained model? (retrieval)",
+        "figures/training/retrieval.png",
+        "training.md#findings",
+        training.retrieval_findings,
+        {
+            "summary": "training_summary",
+            "comparisons": "training_comparisons",
+            "theory": "training_theory",
+        },
+    ),
 ]
 
 
@@ -334,6 +347,9 @@ def findings(
     transformer_layers: pd.DataFrame,
     transformer_global: pd.DataFrame,
     transformer_calibration: pd.DataFrame,
+    training_summary: pd.DataFrame,
+    training_comparisons: pd.DataFrame,
+    training_theory: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.
