@@ -66,5 +66,6 @@ rule all:
         rules.transformer_phase_figure.output,
         rules.transformer_curves_figure.output,
         rules.training_retrieval_figure.output,
+        rules.training_lm_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -49,6 +49,8 @@ rule findings:
         training_summary=rules.training_retrieval_summary.output.summary,
         training_comparisons=rules.training_retrieval_summary.output.comparisons,
         training_theory=rules.training_retrieval_summary.output.theory,
+        training_lm_summary=rules.training_lm_summary.output.summary,
+        training_lm_comparisons=rules.training_lm_summary.output.comparisons,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

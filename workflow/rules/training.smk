@@ -144,3 +144,139 @@ rule training_retrieval_figure:
         entry="figures.training:plot_retrieval",
     script:
         ENTRY
+
+
+LM_SEEDS = list(range(CFG.value("training.lm.seeds")))
+LM_DIR = "results/training/lm/{variant}/seed{seed}"
+# the language model's text: its own file, or the transformer family's corpus
+LM_TEXT = CFG.get("training.lm.text") or CFG.get("transformer.text")
+LM_TEXT_PART = None if CFG.get("training.lm.text") else CFG.get("transformer.text_part")
+
+
+def lm_checkpoints(variant="{variant}"):
+    """The files of every seed's language-model checkpoint of a variant (model_0, ...)."""
+    files = {
+        "model": "model.safetensors",
+        "config": "config.json",
+        "vocab": "vocab.json",
+    }
+    files["curve"] = "curve.csv"
+    return {
+        f"{k}_{s}": f"results/training/lm/{variant}/seed{s}/{f}"
+        for s in LM_SEEDS
+        for k, f in files.items()
+    }
+
+
+rule training_lm_train:
+    """Train one variant of the causal character-level decoder at every seed (same initial
+    weights and windows for every variant); the loss every log_every steps goes to the log
+    (docs/training.md#language-model)."""
+    input:
+        text=LM_TEXT,
+        lib=lib("experiments.training_lm", "training.trainer"),
+    output:
+        **lm_checkpoints(),
+    log:
+        "logs/training/lm_{variant}.log",
+    benchmark:
+        "benchmarks/training/lm_{variant}.tsv"
+    wildcard_constraints:
+        variant="plain|rule|learned",
+    conda:
+        "../../envs/environment.yaml"
+    resources:
+        runtime=30,
+    params:
+        entry="experiments.training_lm:train_lm",
+        variant=lambda wc: wc.variant,
+        seeds=LM_SEEDS,
+        root_seed=ROOT_SEED,
+        text_part=LM_TEXT_PART,
+        heldout=CFG.value("training.lm.heldout"),
+        model=lambda wc: {
+            k: CFG.value(f"training.lm.{k}")
+            for k in ("d", "heads", "layers", "context")
+        },
+        schedule=lambda wc: {
+            k: CFG.value(f"training.lm.{k}")
+            for k in ("steps", "batch", "lr", "warmup", "weight_decay", "log_every")
+        },
+    script:
+        ENTRY
+
+
+rule training_lm_eval:
+    """One language-model checkpoint (hashes checked first): the loss per position band on
+    held-out windows up to length_factor times the training context."""
+    input:
+        weights=f"{LM_DIR}/model.safetensors",
+        text=LM_TEXT,
+        lib=lib("experiments.training_lm"),
+    output:
+        loss=f"{LM_DIR}/loss.csv",
+    log:
+        "logs/training/lm_eval_{variant}_seed{seed}.log",
+    wildcard_constraints:
+        variant="plain|rule|learned",
+        seed=r"\d+",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.training_lm:evaluate_lm",
+        text_part=LM_TEXT_PART,
+        heldout=CFG.value("training.lm.heldout"),
+        windows=CFG.value("training.lm.windows"),
+        length_factor=CFG.value("training.lm.length_factor"),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule training_lm_summary:
+    """Loss per position band, mean and SE over seeds; each variant against plain (paired by
+    seed, Holm-corrected); the training curves."""
+    input:
+        losses=expand(f"{LM_DIR}/loss.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS),
+        curves=expand(f"{LM_DIR}/curve.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS),
+        lib=lib("experiments.training_lm"),
+    output:
+        summary="results/training/lm/summary.csv",
+        comparisons="results/training/lm/comparisons.csv",
+        curves="results/training/lm/curves.csv",
+    log:
+        "logs/training/lm_summary.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.training_lm:summarise_lm",
+    script:
+        ENTRY
+
+
+rule training_lm_figure:
+    """Plot: the language model's loss per position band against position / training context
+    per variant with SE bands; the training curves."""
+    input:
+        summary=rules.training_lm_summary.output.summary,
+        curves=rules.training_lm_summary.output.curves,
+        lib=lib("figures.training"),
+    output:
+        png=report(
+            "figures/training/lm.png",
+            caption="../report/training_lm_figure.rst",
+            category="Trained models",
+            labels={
+                "figure": "language model beyond the training context (ours)",
+                "quantity": "loss per position",
+            },
+        ),
+        pdf="figures/training/lm.pdf",
+    log:
+        "logs/training/lm_figure.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.training:plot_lm",
+    script:
+        ENTRY

@@ -9,7 +9,7 @@ import numpy as np
 
 from attnscale.figures.style import add_caption, apply_style
 
-__all__ = ["COLOURS", "LABELS", "plot_retrieval", "band"]
+__all__ = ["COLOURS", "LABELS", "plot_retrieval", "plot_lm", "band"]
 
 #: One colour and label per variant, the same in every figure of the family.
 COLOURS = {"plain": "C0", "rule": "C3", "learned": "C2", "test_rule": "C1"}
@@ -64,5 +64,36 @@ def plot_retrieval(*, summary, theory, curves):
         fig,
         f"Retrieval model trained at n up to n_train = {n_train}; mean over {k} seeds, band: "
         "one SE over seeds; dashed: the theory from the trained scores at n_train [derived].",
+    )
+    return fig
+
+
+def plot_lm(*, summary, curves):
+    """Left: held-out loss per position band against position / training context (band
+    centres, geometric), per variant with one-SE bands; right: training curves."""
+    apply_style()
+    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.4), constrained_layout=True)
+    for v in COLOURS:
+        s = summary[summary["variant"] == v].sort_values("lo")
+        if s.empty:
+            continue
+        x = s["position_over_context"].to_numpy()
+        band(axes[0], x, s["loss"].to_numpy(), s["loss_se"], v)
+    axes[0].set_xscale("log", base=2)
+    axes[0].axvline(1.0, color="k", lw=0.6, ls=":")
+    axes[0].set_xlabel("query position / training context")
+    axes[0].set_ylabel("held-out loss (nats per character)")
+    axes[0].legend(fontsize=6)
+    for (v, _seed), g in curves.groupby(["variant", "seed"], sort=True):
+        axes[1].plot(g["step"], g["loss"], lw=0.7, color=COLOURS[v], alpha=0.8)
+    axes[1].set_xlabel("step")
+    axes[1].set_ylabel("training loss")
+    axes[1].set_title("training curves (every seed)", fontsize=8)
+    T = int(summary["context"].iloc[0])
+    k = int(summary["seeds"].min())
+    add_caption(
+        fig,
+        f"Character-level decoder, no positional encoding, trained at context {T}; "
+        f"mean over {k} seeds per position band, band: one SE over seeds.",
     )
     return fig

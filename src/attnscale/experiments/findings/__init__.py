@@ -258,6 +258,14 @@ SECTIONS = [
             "theory": "training_theory",
         },
     ),
+    (
+        "training-lm",
+        "Does the log n rule help a trained model? (language model)",
+        "figures/training/lm.png",
+        "training.md#findings",
+        training.lm_findings,
+        {"summary": "training_lm_summary", "comparisons": "training_lm_comparisons"},
+    ),
 ]
 
 
@@ -350,6 +358,8 @@ def findings(
     training_summary: pd.DataFrame,
     training_comparisons: pd.DataFrame,
     training_theory: pd.DataFrame,
+    training_lm_summary: pd.DataFrame,
+    training_lm_comparisons: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

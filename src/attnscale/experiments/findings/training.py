@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from attnscale.experiments.findings.record import Finding, NotAvailable, compute, frame
 
-__all__ = ["SUMMARY", "COMPARISONS", "THEORY", "retrieval_findings"]
+__all__ = ["SUMMARY", "COMPARISONS", "THEORY", "retrieval_findings", "lm_findings"]
 
 SUMMARY = "training/retrieval/summary.csv"
 COMPARISONS = "training/retrieval/comparisons.csv"
@@ -170,4 +170,72 @@ def retrieval_findings(*, summary, comparisons, theory) -> list[Finding]:
             source=[THEORY],
         )
     )
+    return out
+
+
+LM_SUMMARY = "training/lm/summary.csv"
+LM_COMPARISONS = "training/lm/comparisons.csv"
+
+
+def lm_findings(*, summary, comparisons) -> list[Finding]:
+    """The language model's held-out loss beyond its training context per variant, and each
+    variant minus plain in the last band (docs/training.md#findings)."""
+    S, C = frame(summary), frame(comparisons)
+    T = int(S["context"].iloc[0])
+    k = int(S["seeds"].min())
+    los = sorted(int(x) for x in S["lo"].unique())
+    out = []
+
+    def curve(v):
+        def fn():
+            sub = _variant(S.rename(columns={"lo": "n"}), v)
+            return {
+                "label": f"held-out loss (nats per character) of {v} in the position bands "
+                + ", ".join(f"{a}-{b}" for a, b in zip(sub["n"], sub["hi"], strict=True))
+                + f" (training context {T})",
+                "value": sub["loss"].astype(float).tolist(),
+                "se": sub["loss_se"].astype(float).tolist(),
+            }
+
+        return fn
+
+    def diff(v):
+        def fn():
+            r = C[(C["variant"] == v) & (C["lo"] == los[-1])]
+            if r.empty:
+                raise NotAvailable(f"no comparison of {v}")
+            r = r.iloc[0]
+            hi = int(S["hi"].max())
+            return {
+                "label": f"held-out loss of {v} minus plain at positions {los[-1]}-{hi} "
+                f"({hi // T} x the training context), paired by seed (Holm-adjusted p = "
+                f"{r['p_holm']:.2g})",
+                "value": float(r["diff"]),
+                "se": float(r["diff_se"]),
+            }
+
+        return fn
+
+    for v in VARIANTS:
+        out.append(
+            compute(
+                f"training.lm_loss_{v}",
+                "loss",
+                curve(v),
+                fmt=".3f",
+                source=[LM_SUMMARY],
+                pm=PM_SEEDS.format(k=k),
+            )
+        )
+    for v in VARIANTS[1:]:
+        out.append(
+            compute(
+                f"training.lm_diff_{v}",
+                "difference",
+                diff(v),
+                fmt=".3f",
+                source=[LM_COMPARISONS],
+                pm=PM_PAIRED.format(k=k),
+            )
+        )
     return out
