@@ -7,7 +7,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from attnscale.transformer import decoder as D  # noqa: E402
+from attnscale.training import decoder as D  # noqa: E402
 
 CFG = {"d": 8, "heads": 2, "layers": 2, "vocab": 11, "n_train": 6, "variant": "learned"}
 

@@ -54,8 +54,8 @@ def suite(*, retrieval: dict, lm: dict, repeat: int = 5) -> dict:
     the configured sizes, seconds, GFLOP/s and the ratio to the float32 GEMM peak."""
     import jax
 
+    from attnscale.training import decoder as D
     from attnscale.training import retrieval as R
-    from attnscale.transformer import decoder as D
 
     rng = np.random.default_rng(0)
     peak = gemm_peak32()

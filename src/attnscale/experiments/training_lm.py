@@ -12,8 +12,8 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.training import TrainingError, checkpoint
+from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
-from attnscale.transformer import decoder as D
 
 __all__ = ["split_text", "train_lm", "evaluate_lm", "summarise_lm", "bands"]
 

@@ -1,11 +1,13 @@
 """Trained attention models with and without Paper A's log n rule (docs/training.md).
 
 Rooms: :mod:`.scaling` (the four variants' score factors), :mod:`.retrieval` (the retrieval
-task and its one-layer model), :mod:`.lm` (the causal byte-level language model),
-:mod:`.trainer` (AdamW, the loss log, the non-finite stop), :mod:`.checkpoint` (atomic,
+task and its one-layer model), :mod:`.decoder` (the causal character-level decoder and its
+adapter), :mod:`.trainer` (AdamW, the loss log, the non-finite stop), :mod:`.checkpoint` (atomic,
 hashed checkpoints), :mod:`.evaluate`, :mod:`.stats`, :mod:`.prediction` (the theory's curves)
 and :mod:`.summary`. JAX and optax are needed by training and by the JAX forward only
 (:func:`require`); they block this family alone, with one message.
+
+Imports no other part of attnscale (docs/pipeline.md#the-package-layout).
 """
 
 from __future__ import annotations

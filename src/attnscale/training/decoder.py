@@ -7,17 +7,47 @@ multiplied by its variant's factor of n = the number of keys the query sees
 :func:`forward` is written with the array module ``xp`` (numpy or jax.numpy): training
 differentiates it, evaluation runs it in numpy. :class:`CausalDecoder` is the architecture
 adapter beside the BERT one (:mod:`attnscale.transformer.architectures`): the same interface
-(``forward(ids, multipliers, keep_probs)`` -> hidden states and :class:`LayerRecord` per layer),
-so the transformer probes can read a trained checkpoint.
+(``forward(ids, multipliers, keep_probs)`` -> hidden states and a :class:`Record` per layer,
+with the fields of the transformer family's ``LayerRecord``), so that the transformer probes
+can read a trained checkpoint.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from attnscale.training.scaling import factor
 
-__all__ = ["ARCHITECTURE", "init_params", "forward", "loss", "token_loss", "CausalDecoder"]
+__all__ = [
+    "ARCHITECTURE",
+    "Record",
+    "init_params",
+    "forward",
+    "loss",
+    "token_loss",
+    "CausalDecoder",
+]
+
+
+@dataclass
+class Record:
+    """What one layer's attention sees (the fields of the transformer family's ``LayerRecord``):
+    ``inputs`` (n, d), ``q``, ``k`` (heads, n, d_head), ``probs`` (heads, n, n) or None,
+    ``multiplier``."""
+
+    inputs: np.ndarray
+    q: np.ndarray
+    k: np.ndarray
+    probs: np.ndarray | None
+    multiplier: float
+
+    def scores(self, h: int, rows=None) -> np.ndarray:
+        """Head ``h``'s scores at the trained scale, ``q_i . k_j / sqrt(d_head)``."""
+        q = self.q[h] if rows is None else self.q[h][rows]
+        return (q @ self.k[h].T) / np.sqrt(self.q.shape[2])
+
 
 #: The architecture name written to a checkpoint's config.json (its ``model_type``).
 ARCHITECTURE = "attnscale-decoder"
@@ -136,9 +166,7 @@ class CausalDecoder:
         self.p = {k: np.asarray(v, np.float64) for k, v in tensors.items()}
 
     def forward(self, ids, multipliers=None, keep_probs: bool = False):
-        """Hidden states are not kept (an empty list); one LayerRecord per layer (one window)."""
-        from attnscale.transformer.architectures import LayerRecord
-
+        """Hidden states are not kept (an empty list); one :class:`Record` per layer (one window)."""
         mult = np.broadcast_to(
             np.asarray(1.0 if multipliers is None else multipliers, float), (self.n_layers,)
         )
@@ -162,5 +190,5 @@ class CausalDecoder:
             c = factor(variant, n, self.d_head, self.config["n_train"], self.p[f"{i}.s"], np)
             rel = c.T * np.sqrt(self.d_head)  # (H, T): the factor over the plain one
             qs = q[0] * rel[:, :, None]
-            out.append(LayerRecord(a[0], qs, k[0], w[0] if keep_probs else None, float(s)))
+            out.append(Record(a[0], qs, k[0], w[0] if keep_probs else None, float(s)))
         return [], out
