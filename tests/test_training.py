@@ -117,11 +117,20 @@ def test_a_bad_checkpoint_is_refused_naming_the_file(tmp_path):
     assert digest == cfg["files"]["model.safetensors"] and "wq" in params
     with pytest.raises(TrainingError, match="config.json: architecture"):
         checkpoint.load(d / "config.json", "attnscale-decoder")
+    with pytest.raises(TrainingError, match="config.json: seed 0, this job reads 1"):
+        checkpoint.load(d / "config.json", R.ARCHITECTURE, seed=1)
     blob = bytearray((d / "model.safetensors").read_bytes())
     blob[-1] ^= 1
     (d / "model.safetensors").write_bytes(bytes(blob))
     with pytest.raises(TrainingError, match="model.safetensors: SHA-256"):
-        T.evaluate_retrieval(weights=str(d / "model.safetensors"), ns=[2], examples=8, root_seed=1)
+        T.evaluate_retrieval(
+            weights=str(d / "model.safetensors"),
+            variant="plain",
+            seed=0,
+            ns=[2],
+            examples=8,
+            root_seed=1,
+        )
 
 
 def test_a_non_finite_loss_stops_with_the_step_and_writes_nothing():

@@ -75,6 +75,8 @@ rule training_retrieval_eval:
         "../../envs/environment.yaml"
     params:
         entry="experiments.training:evaluate_retrieval",
+        variant=lambda wc: wc.variant,
+        seed=lambda wc: int(wc.seed),
         ns=CFG.ints("training.retrieval.test_n"),
         examples=CFG.value("training.retrieval.examples"),
         root_seed=ROOT_SEED,
@@ -224,6 +226,8 @@ rule training_lm_eval:
         "../../envs/environment.yaml"
     params:
         entry="experiments.training_lm:evaluate_lm",
+        variant=lambda wc: wc.variant,
+        seed=lambda wc: int(wc.seed),
         text_part=LM_TEXT_PART,
         heldout=CFG.value("training.lm.heldout"),
         windows=CFG.value("training.lm.windows"),
@@ -278,33 +282,5 @@ rule training_lm_figure:
         "../../envs/environment.yaml"
     params:
         entry="figures.training:plot_lm",
-    script:
-        ENTRY
-
-
-rule benchmark_training:
-    """Benchmark suite (not part of `all`): one retrieval and one language-model training step
-    at the configured sizes against the same run's float32 GEMM peak (docs/training.md#cost).
-    """
-    input:
-        lib=lib("bench.training"),
-    output:
-        csv="results/benchmarks/training/steps.csv",
-        md="results/benchmarks/training/steps.md",
-    log:
-        "logs/benchmarks/training.log",
-    conda:
-        "../../envs/environment.yaml"
-    threads: 2
-    params:
-        entry="bench.training:suite",
-        retrieval={
-            k: CFG.value(f"training.retrieval.{k}")
-            for k in ("d", "heads", "keys", "values", "n_min", "n_train", "batch")
-        },
-        lm={
-            k: CFG.value(f"training.lm.{k}")
-            for k in ("d", "heads", "layers", "context", "batch")
-        },
     script:
         ENTRY

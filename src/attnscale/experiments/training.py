@@ -92,7 +92,9 @@ def train_retrieval(*, variant: str, seeds: list, root_seed: int, model: dict, s
     return out
 
 
-def evaluate_retrieval(*, weights: str, ns: list, examples: int, root_seed: int) -> dict:
+def evaluate_retrieval(
+    *, weights: str, variant: str, seed: int, ns: list, examples: int, root_seed: int
+) -> dict:
     """Entry of rule ``training_retrieval_eval``: one checkpoint at every test n.
 
     The checkpoint (``weights``: its model.safetensors; config.json beside it) is checked first
@@ -100,7 +102,9 @@ def evaluate_retrieval(*, weights: str, ns: list, examples: int, root_seed: int)
     ``test_rule``. Returns ``metrics`` (per variant evaluated and n) and ``prediction`` (the
     theory's curves from the retrieval head's scores at the training n).
     """
-    params, cfg, _, digest = checkpoint.load(Path(weights).parent / "config.json", R.ARCHITECTURE)
+    params, cfg, _, digest = checkpoint.load(
+        Path(weights).parent / "config.json", R.ARCHITECTURE, variant=variant, seed=int(seed)
+    )
     seed, trained = int(cfg["seed"]), cfg["variant"]
     head = evaluate.retrieval_head(
         params, cfg, job_rng(root_seed, spawn_key("training-retrieval-head", seed)), examples

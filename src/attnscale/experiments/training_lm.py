@@ -108,12 +108,14 @@ def bands(context: int, factor: int = 16) -> np.ndarray:
     return np.array(edges)
 
 
-def evaluate_lm(*, weights, text, text_part, heldout, windows, length_factor, root_seed):
+def evaluate_lm(
+    *, weights, variant, seed, text, text_part, heldout, windows, length_factor, root_seed
+):
     """Entry of rule ``training_lm_eval``: the checkpoint (hashes checked first) on
     ``windows`` consecutive held-out windows of length_factor x its context; the loss per
     position band, per variant evaluated (the plain model also as ``test_rule``)."""
     params, cfg, vocab, digest = checkpoint.load(
-        Path(weights).parent / "config.json", D.ARCHITECTURE
+        Path(weights).parent / "config.json", D.ARCHITECTURE, variant=variant, seed=int(seed)
     )
     ids, chars, cut, sha = split_text(text, text_part, heldout)
     if chars != vocab["chars"] or sha != cfg["text_sha256"]:

@@ -41,8 +41,9 @@ def encode(params: dict, config: dict, vocab: dict) -> dict:
     return {"model": weights, "config": cfg, "vocab": vocab}
 
 
-def load(config_path, architecture: str) -> tuple[dict, dict, dict, str]:
-    """Load a checkpoint from its ``config.json`` path; check before computing anything.
+def load(config_path, architecture: str, **want) -> tuple[dict, dict, dict, str]:
+    """Load a checkpoint from its ``config.json`` path; check before computing anything: the
+    architecture, the entries ``want`` of config.json (the job's variant and seed), the hashes.
 
     Returns
     -------
@@ -62,6 +63,9 @@ def load(config_path, architecture: str) -> tuple[dict, dict, dict, str]:
         raise TrainingError(
             f"{cpath}: architecture {cfg.get('architecture')!r}, this job reads {architecture!r}"
         )
+    for key, value in want.items():
+        if cfg.get(key) != value:
+            raise TrainingError(f"{cpath}: {key} {cfg.get(key)!r}, this job reads {value!r}")
     blobs = {}
     for name, want in cfg.get("files", {}).items():
         f = cpath.parent / name
