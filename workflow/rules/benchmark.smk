@@ -65,7 +65,7 @@ rule benchmark_sampled:
 
 rule benchmark_training:
     """Benchmark suite (not part of `all`): one retrieval and one language-model training step
-    at the configured sizes against the same run's float32 GEMM peak (docs/training.md#cost; issue 44).
+    at the configured sizes against the same run's float32 GEMM peak (docs/training.md#cost-measured-2026-12-03-shared-2-core-machine; issue 44).
     """
     input:
         lib=lib("bench.training"),

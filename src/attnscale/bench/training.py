@@ -1,5 +1,5 @@
 """The training step of the training family against the same run's float32 GEMM peak
-(docs/training.md#cost; docs/performance.md). Not part of ``all``: rule ``benchmark_training``.
+(docs/training.md#cost-measured-2026-12-03-shared-2-core-machine; docs/performance.md). Not part of ``all``: rule ``benchmark_training``.
 
 FLOPs of a step are XLA's own count of the compiled step (``cost_analysis``), so the ratio
 to the GEMM peak says how far from the machine's matrix throughput a step runs.
