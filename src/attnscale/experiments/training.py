@@ -14,7 +14,7 @@ from attnscale.training import checkpoint, evaluate, prediction
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
 
-__all__ = ["retrieval_config", "train_retrieval", "evaluate_retrieval"]
+__all__ = ["retrieval_config", "train_retrieval", "evaluate_retrieval", "summarise_retrieval"]
 
 #: Parameters every variant trains; the fixed random key embeddings [choice: the keys stay
 #: random vectors, so the distractors' scores have a law of their own, as in Paper B] and the
