@@ -28,13 +28,13 @@ def _tiny(variant="learned", seed=0):
     return cfg, params, b
 
 
-@pytest.mark.parametrize("variant", ["rule", "learned"])
+@pytest.mark.parametrize("variant", ["learned"])
 def test_gradient_matches_central_differences_in_float64(variant):
     cfg, params, b = _tiny(variant)
     with jax.enable_x64(True):
         jnp = jax.numpy
         p64 = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
-        g = jax.grad(lambda p: R.loss(p, b, variant, cfg, jnp))(p64)
+        g = jax.jit(jax.grad(lambda p: R.loss(p, b, variant, cfg, jnp)))(p64)
         rng = np.random.default_rng(1)
         for name in ("wq", "wk", "readout", "value_embed", "s"):
             x = np.asarray(p64[name])
