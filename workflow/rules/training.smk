@@ -6,21 +6,13 @@
 TRAINED_VARIANTS = ["plain", "rule", "learned"]
 RETRIEVAL_SEEDS = list(range(CFG.value("training.retrieval.seeds")))
 RETRIEVAL_DIR = "results/training/retrieval/{variant}/seed{seed}"
-
-
-def retrieval_checkpoints(variant="{variant}"):
-    """The files of every seed's checkpoint of a variant, named kind_seed (model_0, ...)."""
-    files = {
-        "model": "model.safetensors",
-        "config": "config.json",
-        "vocab": "vocab.json",
-    }
-    files["curve"] = "curve.csv"
-    return {
-        f"{k}_{s}": f"results/training/retrieval/{variant}/seed{s}/{f}"
-        for s in RETRIEVAL_SEEDS
-        for k, f in files.items()
-    }
+# the files of one checkpoint (and its training curve), named kind_seed in a training rule
+CHECKPOINT_FILES = {
+    "model": "model.safetensors",
+    "config": "config.json",
+    "vocab": "vocab.json",
+    "curve": "curve.csv",
+}
 
 
 rule training_retrieval_train:
@@ -30,7 +22,11 @@ rule training_retrieval_train:
     input:
         lib=lib("experiments.training", "training.trainer"),
     output:
-        **retrieval_checkpoints(),
+        **{
+            f"{k}_{s}": f"results/training/retrieval/{{variant}}/seed{s}/{f}"
+            for s in RETRIEVAL_SEEDS
+            for k, f in CHECKPOINT_FILES.items()
+        },
     log:
         "logs/training/retrieval_{variant}.log",
     benchmark:
@@ -155,21 +151,6 @@ LM_TEXT = CFG.get("training.lm.text") or CFG.get("transformer.text")
 LM_TEXT_PART = None if CFG.get("training.lm.text") else CFG.get("transformer.text_part")
 
 
-def lm_checkpoints(variant="{variant}"):
-    """The files of every seed's language-model checkpoint of a variant (model_0, ...)."""
-    files = {
-        "model": "model.safetensors",
-        "config": "config.json",
-        "vocab": "vocab.json",
-    }
-    files["curve"] = "curve.csv"
-    return {
-        f"{k}_{s}": f"results/training/lm/{variant}/seed{s}/{f}"
-        for s in LM_SEEDS
-        for k, f in files.items()
-    }
-
-
 rule training_lm_train:
     """Train one variant of the causal character-level decoder at every seed (same initial
     weights and windows for every variant); the loss every log_every steps goes to the log
@@ -178,7 +159,11 @@ rule training_lm_train:
         text=LM_TEXT,
         lib=lib("experiments.training_lm", "training.trainer"),
     output:
-        **lm_checkpoints(),
+        **{
+            f"{k}_{s}": f"results/training/lm/{{variant}}/seed{s}/{f}"
+            for s in LM_SEEDS
+            for k, f in CHECKPOINT_FILES.items()
+        },
     log:
         "logs/training/lm_{variant}.log",
     benchmark:
