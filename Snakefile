@@ -32,6 +32,7 @@ include: "workflow/rules/paper_b_exponent.smk"
 include: "workflow/rules/regimes.smk"
 include: "workflow/rules/sharpness.smk"
 include: "workflow/rules/transformer.smk"
+include: "workflow/rules/training.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/findings.smk"
 
@@ -65,5 +66,7 @@ rule all:
         rules.transformer_phase_figure.output,
         rules.transformer_curves_figure.output,
         rules.transformer_widths_figure.output,
+        rules.training_retrieval_figure.output,
+        rules.training_lm_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -35,6 +35,7 @@ LEVEL = {
     "backend": 0,
     "regimes": 2,
     "transformer": 2,
+    "training": 2,
     "pipeline": 2,
     "experiments": 3,
     "figures": 4,

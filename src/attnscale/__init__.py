@@ -2,7 +2,7 @@
 
 The folder tree is the architecture (docs/pipeline.md#the-package-layout). A package imports only
 packages above it in this list, not another one of its floor (core and backend, layer and
-sphere, the three of regimes, pipeline, transformer, figures and bench), and
+sphere, the four of regimes, pipeline, transformer, training, figures and bench), and
 :mod:`attnscale._moved` (old module paths):
 
 core
@@ -21,6 +21,9 @@ regimes
 transformer
     a pretrained transformer on the phase diagram: model loader, architecture adapters (the
     float64 forward pass), real text, the multiplier probes of every head, the block bootstrap
+training
+    attention models trained with and without the log n rule: tasks, the causal decoder and its
+    adapter, the trainer, hashed checkpoints, evaluation, the theory's predicted curves
 pipeline
     the workflow's plumbing: adapter, configuration, dependencies, I/O, lineage
 experiments

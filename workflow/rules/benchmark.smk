@@ -61,3 +61,31 @@ rule benchmark_sampled:
         max_gib=CFG.value("benchmark.sampled.max_gib"),
     script:
         ENTRY
+
+
+rule benchmark_training:
+    """Benchmark suite (not part of `all`): one retrieval and one language-model training step
+    at the configured sizes against the same run's float32 GEMM peak (docs/training.md#cost-measured-2026-12-03-shared-2-core-machine; issue 44).
+    """
+    input:
+        lib=lib("bench.training"),
+    output:
+        csv="results/benchmarks/training/steps.csv",
+        md="results/benchmarks/training/steps.md",
+    log:
+        "logs/benchmarks/training.log",
+    conda:
+        "../../envs/environment.yaml"
+    threads: 2
+    params:
+        entry="bench.training:suite",
+        retrieval={
+            k: CFG.value(f"training.retrieval.{k}")
+            for k in ("d", "heads", "keys", "values", "n_min", "n_train", "batch")
+        },
+        lm={
+            k: CFG.value(f"training.lm.{k}")
+            for k in ("d", "heads", "layers", "context", "batch")
+        },
+    script:
+        ENTRY

@@ -49,6 +49,11 @@ rule findings:
         transformer_definitions=rules.transformer_summary.output.definitions,
         transformer_positions=rules.transformer_summary.output.positions,
         transformer_widths=rules.transformer_widths_figure.input.widths,
+        training_summary=rules.training_retrieval_summary.output.summary,
+        training_comparisons=rules.training_retrieval_summary.output.comparisons,
+        training_theory=rules.training_retrieval_summary.output.theory,
+        training_lm_summary=rules.training_lm_summary.output.summary,
+        training_lm_comparisons=rules.training_lm_summary.output.comparisons,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

@@ -2,7 +2,8 @@
 counted work against its measured time (docs/pipeline.md#pipeline-efficiency).
 
 Imports :mod:`attnscale.core`, :mod:`attnscale.backend`, :mod:`attnscale.layer`,
-:mod:`attnscale.sphere`, :mod:`attnscale.pipeline` and :mod:`attnscale.experiments` (the rules'
+:mod:`attnscale.sphere`, :mod:`attnscale.pipeline`, :mod:`attnscale.training` (the training steps) and
+:mod:`attnscale.experiments` (the rules'
 work, counted from the configuration), nothing else of attnscale
 (docs/pipeline.md#the-package-layout)."""
 

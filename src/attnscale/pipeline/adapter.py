@@ -87,6 +87,9 @@ def write_one(path: str, obj) -> None:
         io.save_npz(path, **obj)
     elif ext == ".json":
         io.save_json(path, obj)
+    elif isinstance(obj, bytes):  # a binary file made by the library (a checkpoint's weights)
+        with io.atomic_path(path, suffix=ext) as tmp:
+            Path(tmp).write_bytes(obj)
     elif ext == ".md":
         with io.atomic_path(path, suffix=".md") as tmp:
             Path(tmp).write_text(obj)

@@ -28,6 +28,7 @@ from attnscale.experiments.findings import (
     sharpness,
     sharpness_baseline,
     theory_points,
+    training,
     transformer,
     transformer_definitions,
 )
@@ -277,6 +278,26 @@ SECTIONS = [
             "widths": "transformer_widths",
         },
     ),
+    (
+        "training",
+        "Does the log n rule help a trained model? (retrieval)",
+        "figures/training/retrieval.png",
+        "training.md#findings",
+        training.retrieval_findings,
+        {
+            "summary": "training_summary",
+            "comparisons": "training_comparisons",
+            "theory": "training_theory",
+        },
+    ),
+    (
+        "training-lm",
+        "Does the log n rule help a trained model? (language model)",
+        "figures/training/lm.png",
+        "training.md#findings",
+        training.lm_findings,
+        {"summary": "training_lm_summary", "comparisons": "training_lm_comparisons"},
+    ),
 ]
 
 
@@ -369,6 +390,11 @@ def findings(
     transformer_definitions: pd.DataFrame,
     transformer_positions: pd.DataFrame,
     transformer_widths: list,
+    training_summary: pd.DataFrame,
+    training_comparisons: pd.DataFrame,
+    training_theory: pd.DataFrame,
+    training_lm_summary: pd.DataFrame,
+    training_lm_comparisons: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

@@ -1,0 +1,241 @@
+"""Findings of the training family (docs/training.md): trained retrieval models with and without
+the log n rule, per variant with SEs over seeds, their differences from the plain model (paired
+by seed, Holm-corrected) and the theory against the measurement. Every number is read from the
+tables of ``training_retrieval_summary``."""
+
+from __future__ import annotations
+
+from attnscale.experiments.findings.record import Finding, NotAvailable, compute, frame
+
+__all__ = ["SUMMARY", "COMPARISONS", "THEORY", "retrieval_findings", "lm_findings"]
+
+SUMMARY = "training/retrieval/summary.csv"
+COMPARISONS = "training/retrieval/comparisons.csv"
+THEORY = "training/retrieval/theory.csv"
+VARIANTS = ("plain", "rule", "learned", "test_rule")
+PM_SEEDS = "one standard error of the mean over {k} seeds (independently trained models)"
+PM_PAIRED = "one standard error of the seed-paired difference over {k} seeds"
+#: The level of the Holm-corrected paired tests [choice].
+ALPHA = 0.05
+
+
+def _variant(df, v):
+    sub = df[df["variant"] == v].sort_values("n")
+    if sub.empty:
+        raise NotAvailable(f"no rows of variant {v}")
+    return sub
+
+
+def retrieval_findings(*, summary, comparisons, theory) -> list[Finding]:
+    """Per variant: accuracy and right-key weight at every test n; the difference from plain at
+    the largest n with its paired test; the theory against the measurement
+    (docs/training.md#findings)."""
+    S, C, T = frame(summary), frame(comparisons), frame(theory)
+    ns = sorted(int(x) for x in S["n"].unique())
+    n_max, n_train = ns[-1], int(S["n_train"].iloc[0])
+    k = int(S["seeds"].min())
+    out = []
+
+    def curve(v, col):
+        def fn():
+            sub = _variant(S, v)
+            return {
+                "label": f"{col} of variant {v} at n = {', '.join(str(n) for n in ns)} "
+                f"(n_train = {n_train})",
+                "value": sub[col].astype(float).tolist(),
+                "se": sub[f"{col}_se"].astype(float).tolist(),
+            }
+
+        return fn
+
+    def diff(v, metric):
+        def fn():
+            r = C[(C["variant"] == v) & (C["metric"] == metric) & (C["n"] == n_max)]
+            if r.empty:
+                raise NotAvailable(f"no comparison of {v} at n = {n_max}")
+            r = r.iloc[0]
+            return {
+                "label": f"{metric} of {v} minus plain at n = {n_max} = {n_max // n_train} "
+                f"n_train, paired by seed (Holm-adjusted two-sided p = {r['p_holm']:.2g})",
+                "value": float(r["diff"]),
+                "se": float(r["diff_se"]),
+            }
+
+        return fn
+
+    def significant(metric):
+        def fn():
+            r = C[(C["metric"] == metric) & (C["n"] == n_max)]
+            if r.empty:
+                raise NotAvailable(f"no comparisons at n = {n_max}")
+            better = (r["diff"] > 0) & (r["p_holm"] < ALPHA)
+            return {
+                "label": f"variants whose {metric} at n = {n_max} exceeds plain's at Holm-adjusted "
+                f"p < {ALPHA} ({', '.join(r.loc[better, 'variant']) or 'none'})",
+                "value": [int(better.sum()), len(r)],
+            }
+
+        return fn
+
+    def theory_vs(v):
+        def fn():
+            t = _variant(T, v)
+            t = t[t["n"] == n_max]
+            if t.empty:
+                raise NotAvailable(f"no theory row at n = {n_max}")
+            t = t.iloc[0]
+            return {
+                "label": f"right-key weight of {v} at n = {n_max}: measured, predicted from the "
+                "trained scores at n_train (iid distractors), gap-regime mean field",
+                "value": [float(t["weight_right"]), float(t["weight_iid"]), float(t["weight_gap"])],
+                "se": [float(t["weight_right_se"]), float(t["weight_iid_se"]), None],
+            }
+
+        return fn
+
+    def tail():
+        p = _variant(S, "plain")
+        v = p["n_tail"].astype(float)
+        return {
+            "label": "n at which the best Gaussian distractor reaches the right key's mean score "
+            "(mu + sigma sqrt(2 ln n) = mean right score), plain models: mean over seeds",
+            "value": float(v.iloc[0]),
+            "se": float(p["n_tail_se"].iloc[0]),
+        }
+
+    def err(col_m, col_p):
+        def fn():
+            d = (T[col_m] - T[col_p]).abs()
+            return {
+                "label": f"largest |measured - predicted| of {col_m} over variants and n "
+                "(iid theory)",
+                "value": float(d.max()),
+            }
+
+        return fn
+
+    src = {"source": [SUMMARY], "pm": PM_SEEDS.format(k=k)}
+    for v in VARIANTS:
+        out.append(
+            compute(f"training.accuracy_{v}", "accuracy", curve(v, "accuracy"), fmt=".2f", **src)
+        )
+        out.append(
+            compute(f"training.weight_{v}", "weight", curve(v, "weight_right"), fmt=".2f", **src)
+        )
+    for v in VARIANTS[1:]:
+        for m in ("accuracy", "weight_right"):
+            out.append(
+                compute(
+                    f"training.diff_{m}_{v}",
+                    "difference",
+                    diff(v, m),
+                    fmt=".3f",
+                    source=[COMPARISONS],
+                    pm=PM_PAIRED.format(k=k),
+                )
+            )
+    for m in ("accuracy", "weight_right"):
+        out.append(
+            compute(
+                f"training.better_{m}", "better", significant(m), kind="count", source=[COMPARISONS]
+            )
+        )
+    for v in VARIANTS:
+        out.append(
+            compute(
+                f"training.theory_weight_{v}",
+                "theory",
+                theory_vs(v),
+                fmt=".2f",
+                source=[THEORY],
+                pm=PM_SEEDS.format(k=k),
+            )
+        )
+    out.append(compute("training.n_tail_plain", "tail length", tail, fmt=".3g", **src))
+    out.append(
+        compute(
+            "training.theory_weight_error",
+            "error",
+            err("weight_right", "weight_iid"),
+            fmt=".2f",
+            source=[THEORY],
+        )
+    )
+    out.append(
+        compute(
+            "training.theory_accuracy_error",
+            "error",
+            err("accuracy", "accuracy_iid"),
+            fmt=".2f",
+            source=[THEORY],
+        )
+    )
+    return out
+
+
+LM_SUMMARY = "training/lm/summary.csv"
+LM_COMPARISONS = "training/lm/comparisons.csv"
+
+
+def lm_findings(*, summary, comparisons) -> list[Finding]:
+    """The language model's held-out loss beyond its training context per variant, and each
+    variant minus plain in the last band (docs/training.md#findings)."""
+    S, C = frame(summary), frame(comparisons)
+    T = int(S["context"].iloc[0])
+    k = int(S["seeds"].min())
+    los = sorted(int(x) for x in S["lo"].unique())
+    out = []
+
+    def curve(v):
+        def fn():
+            sub = _variant(S.rename(columns={"lo": "n"}), v)
+            return {
+                "label": f"held-out loss (nats per character) of {v} in the position bands "
+                + ", ".join(f"{a}-{b}" for a, b in zip(sub["n"], sub["hi"], strict=True))
+                + f" (training context {T})",
+                "value": sub["loss"].astype(float).tolist(),
+                "se": sub["loss_se"].astype(float).tolist(),
+            }
+
+        return fn
+
+    def diff(v):
+        def fn():
+            r = C[(C["variant"] == v) & (C["lo"] == los[-1])]
+            if r.empty:
+                raise NotAvailable(f"no comparison of {v}")
+            r = r.iloc[0]
+            hi = int(S["hi"].max())
+            return {
+                "label": f"held-out loss of {v} minus plain at positions {los[-1]}-{hi} "
+                f"({hi // T} x the training context), paired by seed (Holm-adjusted p = "
+                f"{r['p_holm']:.2g})",
+                "value": float(r["diff"]),
+                "se": float(r["diff_se"]),
+            }
+
+        return fn
+
+    for v in VARIANTS:
+        out.append(
+            compute(
+                f"training.lm_loss_{v}",
+                "loss",
+                curve(v),
+                fmt=".3f",
+                source=[LM_SUMMARY],
+                pm=PM_SEEDS.format(k=k),
+            )
+        )
+    for v in VARIANTS[1:]:
+        out.append(
+            compute(
+                f"training.lm_diff_{v}",
+                "difference",
+                diff(v),
+                fmt=".3f",
+                source=[LM_COMPARISONS],
+                pm=PM_PAIRED.format(k=k),
+            )
+        )
+    return out
