@@ -861,3 +861,41 @@ def test_a_present_program_is_found(monkeypatch):
 
     monkeypatch.setitem(conftest.SYSTEM_PROGRAMS, "Chromium", (("no-such-x", "python3"), "-"))
     assert require_program(_Config(False), "Chromium").endswith("python3")
+
+
+# --------------------------------------------------------------------------- figures on the pages
+
+
+def test_every_readme_figure_is_placed_on_a_page():
+    """Issue 45: each figure of the README's figure table is shown on its family's page (a
+    ``run-figure`` block, docs/pipeline.md#published-figures), and every block names one of them."""
+    ext = _ext()
+    table = {
+        p for row in ext.figure_table(REPO / "README.md") for p in ext.figure_pngs(row["Output"])
+    }
+    placed = {
+        m.group(1): page.name
+        for page in _docs_pages()
+        for m in ext.RUN_FIGURE.finditer(page.read_text(encoding="utf-8"))
+    }
+    assert table, "no figure in the README's table: the parse is broken"
+    assert not table - set(placed), f"figures on no page: {sorted(table - set(placed))}"
+    assert not set(placed) - table, f"blocks naming no figure of the table: {set(placed) - table}"
+
+
+def test_a_run_figure_block_shows_the_figure_or_says_it_is_not_published(tmp_path, monkeypatch):
+    ext = _ext()
+    (tmp_path / "paper_a").mkdir()
+    (tmp_path / "paper_a" / "figure1_lambda.png").write_bytes(b"png")
+    monkeypatch.setenv(ext.FIGURES_ENV, str(tmp_path))
+    page = (
+        "Text.\n\n:::{run-figure} figures/paper_a/figure1_lambda.png\nFigure 1: $\\lambda$.\n:::\n\n"
+        ":::{run-figure} figures/paper_a/no_such.png\nA figure nobody drew.\n:::\n"
+    )
+    out = ext.run_figures(page)
+    shown, missing = out.split("(fig-paper-a-no-such)=")
+    rel = Path(os.path.relpath(tmp_path / "paper_a" / "figure1_lambda.png", DOCS)).as_posix()
+    assert f":::{{figure}} {rel}\n:name: fig-paper-a-figure1-lambda\n:width: 100%" in shown
+    assert "Figure 1: $\\lambda$. (`figures/paper_a/figure1_lambda.png`, from" in shown
+    assert "*Figure not published yet:* `figures/paper_a/no_such.png`" in missing
+    assert "{run-figure}" not in out and "A figure nobody drew." in missing
