@@ -1,4 +1,5 @@
-"""The run's figures published beside its findings (docs/pipeline.md#published-figures).
+"""The run's figures published beside its findings (docs/pipeline.md#published-figures); the
+adapter's image output and the screenshot rule's entry (docs/explorer.md#the-readmes-screenshot).
 
 * ``publish_figures`` writes palette PNGs at the drawn size with a manifest naming the findings'
   commit, rewrites only figures whose drawn bytes changed, removes figures no longer drawn and
@@ -126,3 +127,25 @@ def test_published_figures_carry_the_published_findings_commit():
             assert _sha(folder / rel) == entry["sha256"], rel
         total = sum((folder / r).stat().st_size for r in files)
         assert total == manifest["total_bytes"] < pub.MAX_TOTAL_BYTES
+
+
+def test_an_entry_may_return_an_image_as_bytes(tmp_path):
+    """The adapter writes ``bytes`` returned for a ``.png`` output as they are (rule
+    ``explorer_screenshot``), and still refuses a non-figure object for an image output."""
+    from attnscale.pipeline.adapter import write_outputs
+
+    out = tmp_path / "shot.png"
+    write_outputs({"png": b"\x89PNG-bytes"}, {"png": str(out)})
+    assert out.read_bytes() == b"\x89PNG-bytes"
+    with pytest.raises(ValueError, match="need a matplotlib Figure"):
+        write_outputs({"png": "not bytes"}, {"png": str(tmp_path / "x.png")})
+
+
+def test_the_screenshot_entry_needs_chromium_before_any_work(monkeypatch):
+    from attnscale.experiments.explorer import screenshot
+
+    monkeypatch.setattr(screenshot.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="Chromium is not installed"):
+        screenshot.explorer_screenshot(
+            page="docs/explorer.md", script="", style="", data={}, conf="", head="1,2,0.5,qwen"
+        )
