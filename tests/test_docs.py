@@ -293,7 +293,7 @@ def chromium(config) -> str:
     return require_program(config, "Chromium")
 
 
-def browser_probe(exe: str, url: str, profile, budget_ms: int):
+def browser_probe(exe: str, url: str, profile, budget_ms: int, timeout: int = 180):
     """Open a probe page in headless Chromium (``exe``, a fresh ``profile`` folder, ``budget_ms``
     of virtual time) and return the JSON it writes into ``<pre id="attnscale-probe">``."""
     cmd = [
@@ -310,7 +310,7 @@ def browser_probe(exe: str, url: str, profile, budget_ms: int):
         "--dump-dom",
         url,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     m = re.search(r'<pre id="attnscale-probe">(.*?)</pre>', proc.stdout, re.S)
     assert m, (
         f"the browser probe of {url} did not report (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
@@ -526,7 +526,7 @@ function probe(page, width) {
 var all = [];
 WIDTHS.reduce(function (prev, width) {
   return prev.then(function () {
-    return Promise.all(PAGES.map(function (p) { return probe(p, width); }));
+    return Promise.all(PAGES[width].map(function (p) { return probe(p, width); }));
   }).then(function (got) { all = all.concat(got); });
 }, Promise.resolve()).then(function () {
   var pre = document.createElement("pre");
@@ -540,12 +540,15 @@ WIDTHS.reduce(function (prev, width) {
 WIDTHS = (400, 1400)
 
 
-def site_pages(html: Path) -> list[str]:
-    """The pages a reader opens: every page of docs/, the generated API pages, the general
-    index and the module index (issue 45: those must fit a phone's window too)."""
+def site_pages(html: Path) -> dict[int, list[str]]:
+    """The pages a reader opens at each width of :data:`WIDTHS`: every page of docs/ at each,
+    and at the phone's width also the generated API pages, the general index and the module
+    index (issue 45: they must fit a 400 px window; at 1400 px their one risk, a long name, is
+    the phone's a fortiori, and leaving them out keeps the check's time down)."""
     pages = [f"{p.stem}.html" for p in _docs_pages()]
-    pages += sorted(f"api/{p.name}" for p in (html / "api").glob("*.html"))
-    return pages + [p for p in ("genindex.html", "py-modindex.html") if (html / p).is_file()]
+    extra = sorted(f"api/{p.name}" for p in (html / "api").glob("*.html"))
+    extra += [p for p in ("genindex.html", "py-modindex.html") if (html / p).is_file()]
+    return {w: pages + extra if w == min(WIDTHS) else pages for w in WIDTHS}
 
 
 @pytest.fixture(scope="module")
@@ -558,9 +561,9 @@ def site_check(request, site, served, tmp_path_factory) -> list:
     probe = SITE_PROBE.replace("PAGES", json.dumps(pages)).replace("WIDTHS", json.dumps(WIDTHS))
     (html / "_site_check.html").write_text(probe, encoding="utf-8")
     report = browser_probe(
-        exe, f"{served}/_site_check.html", tmp_path_factory.mktemp("site"), 60000
+        exe, f"{served}/_site_check.html", tmp_path_factory.mktemp("site"), 60000, timeout=300
     )
-    assert len(report) == len(pages) * len(WIDTHS), [(r["page"], r["width"]) for r in report]
+    assert len(report) == sum(map(len, pages.values())), [(r["page"], r["width"]) for r in report]
     return report
 
 
@@ -680,7 +683,8 @@ def test_the_site_check_sees_what_it_should(request, site, served, tmp_path_fact
     )
     (html / "_control_bad.html").write_text(bad, encoding="utf-8")
     (html / "_control_good.html").write_text(good, encoding="utf-8")
-    probe = SITE_PROBE.replace("PAGES", json.dumps(["_control_bad.html", "_control_good.html"]))
+    controls = {400: ["_control_bad.html", "_control_good.html"]}
+    probe = SITE_PROBE.replace("PAGES", json.dumps(controls))
     probe = probe.replace("WIDTHS", json.dumps([400]))
     (html / "_site_control.html").write_text(probe, encoding="utf-8")
     got = {
