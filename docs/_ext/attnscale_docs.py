@@ -105,9 +105,10 @@ def gallery_markdown(readme: Path, figdir: Path) -> str:
     rows = figure_table(readme)
     out = [
         "",
-        f"Images are taken from `{_display(figdir)}` "
-        f"({sum(1 for r in rows for p in figure_pngs(r.get('Output', '')) if _png(figdir, p))} "
-        "of the table's figures are built there).",
+        f"Images are taken from `{_display(figdir)}`, else from the published figures "
+        f"(`{_display(PUBLISHED)}`, [published figures](pipeline.md#published-figures)): "
+        f"{sum(1 for r in rows for p in figure_pngs(r.get('Output', '')) if _png(figdir, p))} "
+        "of the table's figures are found.",
         "",
     ]
     without = []
