@@ -705,22 +705,26 @@ def test_the_site_check_sees_what_it_should(request, site, served, tmp_path_fact
 
 
 #: Controls of the issue-45 checks (inside ``div.body``, as on the site): a box that scrolls by a
-#: few pixels in a paragraph that has room for it, a comma after a formula (a stand-in
-#: ``mjx-container``, 300 px wide, in a 330 px paragraph) that the line break leaves alone on the
-#: next line, a table shown as a full-width block around a one-cell grid.
+#: few pixels in a paragraph that has room for it, a comma after a formula too wide for its
+#: paragraph (a stand-in ``mjx-container`` in a box that scrolls, as the site boxes it) that the
+#: line break leaves alone on the next line, a table shown as a full-width block around a
+#: one-cell grid; done right: no box, the formula's box beside its comma (attnscale.css), a
+#: table as wide as its grid.
 CONTROL_BAD_45 = (
     "<div class='body'><p style='width:380px'>x <span style='display:inline-block;width:60px;"
     "overflow-x:auto'><span style='display:inline-block;width:64px'>m</span></span></p>"
     "<p style='width:330px'>words <span class='math'><mjx-container style='display:inline-block;"
-    "width:300px'>f</mjx-container></span>, more</p>"
+    "max-width:100%;overflow-x:auto'><span style='display:inline-block;width:400px'>f</span>"
+    "</mjx-container></span>, more</p>"
     "<table style='display:block;border:1px solid #000'><tr><td>cell</td></tr></table></div>"
 )
 CONTROL_GOOD_45 = (
     "<div class='body'><p style='width:380px'>x <span style='display:inline-block'>"
     "<span style='display:inline-block;width:64px'>m</span></span></p>"
-    "<p style='width:330px'>words <span style='white-space:nowrap'><span class='math'>"
-    "<mjx-container style='display:inline-block;width:300px'>f</mjx-container></span>,</span>"
-    " more</p><table style='display:block;width:fit-content;border:1px solid #000'><tr><td>cell"
+    "<p style='width:330px'>words <span style='display:inline-flex;max-width:100%'>"
+    "<span class='math' style='min-width:0;flex:0 1 auto'><mjx-container style='display:"
+    "inline-block;max-width:100%;overflow-x:auto'><span style='display:inline-block;width:400px'>"
+    "f</span></mjx-container></span>,</span> more</p><table style='display:block;width:fit-content;border:1px solid #000'><tr><td>cell"
     "</td></tr></table></div>"
 )
 
