@@ -17,6 +17,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+__all__ = ["HEAD", "SIZES", "chromium", "explorer_screenshot", "screenshots"]
+
 #: Window sizes (CSS pixels) of the views; the README's screenshot is ``page``.
 SIZES = {"phone": (390, 844), "desktop": (1280, 900), "page": (1280, 1760)}
 #: The head the README's screenshot shows: d, n, rho, rule.

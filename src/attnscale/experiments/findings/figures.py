@@ -18,6 +18,15 @@ import io
 import json
 from pathlib import Path
 
+__all__ = [
+    "MANIFEST",
+    "MAX_TOTAL_BYTES",
+    "figures_folder",
+    "palette_png",
+    "publish_figures",
+    "sha256",
+]
+
 #: Name of the manifest in each published folder.
 MANIFEST = "figures.json"
 #: The published figures of one configuration may take at most this many bytes (issue 45).
