@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 
 import numpy as np
@@ -304,11 +305,51 @@ function overflow(f) {
   var e = f.contentDocument.documentElement;
   return {scroll: e.scrollWidth, client: e.clientWidth};
 }
+// Issue 45: a decimal comma, a message that follows what is typed, one number format, rule rows
+// chosen by keyboard, the rule menu wide enough for its entries (this frame is 1400 px wide).
+function issue45(w, d, ex) {
+  var out = {};
+  function typeIn(id, value) {
+    var el = d.getElementById(id);
+    el.value = value;
+    el.dispatchEvent(new w.Event("input", {bubbles: true}));
+    return {state: ex.state[id.slice(3)], msg: d.getElementById(id + "-msg").textContent};
+  }
+  setControl(w, "ax-rho", "0,3");
+  out.comma = {state: ex.state.rho, msg: d.getElementById("ax-rho-msg").textContent,
+               box: d.getElementById("ax-rho").value};
+  out.typing = [typeIn("ax-rho", "0.95"), typeIn("ax-rho", "0.9x"), typeIn("ax-rho", "0.4")];
+  out.texts = [[3, 10000000, 0], [4, 1000000, 0.5], [9, 20000, 0.2], [128, 131072, 0.5]].map(function (hd) {
+    setControl(w, "ax-d", hd[0]); setControl(w, "ax-n", hd[1]); setControl(w, "ax-rho", hd[2]);
+    return d.getElementById("attnscale-explorer").textContent;
+  });
+  var rows = Array.from(d.querySelectorAll("tr[data-rule]"));
+  var other = rows.filter(function (r) { return r.getAttribute("data-rule") !== ex.state.rule; })[1];
+  var key = other.getAttribute("data-rule");
+  other.focus();
+  other.dispatchEvent(new w.KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
+  var act = d.activeElement;
+  out.keyboard = {tabindex: rows.map(function (r) { return r.tabIndex; }), key: key, rule: ex.state.rule,
+                  focused: act && act.getAttribute ? act.getAttribute("data-rule") : null,
+                  menu: d.getElementById("ax-rule").value};
+  var sel = d.getElementById("ax-rule"), box = d.querySelector(".ax-controls").getBoundingClientRect();
+  var r = sel.getBoundingClientRect(), cs = w.getComputedStyle(sel), probe = d.createElement("span");
+  probe.style.font = cs.font; probe.style.whiteSpace = "nowrap"; probe.style.position = "absolute";
+  d.body.appendChild(probe);
+  var widest = 0;
+  Array.from(sel.options).forEach(function (o) { probe.textContent = o.text; widest = Math.max(widest, probe.getBoundingClientRect().width); });
+  probe.remove();
+  out.menu = {left: r.left, right: r.right, box_left: box.left, box_right: box.right,
+              room: sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight), widest: widest};
+  setControl(w, "ax-rule", ex.rules[0].key);
+  sel.dispatchEvent(new w.Event("change", {bubbles: true}));
+  return out;
+}
 // Issue 35: what a reader meets who types or addresses a bad value, drags a slider to an end,
 // changes the address, or uses a screen reader; in a frame opened at a bad address.
 function ux() {
   var f = document.createElement("iframe"), out = {};
-  f.style.width = "1280px"; f.style.height = "900px"; f.style.border = "0";
+  f.style.width = "1400px"; f.style.height = "900px"; f.style.border = "0";
   document.body.appendChild(f);
   f.src = "explorer.html#d=&n=&rho=0.95&rule=no_such_rule";
   return wait(function () {
@@ -354,6 +395,7 @@ function ux() {
       setControl(w, "ax-d", hd[0]); setControl(w, "ax-n", hd[1]); setControl(w, "ax-rho", hd[2]);
       return {head: hd, circles: circles(), where: text("ax-heat-where"), note: d.querySelector("#ax-heat-where + p").textContent};
     });
+    out.issue45 = issue45(w, d, ex);
     var verdict = d.getElementById("ax-verdict"), before = verdict.textContent;
     w.location.hash = "#d=64&n=1000&rho=0.3&rule=ssmax";
     return wait(function () { return ex.state.d === 64; }, 5000).then(function () {
@@ -383,6 +425,8 @@ fetch("explorer.html").then(function (r) { return r.text(); }).then(function (ht
   });
 }).then(function (frames) {
   var w = frames[0].contentWindow, api = w.attnscaleExplorer, result = {heads: []};
+  result.first = {rho: api.explorer.state.rho, where: w.document.getElementById("ax-heat-where").textContent,
+                  circles: w.document.querySelectorAll("svg.ax-chart")[2].querySelectorAll("circle").length};
   HEADS.forEach(function (hd) {
     setControl(w, "ax-d", hd[0]); setControl(w, "ax-n", hd[1]); setControl(w, "ax-rho", hd[2]);
     result.heads.push(read(w));
@@ -614,3 +658,48 @@ def test_screen_readers_hear_values_labels_and_the_verdict(probed):
 def test_the_page_says_how_to_estimate_rho(probed):
     notes = probed["result"]["ux"]["estimate_rho"]
     assert notes and "estimate-rho" in notes[0] and "keys" in notes[0], notes
+
+
+# --------------------------------------------------------------------------- issue 45
+
+
+def test_the_page_opens_inside_the_simulated_range(probed):
+    """No address: the head's rho lies in the simulated tables' range (0.05 .. 0.9), so the
+    first view draws both markers on the phase diagram and warns of nothing."""
+    first = probed["result"]["first"]
+    assert 0.05 <= first["rho"] <= 0.9 and first["where"] == "", first
+    assert first["circles"] == 2, first
+
+
+def test_a_decimal_comma_is_a_decimal_point(probed):
+    comma = probed["result"]["ux"]["issue45"]["comma"]
+    assert comma["state"] == 0.3 and comma["msg"] == "" and comma["box"] == "0.3", comma
+
+
+def test_the_message_follows_what_the_box_holds(probed):
+    """Typing (no Enter yet): an out-of-range value, then a non-number, each gets its own
+    message at once; a valid one clears it and is used."""
+    over, junk, ok = probed["result"]["ux"]["issue45"]["typing"]
+    assert "0.95" in over["msg"] and "outside" in over["msg"], over
+    assert "0.9x" in junk["msg"] and "not a number" in junk["msg"], junk
+    assert ok == {"state": 0.4, "msg": ""}, ok
+
+
+def test_one_number_format(probed):
+    """Numbers below 1e5 are written out, larger ones as Python's exponent form (1.2977e+05):
+    never JavaScript's ``1.101e+4``."""
+    for text in probed["result"]["ux"]["issue45"]["texts"]:
+        bad = re.findall(r"\d(?:\.\d+)?e[+-]\d(?!\d)", text)
+        assert not bad, bad
+
+
+def test_rule_rows_work_by_keyboard(probed):
+    kb = probed["result"]["ux"]["issue45"]["keyboard"]
+    assert kb["tabindex"] and set(kb["tabindex"]) == {0}, kb
+    assert kb["rule"] == kb["key"] == kb["menu"] == kb["focused"], kb
+
+
+def test_the_rule_menu_fits_its_box_at_1400_px(probed):
+    menu = probed["result"]["ux"]["issue45"]["menu"]
+    assert menu["box_left"] <= menu["left"] and menu["right"] <= menu["box_right"], menu
+    assert menu["widest"] <= menu["room"] - 20, menu  # the longest entry beside the arrow

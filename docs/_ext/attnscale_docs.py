@@ -4,9 +4,15 @@
   and every row becomes a gallery entry, so the gallery cannot drift from the README. Images come
   from ``figures/`` of the repository, or from the directory named by the environment variable
   ``ATTNSCALE_DOCS_FIGURES`` (a folder laid out like ``figures/``, e.g. the ``figures/`` of a
-  smoke run). A figure that has not been built is listed with the command that builds it; rows
+  smoke run), else the published figures. A figure found in neither is listed with the command
+  that builds it; rows
   without a figure image are listed together at the end. Headings show the table's ASCII notation
   (``lambda over (rho, gamma)``) as maths (:func:`math_title`).
+* **Figures on the pages**: a ``:::{run-figure} figures/...png`` block of a page becomes the
+  published figure (``docs/_static/figures/``, written by ``python -m
+  attnscale.experiments.findings publish``), linked to its full-size file, or a line saying it is
+  not published yet (:func:`run_figures`; docs/pipeline.md#published-figures). Markdown images
+  under ``_static/`` link to their files (:func:`link_images`).
 * **API reference** (``api.md``): one page per top-level package, ``api/<package>.md``, written
   before Sphinx reads the sources (found by walking the package, so a new module or package
   appears without editing a page; ``docs/api/`` is git-ignored). Each module sits under its full
@@ -23,6 +29,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pkgutil
 import re
@@ -98,9 +105,10 @@ def gallery_markdown(readme: Path, figdir: Path) -> str:
     rows = figure_table(readme)
     out = [
         "",
-        f"Images are taken from `{_display(figdir)}` "
-        f"({sum(1 for r in rows for p in figure_pngs(r.get('Output', '')) if _png(figdir, p))} "
-        "of the table's figures are built there).",
+        f"Images are taken from `{_display(figdir)}`, else from the published figures "
+        f"(`{_display(PUBLISHED)}`, [published figures](pipeline.md#published-figures)): "
+        f"{sum(1 for r in rows for p in figure_pngs(r.get('Output', '')) if _png(figdir, p))} "
+        "of the table's figures are found.",
         "",
     ]
     without = []
@@ -310,8 +318,108 @@ def _links(cell: str) -> str:
 
 
 def _png(figdir: Path, png: str) -> Path | None:
-    path = figdir / png.removeprefix("figures/")
-    return path if path.is_file() else None
+    """The image of ``png`` (``figures/...``) under ``figdir``, else the published one."""
+    for folder in (figdir, PUBLISHED):
+        path = folder / png.removeprefix("figures/")
+        if path.is_file():
+            return path
+    return None
+
+
+# --------------------------------------------------------------------------- figures on the pages
+
+#: Where ``python -m attnscale.experiments.findings publish`` puts the default run's figures
+#: (docs/pipeline.md#published-figures).
+PUBLISHED = DOCS / "_static" / "figures"
+RUN_FIGURE = re.compile(r"^:::\{run-figure\}[ \t]+(\S+)[ \t]*\n(.*?)^:::[ \t]*$", re.M | re.S)
+
+
+def figure_label(png: str) -> str:
+    """The label of a page's figure: ``figures/paper_a/figure1_lambda.png`` ->
+    ``fig-paper-a-figure1-lambda`` (the index's results link to it)."""
+    stem = png.removeprefix("figures/").removesuffix(".png").lower()
+    return "fig-" + re.sub(r"[^a-z0-9]+", "-", stem).strip("-")
+
+
+def find_figure(png: str) -> tuple[Path, str] | None:
+    """The image a page shows for ``png`` and where it comes from: the folder named by
+    ``$ATTNSCALE_DOCS_FIGURES`` where that is set, else the published figures, else this
+    checkout's ``figures/``; ``None`` where none has it."""
+    rel = png.removeprefix("figures/")
+    env = os.environ.get(FIGURES_ENV)
+    folders = [(Path(env).resolve(), f"from `{FIGURES_ENV}`")] if env else []
+    manifest = PUBLISHED / "figures.json"
+    commit = ""
+    if manifest.is_file():
+        commits = json.loads(manifest.read_text(encoding="utf-8")).get("git_commit", [])
+        commit = ", ".join(f"`{c[:10]}`" for c in commits)
+    folders += [
+        (PUBLISHED, f"the published run, commit {commit or 'unknown'}"),
+        (REPO / "figures", "this checkout's `figures/`"),
+    ]
+    for folder, what in folders:
+        if (folder / rel).is_file():
+            return folder / rel, what
+    return None
+
+
+def _figure_rules(readme: Path) -> dict[str, str]:
+    """``figures/...png`` -> the rule that draws it (the README's figure table)."""
+    out = {}
+    for row in figure_table(readme):
+        for png in figure_pngs(row.get("Output", "")):
+            out[png] = _rule_name(row.get("Rule (plot)", row.get("Rule", "")))
+    return out
+
+
+def run_figures(text: str, readme: Path = REPO / "README.md") -> str:
+    """Every ``:::{run-figure} figures/...png`` block of a page (its content the caption) as a
+    MyST figure of the image :func:`find_figure` finds, full width and linked to its full-size
+    file, its source in the caption; where none is found, a line that says so, under the same
+    label (docs/pipeline.md#published-figures)."""
+    rules = _figure_rules(readme) if "{run-figure}" in text else {}
+
+    def one(m: re.Match) -> str:
+        png, caption = m.group(1), m.group(2).strip()
+        label, found = figure_label(png), find_figure(png)
+        if found is None:
+            rule = rules.get(png, "all")
+            return (
+                f"({label})=\n*Figure not published yet:* `{png}` (rule `{rule}`; "
+                "`python -m attnscale.experiments.findings publish` publishes it). " + caption
+            )
+        path, what = found
+        rel = os.path.relpath(path, DOCS).replace(os.sep, "/")
+        return "\n".join(
+            [
+                f":::{{figure}} {rel}",
+                f":name: {label}",
+                ":width: 100%",
+                f":alt: {png}",
+                "",
+                f"{caption} (`{png}`, {what}; click for full size.)",
+                ":::",
+            ]
+        )
+
+    return RUN_FIGURE.sub(one, text)
+
+
+def link_images(app, doctree, docname) -> None:
+    """A Markdown image under ``_static/`` links to its file (full size); images with a width
+    are linked by Sphinx itself (``html_scaled_image_link``)."""
+    import posixpath
+
+    for img in list(doctree.findall(nodes.image)):
+        uri = img.get("uri", "")
+        if isinstance(img.parent, nodes.reference) or not uri.startswith("_static/"):
+            continue
+        if any(k in img for k in ("width", "height", "scale")):
+            continue
+        href = posixpath.relpath(uri, posixpath.dirname(docname) or ".")
+        ref = nodes.reference("", "", refuri=href, internal=True)
+        img.replace_self(ref)
+        ref += img
 
 
 def _rule_name(rule_cell: str) -> str:
@@ -688,6 +796,8 @@ def cache_numpydoc_template() -> None:
 
 
 def source_read(app, docname, source) -> None:
+    if "{run-figure}" in source[0]:
+        source[0] = run_figures(source[0])
     if docname == "gallery":
         source[0] += gallery_markdown(REPO / "README.md", figures_dir())
     elif docname == "api":
@@ -701,6 +811,12 @@ def check_mathjax(app) -> None:
 def always_outdated(app, env, added, changed, removed):
     """The generated pages depend on README.md, figures/ and the package: rebuild them always."""
     names = ["gallery", "api", *(d for d in env.found_docs if d.startswith(f"{API_DIR}/"))]
+    names += [  # the pages that show figures (docs/pipeline.md#published-figures)
+        d
+        for d in env.found_docs
+        if not d.startswith(f"{API_DIR}/")
+        and "{run-figure}" in Path(env.doc2path(d)).read_text(encoding="utf-8")
+    ]
     return [name for name in names if name in env.found_docs]
 
 
@@ -715,5 +831,6 @@ def setup(app):
     app.add_role("attnscale-doc", docs_citation_role)
     app.connect("env-get-outdated", always_outdated)
     app.connect("html-page-context", sidebar_breaks)
+    app.connect("doctree-resolved", link_images)
     app.connect("build-finished", copy_mathjax)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,6 +12,7 @@
   "use strict";
 
   var SVG = "http://www.w3.org/2000/svg";
+  var RHO_START = 0.5;  // the page's first rho: inside the simulated tables' range (issue 45)
 
   // ------------------------------------------------------------------ interpolation
 
@@ -146,7 +147,8 @@
   function sig(x, digits) {  // a value of the interpolated theory: `digits` significant digits
     if (x === null || !isFinite(x)) return "\u2014";
     if (x !== 0 && (Math.abs(x) >= 1e5 || Math.abs(x) < 1e-3)) return pyExp(x, digits - 1);
-    return x.toPrecision(digits);
+    var s = x.toPrecision(digits);  // "1.101e+4" for 11010 at 4 digits: written out instead (one
+    return s.indexOf("e") < 0 ? s : String(+s);  // format on the page: fixed below 1e5, as fmt)
   }
 
   function pct(x) { return (x >= 0 ? "+" : "") + (100 * x).toFixed(2) + "%"; }
@@ -333,7 +335,8 @@
     this.root = root; this.data = data;
     this.theory = new Theory(data.theory);
     this.rules = data.rules;
-    this.state = { d: 128, n: 131072, rho: 0, rule: data.rules[0].key, panel: "auto" };
+    // opens inside the simulated phase diagram's rho range (RHO_START: its tables run 0.05 .. 0.9)
+    this.state = { d: 128, n: 131072, rho: RHO_START, rule: data.rules[0].key, panel: "auto" };
     this.spec = {};
     this.build();
     this.readHash();
@@ -378,6 +381,8 @@
     var spec = this.spec[key], cur = this.state[key], txt = String(text).trim();
     var sym = spec.symbol, range = spec.rangeText;
     if (txt === "") return { value: cur, message: sym + " is empty: still using " + sym + " = " + cur + "." };
+    // a decimal comma ("0,3") is a decimal point; a comma anywhere else is not a number
+    if (/^[+-]?\d*,\d+$/.test(txt)) txt = txt.replace(",", ".");
     var v = Number(txt);
     if (!isFinite(v)) {
       return { value: cur, message: "\u201c" + txt + "\u201d is not a number: still using " + sym + " = " + cur + "." };
@@ -413,7 +418,7 @@
     var slider = h("input", { type: "range", id: id + "-slider", min: 0, max: N, step: 1,
                               "aria-describedby": id + "-note" }, row);
     h("label", { "for": id, "class": "ax-box-label" }, row, opt.symbol + " =");
-    var num = h("input", { type: "number", id: id, min: lo, max: hi, step: opt.step,
+    var num = h("input", { type: "text", id: id, autocomplete: "off", spellcheck: "false",
                            inputmode: opt.integer ? "numeric" : "decimal",
                            "aria-describedby": id + "-msg " + id + "-note" }, row);
     var msg = h("div", { "class": "ax-msg", id: id + "-msg", role: "status", "aria-live": "polite" }, wrap);
@@ -448,10 +453,12 @@
       show(got.value);
       self.update();
     });
-    num.addEventListener("input", function () {  // live while the typed value is a valid one
-      var got = self.check(key, num.value);
-      if (num.value.trim() !== "" && !got.message) {
+    num.addEventListener("input", function () {  // live while the typed value is a valid one;
+      var got = self.check(key, num.value);     // the message always says what the box holds now
+      if (!got.message) {
         self.state[key] = got.value; say(""); show(got.value); self.update();
+      } else {
+        say(got.message.replace(/: (still )?using /, ": on Enter, using "));
       }
     });
     this.controls[key] = { set: function (v, message) { self.state[key] = v; num.value = v; show(v); say(message); },
@@ -519,7 +526,7 @@
     h("p", { "class": "ax-note" }, right,
       "ratio = \u03b3_eff / \u03b3*: below 1 sub-critical (weights spread over many keys), above 1 " +
       "super-critical (each token keeps its own weight); critical when it rounds to 1.000. " +
-      "Click a row to draw that rule.");
+      "Click a row (or Tab to it and press Enter) to draw that rule.");
 
     var charts = h("div", { "class": "ax-grid2" }, root);
     var c1 = h("div", { "class": "ax-card" }, charts);
@@ -641,14 +648,19 @@
   };
 
   Explorer.prototype.renderRules = function (r) {
-    var self = this, box = this.rulesBox;
+    var self = this, box = this.rulesBox, act = document.activeElement;
+    var focused = act && box.contains(act) ? act.getAttribute("data-rule") : null;
     box.innerHTML = "";
     var t = h("table", { "class": "ax-rules" }, box);
     var hr = h("tr", {}, h("thead", {}, t));
     ["rule", "m(n)", "\u03b3_eff", "ratio", ""].forEach(function (c) { h("th", {}, hr, c); });
     var tb = h("tbody", {}, t);
     r.rules.forEach(function (rule) {
-      var tr = h("tr", { "data-rule": rule.key, "class": rule.key === self.state.rule ? "ax-selected" : "" }, tb);
+      var chosen = rule.key === self.state.rule;
+      // a row is a control: reachable by Tab, chosen by Enter or Space as by a click (issue 45)
+      var tr = h("tr", { "data-rule": rule.key, "class": chosen ? "ax-selected" : "", tabindex: "0",
+                         "aria-current": chosen ? "true" : "false",
+                         "aria-label": "draw " + rule.name }, tb);
       h("td", { "class": "ax-rule-name" }, tr, rule.name + (rule.calibration === "absolute" ? " [absolute]" : ""));
       h("td", { "class": "ax-num", "data-value": rule.m }, tr, fmt(rule.m, 4));
       h("td", { "class": "ax-num", "data-value": rule.gamma_eff }, tr, fmt(rule.gamma_eff, 4));
@@ -656,10 +668,16 @@
         rule.ratio === null ? "\u2014" : fmt(rule.ratio, 3));
       var sd = h("td", { "class": "ax-side" }, tr);
       if (rule.side) h("span", { "class": "ax-chip ax-" + rule.side }, sd, rule.side);
-      tr.addEventListener("click", function () {
-        self.state.rule = rule.key; self.inputs.rule.value = rule.key; self.update();
+      function choose() { self.state.rule = rule.key; self.inputs.rule.value = rule.key; self.update(); }
+      tr.addEventListener("click", choose);
+      tr.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " " || e.key === "Spacebar") { e.preventDefault(); choose(); }
       });
     });
+    if (focused) {  // the table was redrawn: the focus stays on the same rule's row
+      var again = box.querySelector("tr[data-rule='" + focused + "']");
+      if (again) again.focus();
+    }
   };
 
   function logRange(vals, pad) {

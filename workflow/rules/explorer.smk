@@ -88,3 +88,29 @@ rule explorer_data:
         root_seed=ROOT_SEED,
     script:
         ENTRY
+
+
+# Not part of `all` (it needs Chromium and Sphinx): snakemake --cores 1 -f explorer_screenshot
+rule explorer_screenshot:
+    """The README's screenshot of the explorer, docs/_static/explorer.png, from a build of the
+    site from the current sources (docs/explorer.md#the-readmes-screenshot)."""
+    input:
+        page="docs/explorer.md",
+        script="docs/_static/explorer.js",
+        style="docs/_static/explorer.css",
+        data="docs/explorer-data.json",
+        conf="docs/conf.py",
+        lib=lib("experiments.explorer.screenshot"),
+    output:
+        png="docs/_static/explorer.png",
+    log:
+        "logs/explorer/screenshot.log",
+    benchmark:
+        "benchmarks/explorer/screenshot.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.explorer.screenshot:explorer_screenshot",
+        head="128,131072,0.5,qwen",
+    script:
+        ENTRY

@@ -14,7 +14,8 @@ library *entry function* in ``params: entry="module:function"`` (module relative
    ``entry`` (wildcards are not passed: a rule that needs one passes it as a param);
 4. adds the provenance columns a results table lacks (:func:`with_provenance`) and writes what
    the function returns (:func:`write_outputs`): a :class:`pandas.DataFrame` as CSV,
-   a ``dict`` of arrays as npz, a matplotlib figure to the rule's ``.png`` and ``.pdf`` outputs,
+   a ``dict`` of arrays as npz, a matplotlib figure to the rule's ``.png`` and ``.pdf`` outputs
+   (``bytes`` for an image output: an image made without matplotlib, written as it is),
    anything else JSON-serialisable as JSON; with several non-figure outputs the function returns
    a ``dict`` keyed by output name (a figure under a figure output's name, other than the first
    figure, goes to that output alone: one rule can save a figure and its parts). Every file is written atomically (:mod:`attnscale.pipeline.io`).
@@ -99,6 +100,7 @@ def write_one(path: str, obj) -> None:
 
 def write_outputs(result, outputs: dict[str, str]) -> None:
     """Write an entry function's return value to the rule's named outputs (see the module doc)."""
+    from attnscale.pipeline import io
     from attnscale.pipeline.io import save_figure
 
     figs = {k: v for k, v in outputs.items() if Path(v).suffix in FIGURE_EXTS}
@@ -114,6 +116,9 @@ def write_outputs(result, outputs: dict[str, str]) -> None:
             f"cannot map a {type(result).__name__} onto outputs {sorted(outputs)}: return a "
             "dict keyed by output name"
         )
+    for name in [k for k in figs if isinstance(parts.get(k), bytes)]:  # an image as it is
+        with io.atomic_path(figs.pop(name), suffix=Path(outputs[name]).suffix) as tmp:
+            Path(tmp).write_bytes(parts[name])
     fig = result if _is_figure(result) else next((v for v in parts.values() if _is_figure(v)), None)
     for name, path in data.items():
         if name not in parts:

@@ -1,4 +1,4 @@
-"""``python -m attnscale.experiments.findings publish [--results DIR] [--docs DIR]``
+"""``python -m attnscale.experiments.findings publish [--results DIR] [--docs DIR] [--figures DIR]``
 
 Copies a run's ``findings.json`` and ``findings.md`` (rule ``findings``) into ``docs/`` after
 checking that the page is the rendering of the JSON document, so the published page
@@ -12,6 +12,11 @@ The file it writes is the one of the configuration that ran (named in the docume
 the default run's findings go to ``docs/findings.json`` and ``docs/findings.md``, those of the run
 of ``config/NAME.yaml`` to ``docs/findings-NAME.json`` only (quoted as
 ``<!-- finding:NAME:KEY -->``; the generated tables and the Findings page are the default run's).
+
+The run's figures (``--figures``, default ``figures``; ``--figures none`` leaves them) are
+published beside the findings, into ``docs/_static/figures/`` (``figures-NAME/`` for
+``config/NAME.yaml``), with a manifest naming the same commit(s) as the findings
+(:mod:`attnscale.experiments.findings.figures`; docs/pipeline.md#published-figures).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from attnscale.experiments.findings.figures import publish_figures
 from attnscale.experiments.findings.markers import (
     configuration_name,
     findings_file,
@@ -30,12 +36,13 @@ from attnscale.experiments.findings.markers import (
 from attnscale.experiments.findings.record import render_markdown, render_table_blocks
 
 
-def publish(results: Path, docs: Path) -> Path:
+def publish(results: Path, docs: Path, figures: Path | None = None) -> Path:
     """Check ``results/findings.md`` against its JSON, copy both into ``docs``, render the
     generated tables of the pages (``docs/*.md`` and ``docs/../README.md``) from it and bring the
     values after its markers up to date; the findings of another configuration than the default
-    go to ``docs/findings-NAME.json`` alone (and only its markers are refreshed). Returns the JSON
-    file written."""
+    go to ``docs/findings-NAME.json`` alone (and only its markers are refreshed). With
+    ``figures``, the run's PNG figures are published too (:func:`publish_figures`). Returns the
+    JSON file written."""
     src_json, src_md = results / "findings.json", results / "findings.md"
     doc = json.loads(src_json.read_text(encoding="utf-8"))
     if render_markdown(doc) != src_md.read_text(encoding="utf-8"):
@@ -46,6 +53,8 @@ def publish(results: Path, docs: Path) -> Path:
     except ValueError as why:
         raise SystemExit(f"{src_json}: {why}") from None
     old = json.loads(target.read_text(encoding="utf-8")) if target.exists() else None
+    if figures is not None:  # before the findings: too many bytes stops the publication here
+        publish_figures(figures, docs, doc["source"], name)
     pages = [*sorted(docs.glob("*.md")), docs.parent / "README.md"]
     if name:
         shutil.copyfile(src_json, target)
@@ -81,8 +90,13 @@ def main(argv=None) -> int:
     )
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--docs", type=Path, default=Path("docs"))
+    p.add_argument(
+        "--figures",
+        default="figures",
+        help="the run's figures, published into docs/_static/figures[-NAME]/ ('none': not)",
+    )
     args = ap.parse_args(argv)
-    publish(args.results, args.docs)
+    publish(args.results, args.docs, None if args.figures == "none" else Path(args.figures))
     return 0
 
 
