@@ -326,7 +326,7 @@ def _logistic_theory(g, n, d, x):
         "self_weight": f,
         "lambda": f,
         "eta": f,
-        "floor": np.zeros_like(f),
+        "floor_lambda": np.zeros_like(f),
     }
 
 
@@ -388,7 +388,7 @@ def test_theory_curves_on_draws_at_their_rho_hat():
     np.testing.assert_allclose(got["lambda"], want, rtol=1e-12)
     np.testing.assert_allclose(got["self_weight"], [0.2, 0.6, 0.95])
     assert got["eta"][-1] == pytest.approx(1.0, abs=1e-3) and got["eta"][0] < 0.05
-    np.testing.assert_allclose(got["floor"], finite_d.lambda_floor(beta, 256, 0.5))
+    np.testing.assert_allclose(got["floor_lambda"], finite_d.lambda_floor(beta, 256, 0.5))
 
 
 def test_config_refuses_bad_sizes():

@@ -19,14 +19,13 @@ from matplotlib.ticker import FormatStrFormatter, FuncFormatter
 
 from attnscale.figures.style import add_caption, apply_style
 from attnscale.layer import theory
+from attnscale.layer.observables import REGISTRY
 
 __all__ = ["OBS_STYLE", "plot_sharpness"]
 
-#: Colour and label of each observable in the width and centre rows.
+#: Colour and label of each observable in the width and centre rows (the registry's).
 OBS_STYLE = {
-    "lambda": ("C0", "lambda"),
-    "eta": ("C3", "eta"),
-    "self_weight": ("C2", "A_ii"),
+    o.name: (o.colour, o.symbol) for o in sorted(REGISTRY.values(), key=lambda o: o.legend_rank)
 }
 #: Marker and line style of each rho (first, second) in the width and centre rows.
 RHO_STYLE = (("o", "-"), ("s", "--"))
@@ -81,7 +80,7 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
                 mew=0.5,
                 zorder=5,
             )
-    if obs == "lambda" and not sub.empty:
+    if REGISTRY[obs].floor and not sub.empty:
         c = sub[sub["n"] == sub["n"].max()].sort_values("x")
         ax.plot(c["x"], c["tilt_floor"], ":", color="k", lw=1.3, label="tilt's floor, largest n")
     level = theory.critical_level(obs, rho)
@@ -164,21 +163,17 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     ns = sorted(int(n) for n in transitions["n"].unique())
     colours = _n_colours(ns)
     rho0 = 0.5 if any(np.isclose(rhos, 0.5)) else rhos[0]
-    fig, axes = plt.subplots(5, len(ds), figsize=(4.3 * len(ds), 17.5), squeeze=False)
-    titles = {
-        "self_weight": "self-weight A_ii",
-        "lambda": "lambda",
-        "eta": "eta / eta(gamma -> inf)",
-    }
+    K = len(REGISTRY)
+    fig, axes = plt.subplots(K + 2, len(ds), figsize=(4.3 * len(ds), 3.5 * (K + 2)), squeeze=False)
     for j, d in enumerate(ds):
         xs = curves[curves["d"] == d]["x"]
-        for i, obs in enumerate(("self_weight", "lambda", "eta")):
+        for i, o in enumerate(REGISTRY.values()):
             a = axes[i, j]
-            _curves(a, curves, transitions, obs, ns, colours, rho0, d)
-            a.set_title(f"d = {d}, rho = {rho0:g}: {titles[obs]}")
+            _curves(a, curves, transitions, o.name, ns, colours, rho0, d)
+            a.set_title(f"d = {d}, rho = {rho0:g}: {o.title}")
             a.set_xlim(xs.min(), xs.max())
             a.set_xlabel(r"$x = \gamma / \gamma_c(\hat\rho)$")
-        a_w, a_c = axes[3, j], axes[4, j]
+        a_w, a_c = axes[K, j], axes[K + 1, j]
         _against(a_w, transitions, d, rhos, "width")
         a_w.set_title(f"d = {d}: 10 %-90 % width in x")
         _against(a_c, transitions, d, rhos, "centre")
@@ -187,26 +182,26 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
             a.set_xlabel(r"$\ln n \,/\, d$")
         a_w.grid(True, which="both", alpha=0.25)
         a_c.grid(True, alpha=0.25)
-    axes[0, 0].set_ylabel("A_ii (mean over draws, 2 SE band)")
-    axes[1, 0].set_ylabel("lambda (mean over draws, 2 SE band)")
-    axes[2, 0].set_ylabel("eta / eta(gamma -> inf)")
-    axes[3, 0].set_ylabel("width x90 - x10 (2 SE)")
-    axes[4, 0].set_ylabel("centre in x (2 SE)")
+    for i, o in enumerate(REGISTRY.values()):
+        axes[i, 0].set_ylabel(o.axis_label)
+    axes[K, 0].set_ylabel("width x90 - x10 (2 SE)")
+    axes[K + 1, 0].set_ylabel("centre in x (2 SE)")
     axes[0, 0].plot([], [], "--", color="grey", lw=0.9, label="finite-d theory [derived]")
     axes[0, 0].plot([], [], "v", color="grey", mec="k", label="finite-d x* [derived]")
     axes[0, 0].legend(loc="upper left", fontsize=6.5)
+    i_floor = next(i for i, o in enumerate(REGISTRY.values()) if o.floor)
     hl = [
         (h, lab)
-        for h, lab in zip(*axes[1, 0].get_legend_handles_labels(), strict=True)
+        for h, lab in zip(*axes[i_floor, 0].get_legend_handles_labels(), strict=True)
         if "tilt" in lab
     ]
     if hl:
-        axes[1, 0].legend(
+        axes[i_floor, 0].legend(
             [hl[0][0]], ["tilt's floor, largest n [derived]"], loc="upper left", fontsize=6.5
         )
     # one legend for the width and centre rows, below them
-    handles, labels = axes[3, 0].get_legend_handles_labels()
-    h, lab = axes[4, 0].get_legend_handles_labels()
+    handles, labels = axes[K, 0].get_legend_handles_labels()
+    h, lab = axes[K + 1, 0].get_legend_handles_labels()
     handles.append(h[lab.index(r"$\gamma_c$ [Paper A]")])
     labels.append("x = 1: Paper A's gamma_c (centre row)")
     handles.append(plt.Line2D([], [], color="grey", lw=3.5, alpha=0.3))

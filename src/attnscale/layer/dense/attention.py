@@ -30,6 +30,7 @@ from attnscale.core.validation import (
 )
 from attnscale.layer.dense.kernel_args import check_block, normalise
 from attnscale.layer.dense.near_pairs import NEAR_PAIR_TOL, near_pair_sums, pair_ratio_mean_exact
+from attnscale.layer.observables import RowPass, get
 
 __all__ = [
     "NEAR_PAIR_TOL",
@@ -155,6 +156,7 @@ def angle_ratio_grid(
     return_diagnostics: bool = False,
     causal: bool = False,
     backend=None,
+    observables=(),
 ):
     """lambda (``docs/paper-a.md#the-angle-ratio-lambda``) for many ``beta`` at once, sharing all beta-free work.
 
@@ -198,12 +200,39 @@ def angle_ratio_grid(
     backend : {"numpy", "jax"}, optional
         Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
         (``docs/gpu.md#choosing-the-backend``).
+    observables : sequence of str, optional
+        Registered observables with a per-row accumulator
+        (:data:`attnscale.layer.observables.REGISTRY`) to average over the rows in the same pass
+        (docs/pipeline.md#the-observable-registry); returned in the diagnostics under
+        ``"observables"``, ``{name: (m,) array}``. The numpy dense kernel only: on the other
+        routes (causal or per-row betas, the JAX twin) they are ``nan``, with a warning.
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
+    row_obs = [get(name) for name in observables]
+    if row_obs and (causal or np.ndim(betas) == 2 or uses_jax(backend)):
+        import warnings
+
+        warnings.warn(
+            f"observables {list(observables)} have no accumulator on this route of "
+            "angle_ratio_grid (causal, per-row betas or JAX): nan",
+            stacklevel=2,
+        )
+        out = angle_ratio_grid(
+            X,
+            betas,
+            alpha,
+            block_rows=block_rows,
+            output_entries=output_entries,
+            return_diagnostics=True,
+            causal=causal,
+            backend=backend,
+        )
+        nan = {o.name: np.full(np.shape(betas)[0], np.nan) for o in row_obs}
+        return (out[0], {**out[1], "observables": nan}) if return_diagnostics else out[0]
     if causal or np.ndim(betas) == 2:
         from attnscale.layer.causal.angle_ratio import angle_ratio_grid_rows
 
@@ -247,21 +276,23 @@ def angle_ratio_grid(
 
     def block_mats(start, stop):
         if cache is not None and cache:
-            return cache["M"], cache["W"], cache["near"]
+            return cache["M"], cache["W"], cache["near"], cache["gmax"]
         G = Y[start:stop] @ Y.T  # (b, n)
-        M = G - G.max(axis=1, keepdims=True)  # shifted scores / beta (row max 0)
+        gmax = G.max(axis=1, keepdims=True)
+        M = G - gmax  # shifted scores / beta (row max 0)
         D = 1.0 - G
         rows = np.arange(start, stop)
         D[rows - start, rows] = np.inf  # diagonal: weight 0
         near = np.nonzero(D < NEAR_PAIR_TOL)
         D[near] = np.inf  # near pairs are handled exactly, outside the GEMM
         np.divide(1.0, D, out=D)
-        out = (M, D, (near[0] + start, near[1]))
+        out = (M, D, (near[0] + start, near[1]), gmax[:, 0])
         if cache is not None:
-            cache.update(M=M, W=D, near=out[2])
+            cache.update(M=M, W=D, near=out[2], gmax=out[3])
         return out
 
     lam = np.empty(m)
+    sums = {o.name: np.zeros(m) for o in row_obs}  # the row observables' sums over rows
     ebuf = np.empty((block_rows, n))
     obuf = np.empty((block_rows, d))
     n_pairs = n_near = n_excl = 0
@@ -271,7 +302,7 @@ def angle_ratio_grid(
         Yc = np.empty((n, B, d))  # outputs, layout (token, beta, coordinate)
         # ---- pass 1: Y'_k = normalise(softmax(beta_k M) Y + alpha X) ----
         for start, stop in blocks:
-            M = block_mats(start, stop)[0]
+            M, _, _, gmax = block_mats(start, stop)
             E = ebuf[: stop - start]
             for k, beta in enumerate(bs):
                 np.multiply(M, beta, out=E)
@@ -283,6 +314,8 @@ def angle_ratio_grid(
                 o = obuf[: stop - start]
                 np.matmul(E, Y, out=o)
                 o /= z[:, None]
+                if row_obs:
+                    _row_sums(sums, row_obs, E, z, o, Y, gmax, beta, start, stop, g0 + k)
                 if alpha:
                     o += alpha * X[start:stop]
                 Yc[start:stop, k, :] = o
@@ -294,7 +327,7 @@ def angle_ratio_grid(
         near_i, near_j = [], []
         Yflat = Yc.reshape(n, B * d)
         for start, stop in blocks:
-            _, W, (ii, jj) = block_mats(start, stop)
+            _, W, (ii, jj), _ = block_mats(start, stop)
             ws += W.sum()
             n_pairs += (stop - start) * (n - 1) - ii.size
             near_i.append(ii)
@@ -313,5 +346,24 @@ def angle_ratio_grid(
         lam[g0 : g0 + B] = num / n_pairs if n_pairs > 0 else np.nan
     if return_diagnostics:
         diag = {"n_pairs": n * (n - 1) // 2, "n_near_pairs": n_near, "n_excluded_pairs": n_excl}
+        if row_obs:
+            diag["observables"] = {name: v / n for name, v in sums.items()}
         return lam, diag
     return lam
+
+
+def _row_sums(sums, row_obs, E, z, o, Y, gmax, beta, start, stop, k) -> None:
+    """Add the rows ``start:stop`` of every row observable at beta ``k`` to ``sums``
+    (:class:`attnscale.layer.observables.RowPass` of the block: ``E = exp(beta (g - gmax))``,
+    ``z``, the normalised outputs ``o = sum_j A_ij y_j``)."""
+    idx = np.arange(stop - start)
+    p = RowPass(
+        E[idx, idx + start] / z,
+        np.log(z),
+        np.einsum("bd,bd->b", o, Y[start:stop]),
+        gmax,
+        beta,
+        Y.shape[0],
+    )
+    for ob in row_obs:
+        sums[ob.name][k] += ob.row(p).sum()
