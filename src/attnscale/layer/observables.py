@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attnscale.core.validation import check_int, check_real
 from attnscale.layer import finite_d, theory
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "get",
     "grid_observables",
     "row_observables",
+    "simplex_entropy",
 ]
 
 
@@ -133,6 +135,25 @@ class Observable:
     def columns(self) -> tuple[str, str]:
         """Its columns in the per-draw sharpness tables: the raw value and its within-draw SE."""
         return self.name, f"{self.name}_se_within"
+
+
+def simplex_entropy(n: int, rho: float, beta: float) -> float:
+    """The attention entropy of a row of simplex tokens over ``ln n``
+    (docs/paper-a.md#the-attention-entropy) [derived]: with ``t = e^{beta (rho - 1)}``,
+    ``a = 1 / (1 + (n-1) t)`` (``A_ii``) and ``b = t a`` (``A_ij``),
+    ``H = -a ln a - (n-1) b ln b = ln(1 + (n-1) t) + (1 - a) beta (1 - rho)``."""
+    n = check_int("n", n, minimum=2)
+    rho = check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
+    beta = check_real("beta", beta, low=0.0)
+    nt = (n - 1) * np.exp(beta * (rho - 1.0))
+    a = 1.0 / (1.0 + nt)
+    return float((np.log1p(nt) + (1.0 - a) * beta * (1.0 - rho)) / np.log(n))
+
+
+def _row_entropy(p: RowPass) -> np.ndarray:
+    """``H_i / ln n`` from the pass: ``H_i = ln z_i - beta (mean_g_i - shift_i)``
+    (``ln A_ij = beta (g_ij - shift_i) - ln z_i``)."""
+    return (p.log_z - p.beta * (p.mean_g - p.shift)) / np.log(p.n)
 
 
 def _sw_columns(res, c: dict) -> dict:
@@ -241,6 +262,24 @@ REGISTRY: dict[str, Observable] = {
             mean_field=_eta_mean_field,
             sampled_columns=_eta_columns,
             sampled_value=_eta_value,
+            findings=("width_ratio", "centre"),
+        ),
+        Observable(
+            name="entropy",
+            label="attention entropy H / ln n",
+            title="1 - H / ln n",
+            symbol="1 - H/ln n",
+            axis_label="1 - H / ln n (mean over draws, 2 SE band)",
+            legend_rank=3,
+            unit="1 (nats over ln n)",
+            colour="C1",
+            limit=lambda rho, gamma, d: 1.0 - theory.self_weight_limit(rho, gamma),
+            critical=lambda rho: theory.self_weight_limit(rho, theory.gamma_c(rho)),
+            simplex=lambda n, d, rho, b: 1.0 - simplex_entropy(n, rho, b),
+            row=_row_entropy,
+            step=lambda v: 1.0 - v,
+            on_grid=True,
+            grid_simplex=simplex_entropy,
             findings=("width_ratio", "centre"),
         ),
     )
