@@ -23,6 +23,7 @@ from attnscale.layer import theory
 from attnscale.layer.observables import REGISTRY
 from attnscale.layer.sampled.observables import observables_sampled
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
+from attnscale.pipeline.io import spawn_key_text
 
 from .sharpness import OBSERVABLES
 
@@ -129,7 +130,7 @@ def calibration(
                     "ratio": ratio,
                     "ratio_se": float(ratio * rel),
                     "corr_mean": float(np.nanmean(corr)) if q == "width" else np.nan,
-                    "spawn_key": "-".join(map(str, key)),
+                    "spawn_key": spawn_key_text(key),
                 }
             )
     return pd.DataFrame(out)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core import stats
-from attnscale.core.crossings import first_crossing
+from attnscale.core.crossings import crossing_x
 from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
@@ -18,6 +18,7 @@ from attnscale.experiments.findings.record import (
     mean_se_count,
     pick,
 )
+from attnscale.layer.theory import critical_level
 
 __all__ = [
     "LAMBDA",
@@ -40,13 +41,6 @@ LATE_POSITION = 64
 SHARP_LEVELS = (0.1, 0.9)
 #: rho values at which lambda at gamma_c is reported (where the grid has them) [choice].
 REPORT_RHO = (0.2, 0.5, 0.8)
-
-
-def _crossing(gamma, values, level) -> float:
-    """gamma where ``values`` first crosses ``level`` upwards, interpolated linearly in log gamma
-    (:func:`attnscale.core.crossings.first_crossing`); nan if never."""
-    hit = first_crossing(gamma, values, level, log_x=True)
-    return np.nan if hit is None else hit.x
 
 
 def _grid(L: pd.DataFrame, scaling: str, col: str = "lambda") -> pd.DataFrame:
@@ -155,7 +149,7 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
         for _, sub in g.groupby("rho"):
             sub = sub.sort_values("gamma")
             rh = sub["rho_hat"].mean()
-            gam = _crossing(sub["gamma"], sub["lambda"], 1.0 / (1.0 + 3.0 * rh))
+            gam = crossing_x(sub["gamma"], sub["lambda"], critical_level("lambda", rh), log_x=True)
             out.append(gam * (1.0 - rh))
         out = np.asarray(out)
         if not np.isfinite(out).any():
@@ -171,7 +165,7 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
         ratios = []
         for _, sub in g.groupby("rho"):
             sub = sub.sort_values("gamma")
-            lo, hi = (_crossing(sub["gamma"], sub[col], lev) for lev in SHARP_LEVELS)
+            lo, hi = (crossing_x(sub["gamma"], sub[col], lev, log_x=True) for lev in SHARP_LEVELS)
             ratios.append(hi / lo)
         ratios = np.asarray(ratios)
         if not np.isfinite(ratios).any():
