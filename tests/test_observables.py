@@ -115,3 +115,14 @@ def test_no_branch_on_an_observable_name_outside_the_registry():
         if pat.search(line)
     ]
     assert hits == []
+
+
+def test_a_route_without_the_accumulator_says_so_and_gives_nan():
+    X = tokens.near_simplex(40, 6, 0.5, np.random.default_rng(SEED))
+    betas = np.array([1.0, 5.0])
+    with pytest.warns(UserWarning, match="no accumulator on this route"):
+        lam, diag = angle_ratio_grid(
+            X, betas, return_diagnostics=True, causal=True, observables=["entropy"]
+        )
+    assert np.isnan(diag["observables"]["entropy"]).all()
+    assert np.array_equal(lam, angle_ratio_grid(X, betas, causal=True))

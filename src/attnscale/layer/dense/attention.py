@@ -214,25 +214,8 @@ def angle_ratio_grid(
     """
     row_obs = [get(name) for name in observables]
     if row_obs and (causal or np.ndim(betas) == 2 or uses_jax(backend)):
-        import warnings
-
-        warnings.warn(
-            f"observables {list(observables)} have no accumulator on this route of "
-            "angle_ratio_grid (causal, per-row betas or JAX): nan",
-            stacklevel=2,
-        )
-        out = angle_ratio_grid(
-            X,
-            betas,
-            alpha,
-            block_rows=block_rows,
-            output_entries=output_entries,
-            return_diagnostics=True,
-            causal=causal,
-            backend=backend,
-        )
-        nan = {o.name: np.full(np.shape(betas)[0], np.nan) for o in row_obs}
-        return (out[0], {**out[1], "observables": nan}) if return_diagnostics else out[0]
+        kw = dict(block_rows=block_rows, output_entries=output_entries, causal=causal)
+        return _without_accumulators(X, betas, alpha, row_obs, return_diagnostics, backend, kw)
     if causal or np.ndim(betas) == 2:
         from attnscale.layer.causal.angle_ratio import angle_ratio_grid_rows
 
@@ -262,6 +245,26 @@ def angle_ratio_grid(
             output_entries=output_entries,
             return_diagnostics=return_diagnostics,
         )
+    return _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnostics, row_obs)
+
+
+def _without_accumulators(X, betas, alpha, row_obs, return_diagnostics, backend, kw):
+    """:func:`angle_ratio_grid` on a route without the row observables' accumulators (causal,
+    per-row betas, JAX): lambda as there, the observables ``nan``, with a warning."""
+    import warnings
+
+    warnings.warn(
+        f"observables {[o.name for o in row_obs]} have no accumulator on this route of "
+        "angle_ratio_grid (causal, per-row betas or JAX): nan",
+        stacklevel=3,
+    )
+    lam, diag = angle_ratio_grid(X, betas, alpha, return_diagnostics=True, backend=backend, **kw)
+    nan = {o.name: np.full(np.shape(betas)[0], np.nan) for o in row_obs}
+    return (lam, {**diag, "observables": nan}) if return_diagnostics else lam
+
+
+def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnostics, row_obs):
+    """The numpy kernel of :func:`angle_ratio_grid` (validated arguments; its docstring)."""
     n, d = X.shape
     m = betas.size
     Y = X / r[:, None]
