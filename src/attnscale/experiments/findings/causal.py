@@ -14,6 +14,8 @@ from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
     compute,
+    declare,
+    evaluate,
     frame,
     mean_se_count,
     pick,
@@ -49,225 +51,210 @@ def _grid(L: pd.DataFrame, scaling: str, col: str = "lambda") -> pd.DataFrame:
     return g.groupby(["rho", "gamma"], as_index=False)[[col, "rho_hat"]].mean()
 
 
+def _bins(t, scaling, factor):
+    s = pick(t["S"], scaling=scaling, gamma_factor=factor)
+    return (
+        s.groupby(["pos_lo", "pos_hi"], as_index=False)[["self_weight", "self_weight_simplex"]]
+        .mean()
+        .sort_values("pos_lo")
+    )
+
+
+def _global_above(t):
+    b = _bins(t, "global", 1.0)
+    below = b[b["self_weight"] <= 0.9]
+    last = b["pos_hi"].max() if below.empty else below["pos_lo"].min() - 1
+    return {
+        "label": f"global scaling at gamma_c(rho_hat), n = {int(t['S']['n'].iloc[0])}: mean A_ii "
+        "above 0.9 at every position up to i =",
+        "value": int(last),
+        "fmt": "d",
+    }
+
+
+def _global_average(t):
+    b = _bins(t, "global", 1.0)
+    w = b["pos_hi"] - b["pos_lo"] + 1
+    return {
+        "label": "global scaling at gamma_c(rho_hat): A_ii averaged over positions, "
+        "simulated / causal simplex",
+        "value": [
+            float(np.average(b["self_weight"], weights=w)),
+            float(np.average(b["self_weight_simplex"], weights=w)),
+        ],
+    }
+
+
+def _position_critical(t):
+    b = _bins(t, "position", 1.0)
+    b = b[b["pos_lo"] >= LATE_POSITION]
+    if b.empty:
+        raise NotAvailable(f"no positions >= {LATE_POSITION}")
+    w = b["pos_hi"] - b["pos_lo"] + 1
+    return {
+        "label": f"per-position scaling at gamma_c(rho_hat): A_ii averaged over positions "
+        f"i >= {LATE_POSITION}, simulated / simplex i/(2i-1)",
+        "value": [
+            float(np.average(b["self_weight"], weights=w)),
+            float(np.average(b["self_weight_simplex"], weights=w)),
+        ],
+    }
+
+
+def _position_last_bin(t):
+    factors = sorted(pick(t["S"], scaling="position")["gamma_factor"].unique())
+    return {
+        "label": "per-position scaling: A_ii in the last position bin at gamma / gamma_c = "
+        + " / ".join(f"{f:.3g}" for f in factors),
+        "value": [float(_bins(t, "position", f)["self_weight"].iloc[-1]) for f in factors],
+    }
+
+
+def _critical_rhos(t):
+    c = pick(t["L"], kind="critical", scaling=t["scaling"])
+    rhos = [r for r in REPORT_RHO if np.isclose(c["rho"], r).any()]
+    if not rhos:
+        raise NotAvailable(f"none of rho = {REPORT_RHO} on the grid")
+    return c, rhos
+
+
+def _lambda_at_critical(t, scaling):
+    c, rhos = _critical_rhos(dict(t, scaling=scaling))
+    vals, ses = [], []
+    for r in rhos:
+        m, se, _ = mean_se_count(pick(c, rho=r)["lambda"])
+        vals.append(m)
+        ses.append(se)
+    return {
+        "label": f"{scaling} scaling: lambda at gamma_c(rho_hat) for rho = "
+        + " / ".join(f"{r:g}" for r in rhos),
+        "value": vals,
+        "se": ses,
+        "pm": PM_DRAWS.format(k=t["L"]["trial"].nunique()),
+    }
+
+
+def _bidirectional(t):
+    c, rhos = _critical_rhos(dict(t, scaling="position"))
+    return {
+        "label": "Paper A's bidirectional finite-n simplex lambda at the same rho_hat",
+        "value": [float(pick(c, rho=r)["lambda_simplex_bidirectional"].mean()) for r in rhos],
+    }
+
+
+def _turnover(t, scaling):
+    out = []
+    for _, sub in _grid(t["L"], scaling).groupby("rho"):
+        sub = sub.sort_values("gamma")
+        rh = sub["rho_hat"].mean()
+        gam = crossing_x(sub["gamma"], sub["lambda"], critical_level("lambda", rh), log_x=True)
+        out.append(gam * (1.0 - rh))
+    out = np.asarray(out)
+    if not np.isfinite(out).any():
+        raise NotAvailable("lambda never reaches 1/(1 + 3 rho_hat) on the grid")
+    return {
+        "label": f"{scaling} scaling: gamma / gamma_c(rho_hat) at which lambda reaches Paper "
+        "A's critical value 1/(1 + 3 rho_hat), range over the rho grid",
+        "value": [float(np.nanmin(out)), float(np.nanmax(out))],
+    }
+
+
+def _sharpness(t, scaling, col="lambda"):
+    ratios = []
+    for _, sub in _grid(t["L"], scaling, col).groupby("rho"):
+        sub = sub.sort_values("gamma")
+        lo, hi = (crossing_x(sub["gamma"], sub[col], lev, log_x=True) for lev in SHARP_LEVELS)
+        ratios.append(hi / lo)
+    ratios = np.asarray(ratios)
+    if not np.isfinite(ratios).any():
+        raise NotAvailable("lambda does not cross both levels on the grid")
+    what = "the bidirectional finite-n simplex" if col != "lambda" else f"{scaling} scaling"
+    return {
+        "label": f"{what}: gamma ratio between lambda = {SHARP_LEVELS[0]:g} and "
+        f"{SHARP_LEVELS[1]:g}, range over the rho grid",
+        "value": [float(np.nanmin(ratios)), float(np.nanmax(ratios))],
+    }
+
+
+def _on(fn, *args):
+    return lambda t: fn(t, *args)
+
+
+#: The findings of the causal figure, declared: key, label, computing function of the tables
+#: ``{"L": lambda rows, "S": self-weight rows}``, metadata.
+CAUSAL = [
+    declare(
+        "causal.global_above_0p9_up_to",
+        "global scaling, early positions",
+        _global_above,
+        source=[SELF],
+    ),
+    declare(
+        "causal.global_average",
+        "global scaling, position average",
+        _global_average,
+        fmt=".3f",
+        source=[SELF],
+    ),
+    declare(
+        "causal.position_critical",
+        "per-position scaling at gamma_c",
+        _position_critical,
+        fmt=".3f",
+        source=[SELF],
+    ),
+    declare(
+        "causal.position_last_bin",
+        "per-position scaling, last bin",
+        _position_last_bin,
+        fmt=".2f",
+        source=[SELF],
+    ),
+    *(
+        declare(
+            f"causal.lambda_{s}",
+            f"{w} lambda at gamma_c",
+            _on(_lambda_at_critical, s),
+            fmt=".3f",
+            source=[LAMBDA],
+        )
+        for s, w in (("global", "global"), ("position", "per-position"))
+    ),
+    declare(
+        "causal.lambda_bidirectional",
+        "bidirectional simplex lambda",
+        _bidirectional,
+        fmt=".3f",
+        source=[LAMBDA],
+    ),
+    *(
+        declare(
+            f"causal.{what}_{s}",
+            f"{w} {what}",
+            _on(fn, s),
+            kind="range",
+            fmt=".2f",
+            source=[LAMBDA],
+        )
+        for what, fn in (("turnover", _turnover), ("sharpness", _sharpness))
+        for s, w in (("global", "global"), ("position", "per-position"))
+    ),
+    declare(
+        "causal.sharpness_bidirectional",
+        "bidirectional sharpness",
+        _on(_sharpness, "position", "lambda_simplex_bidirectional"),
+        kind="range",
+        fmt=".2f",
+        source=[LAMBDA],
+    ),
+]
+
+
 def causal_findings(*, data, self_weight) -> list[Finding]:
     """Self-weight against position and lambda maps for the global beta = gamma ln n and the
-    per-position beta_i = gamma ln i (docs/realistic-attention.md#global-versus-per-position-scaling)."""
-    L, S = frame(data), frame(self_weight)
-    k_l = L["trial"].nunique()
-
-    def bins(scaling, factor):
-        s = pick(S, scaling=scaling, gamma_factor=factor)
-        return (
-            s.groupby(["pos_lo", "pos_hi"], as_index=False)[["self_weight", "self_weight_simplex"]]
-            .mean()
-            .sort_values("pos_lo")
-        )
-
-    def global_above():
-        b = bins("global", 1.0)
-        below = b[b["self_weight"] <= 0.9]
-        last = b["pos_hi"].max() if below.empty else below["pos_lo"].min() - 1
-        return {
-            "label": f"global scaling at gamma_c(rho_hat), n = {int(S['n'].iloc[0])}: mean A_ii "
-            "above 0.9 at every position up to i =",
-            "value": int(last),
-            "fmt": "d",
-        }
-
-    def global_average():
-        b = bins("global", 1.0)
-        w = b["pos_hi"] - b["pos_lo"] + 1
-        return {
-            "label": "global scaling at gamma_c(rho_hat): A_ii averaged over positions, "
-            "simulated / causal simplex",
-            "value": [
-                float(np.average(b["self_weight"], weights=w)),
-                float(np.average(b["self_weight_simplex"], weights=w)),
-            ],
-        }
-
-    def late(scaling, factor):
-        b = bins(scaling, factor)
-        b = b[b["pos_lo"] >= LATE_POSITION]
-        if b.empty:
-            raise NotAvailable(f"no positions >= {LATE_POSITION}")
-        w = b["pos_hi"] - b["pos_lo"] + 1
-        return float(np.average(b["self_weight"], weights=w)), float(
-            np.average(b["self_weight_simplex"], weights=w)
-        )
-
-    def position_critical():
-        sim, simplex = late("position", 1.0)
-        return {
-            "label": f"per-position scaling at gamma_c(rho_hat): A_ii averaged over positions "
-            f"i >= {LATE_POSITION}, simulated / simplex i/(2i-1)",
-            "value": [sim, simplex],
-        }
-
-    def position_last_bin():
-        out = []
-        factors = sorted(pick(S, scaling="position")["gamma_factor"].unique())
-        for f in factors:
-            out.append(float(bins("position", f)["self_weight"].iloc[-1]))
-        return {
-            "label": "per-position scaling: A_ii in the last position bin at gamma / gamma_c = "
-            + " / ".join(f"{f:.3g}" for f in factors),
-            "value": out,
-        }
-
-    def lambda_at_critical(scaling):
-        c = pick(L, kind="critical", scaling=scaling)
-        rhos = [r for r in REPORT_RHO if np.isclose(c["rho"], r).any()]
-        if not rhos:
-            raise NotAvailable(f"none of rho = {REPORT_RHO} on the grid")
-        vals, ses = [], []
-        for r in rhos:
-            m, se, _ = mean_se_count(pick(c, rho=r)["lambda"])
-            vals.append(m)
-            ses.append(se)
-        return {
-            "label": f"{scaling} scaling: lambda at gamma_c(rho_hat) for rho = "
-            + " / ".join(f"{r:g}" for r in rhos),
-            "value": vals,
-            "se": ses,
-            "pm": PM_DRAWS.format(k=k_l),
-        }
-
-    def bidirectional():
-        c = pick(L, kind="critical", scaling="position")
-        rhos = [r for r in REPORT_RHO if np.isclose(c["rho"], r).any()]
-        if not rhos:
-            raise NotAvailable(f"none of rho = {REPORT_RHO} on the grid")
-        return {
-            "label": "Paper A's bidirectional finite-n simplex lambda at the same rho_hat",
-            "value": [float(pick(c, rho=r)["lambda_simplex_bidirectional"].mean()) for r in rhos],
-        }
-
-    def turnover(scaling):
-        g = _grid(L, scaling)
-        out = []
-        for _, sub in g.groupby("rho"):
-            sub = sub.sort_values("gamma")
-            rh = sub["rho_hat"].mean()
-            gam = crossing_x(sub["gamma"], sub["lambda"], critical_level("lambda", rh), log_x=True)
-            out.append(gam * (1.0 - rh))
-        out = np.asarray(out)
-        if not np.isfinite(out).any():
-            raise NotAvailable("lambda never reaches 1/(1 + 3 rho_hat) on the grid")
-        return {
-            "label": f"{scaling} scaling: gamma / gamma_c(rho_hat) at which lambda reaches Paper "
-            "A's critical value 1/(1 + 3 rho_hat), range over the rho grid",
-            "value": [float(np.nanmin(out)), float(np.nanmax(out))],
-        }
-
-    def sharpness(scaling, col="lambda"):
-        g = _grid(L, scaling, col)
-        ratios = []
-        for _, sub in g.groupby("rho"):
-            sub = sub.sort_values("gamma")
-            lo, hi = (crossing_x(sub["gamma"], sub[col], lev, log_x=True) for lev in SHARP_LEVELS)
-            ratios.append(hi / lo)
-        ratios = np.asarray(ratios)
-        if not np.isfinite(ratios).any():
-            raise NotAvailable("lambda does not cross both levels on the grid")
-        what = "the bidirectional finite-n simplex" if col != "lambda" else f"{scaling} scaling"
-        return {
-            "label": f"{what}: gamma ratio between lambda = {SHARP_LEVELS[0]:g} and "
-            f"{SHARP_LEVELS[1]:g}, range over the rho grid",
-            "value": [float(np.nanmin(ratios)), float(np.nanmax(ratios))],
-        }
-
-    src_s, src_l = [SELF], [LAMBDA]
-    return [
-        compute(
-            "causal.global_above_0p9_up_to",
-            "global scaling, early positions",
-            global_above,
-            source=src_s,
-        ),
-        compute(
-            "causal.global_average",
-            "global scaling, position average",
-            global_average,
-            fmt=".3f",
-            source=src_s,
-        ),
-        compute(
-            "causal.position_critical",
-            "per-position scaling at gamma_c",
-            position_critical,
-            fmt=".3f",
-            source=src_s,
-        ),
-        compute(
-            "causal.position_last_bin",
-            "per-position scaling, last bin",
-            position_last_bin,
-            fmt=".2f",
-            source=src_s,
-        ),
-        compute(
-            "causal.lambda_global",
-            "global lambda at gamma_c",
-            lambda: lambda_at_critical("global"),
-            fmt=".3f",
-            source=src_l,
-        ),
-        compute(
-            "causal.lambda_position",
-            "per-position lambda at gamma_c",
-            lambda: lambda_at_critical("position"),
-            fmt=".3f",
-            source=src_l,
-        ),
-        compute(
-            "causal.lambda_bidirectional",
-            "bidirectional simplex lambda",
-            bidirectional,
-            fmt=".3f",
-            source=src_l,
-        ),
-        compute(
-            "causal.turnover_global",
-            "global turnover",
-            lambda: turnover("global"),
-            kind="range",
-            fmt=".2f",
-            source=src_l,
-        ),
-        compute(
-            "causal.turnover_position",
-            "per-position turnover",
-            lambda: turnover("position"),
-            kind="range",
-            fmt=".2f",
-            source=src_l,
-        ),
-        compute(
-            "causal.sharpness_global",
-            "global sharpness",
-            lambda: sharpness("global"),
-            kind="range",
-            fmt=".2f",
-            source=src_l,
-        ),
-        compute(
-            "causal.sharpness_position",
-            "per-position sharpness",
-            lambda: sharpness("position"),
-            kind="range",
-            fmt=".2f",
-            source=src_l,
-        ),
-        compute(
-            "causal.sharpness_bidirectional",
-            "bidirectional sharpness",
-            lambda: sharpness("position", "lambda_simplex_bidirectional"),
-            kind="range",
-            fmt=".2f",
-            source=src_l,
-        ),
-    ]
+    per-position beta_i = gamma ln i (docs/realistic-attention.md#global-versus-per-position-scaling):
+    the declarations :data:`CAUSAL`."""
+    return evaluate(CAUSAL, {"L": frame(data), "S": frame(self_weight)})
 
 
 def rules_simulated_findings(*, data) -> list[Finding]:
