@@ -12,7 +12,13 @@ import pytest
 
 from attnscale.layer import theory, tokens
 from attnscale.layer.dense.attention import angle_ratio_grid
-from attnscale.layer.observables import REGISTRY, get, grid_observables, simplex_entropy
+from attnscale.layer.observables import (
+    REGISTRY,
+    critical_level,
+    get,
+    grid_observables,
+    simplex_entropy,
+)
 from attnscale.layer.sampled.observables import observables_sampled
 
 SEED = 20261203
@@ -62,7 +68,12 @@ def test_dense_kernel_accumulates_the_entropy_in_its_pass():
     want = entropy_by_definition(X, betas)
     for block_rows in (None, 32):
         lam, diag = angle_ratio_grid(
-            X, betas, 0.3, return_diagnostics=True, observables=["entropy"], block_rows=block_rows
+            X,
+            betas,
+            0.3,
+            return_diagnostics=True,
+            observables=[get("entropy")],
+            block_rows=block_rows,
         )
         np.testing.assert_allclose(diag["observables"]["entropy"], want, rtol=1e-12, atol=1e-14)
         same = angle_ratio_grid(X, betas, 0.3, block_rows=block_rows)
@@ -94,8 +105,8 @@ def test_registry_declares_each_observable_once():
         if name != "eta":  # eta's step is normalised by its limit above, of 1 - 1/d
             assert o.step(np.array(hi)) == pytest.approx(1.0)
             assert o.step(np.array(o.limit(rho, gc, 16))) == pytest.approx(o.critical(rho))
-        assert theory.critical_level(name, rho) == o.critical(rho)
-    assert theory.critical_level("lambda", 0.4) == 1.0 / (1.0 + 3.0 * 0.4)
+        assert critical_level(name, rho) == o.critical(rho)
+    assert critical_level("lambda", 0.4) == 1.0 / (1.0 + 3.0 * 0.4)
     assert [o.name for o in grid_observables()] == ["entropy"]
     with pytest.raises(ValueError, match="observable must be one of"):
         get("entropies")
@@ -122,7 +133,7 @@ def test_a_route_without_the_accumulator_says_so_and_gives_nan():
     betas = np.array([1.0, 5.0])
     with pytest.warns(UserWarning, match="no accumulator on this route"):
         lam, diag = angle_ratio_grid(
-            X, betas, return_diagnostics=True, causal=True, observables=["entropy"]
+            X, betas, return_diagnostics=True, causal=True, observables=[get("entropy")]
         )
     assert np.isnan(diag["observables"]["entropy"]).all()
     assert np.array_equal(lam, angle_ratio_grid(X, betas, causal=True))

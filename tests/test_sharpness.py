@@ -40,7 +40,7 @@ from attnscale.experiments.sharpness_summary import (
 )
 from attnscale.layer import finite_d, theory, tokens
 from attnscale.layer.dense.eta_exact import eta_exact_grid
-from attnscale.layer.observables import REGISTRY
+from attnscale.layer.observables import REGISTRY, critical_level
 from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
 from attnscale.layer.sampled.eta import eta_sampled
 from attnscale.layer.sampled.observables import observables_sampled
@@ -171,14 +171,14 @@ def test_crossing_interpolates_linearly_and_finds_the_first_upward_crossing():
 
 
 def test_the_critical_level_is_the_limit_at_gamma_c():
-    """One definition (attnscale.layer.theory.critical_level), equal to Paper A's values: 1/2,
+    """One definition (attnscale.layer.observables.critical_level), equal to Paper A's values: 1/2,
     1/(1 + 3 rho) and 1/4, and the level of the figure's n -> inf step."""
     for rho in (0.1, 0.5, 0.9):
-        assert theory.critical_level("self_weight", rho) == 0.5
-        assert theory.critical_level("lambda", rho) == pytest.approx(1 / (1 + 3 * rho), rel=1e-15)
-        assert theory.critical_level("eta", rho) == 0.25
+        assert critical_level("self_weight", rho) == 0.5
+        assert critical_level("lambda", rho) == pytest.approx(1 / (1 + 3 * rho), rel=1e-15)
+        assert critical_level("eta", rho) == 0.25
     with pytest.raises(ValueError, match="observable must be one of"):
-        theory.critical_level("cosine", 0.5)
+        critical_level("cosine", 0.5)
 
 
 def _synthetic(rng, T, x, centre, spread, scale, noise):
@@ -208,7 +208,7 @@ def test_delta_method_se_of_the_width_matches_its_spread():
 def test_simplex_width_shrinks_like_one_over_ln_n():
     ns = 2 ** np.arange(10, 21, 2)
     for obs in REGISTRY:
-        lev = theory.critical_level(obs, 0.5)
+        lev = critical_level(obs, 0.5)
         w = [
             simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
             for n in ns
@@ -421,7 +421,7 @@ def test_critical_beta_given_is_the_root_of_the_conditional_self_weight():
 
 def test_the_figure_draws_the_table_and_the_critical_level():
     """The plotted mean curves are the summary's curves, the widths and centres its transitions,
-    and the open circle of Paper A's step sits at :func:`attnscale.layer.theory.critical_level`."""
+    and the open circle of Paper A's step sits at attnscale.layer.observables.critical_level."""
     import matplotlib.pyplot as plt
 
     from attnscale.figures.sharpness import plot_sharpness
@@ -447,7 +447,7 @@ def test_the_figure_draws_the_table_and_the_critical_level():
                 ]
                 assert theory_lines, (obs, d, n)
             circle = [ln for ln in all_lines(axes[i, j]) if ln[1].tolist() == [1.0]]
-            assert [c[2][0] for c in circle] == [theory.critical_level(obs, 0.5)]
+            assert [c[2][0] for c in circle] == [critical_level(obs, 0.5)]
         for i, what in ((K, "width"), (K + 1, "centre")):
             drawn = errorbars(axes[i, j])
             for obs, lab in ((o.name, o.symbol) for o in REGISTRY.values()):

@@ -104,7 +104,7 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
     grid = grid_observables()
     if rows == "all":
         lam, diag = attention.angle_ratio_grid(
-            X, betas, alpha, return_diagnostics=True, observables=[o.name for o in grid]
+            X, betas, alpha, return_diagnostics=True, observables=grid
         )
         prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     else:

@@ -9,7 +9,7 @@ curve ``F_k = mean_t f_t(x_k)`` is interpolated linearly between grid points:
 * the crossing ``x_L`` of a level ``L`` is the first upward crossing, ``F_k < L <= F_{k+1}``,
   interpolated linearly (:func:`attnscale.core.crossings.first_crossing`);
 * width ``x_{0.9} - x_{0.1}``; centre: the crossing of Paper A's critical value
-  (:func:`attnscale.layer.theory.critical_level`; for lambda at the mean over draws of
+  (:func:`attnscale.layer.observables.critical_level`; for lambda at the mean over draws of
   ``1/(1 + 3 rho_hat)``);
 * standard error by the delta method over draws (:func:`attnscale.core.crossings.crossing_se`):
   each quantity is, to first order, a linear combination ``sum_k c_k F_k (+ c_L L)``; the same
@@ -36,7 +36,7 @@ import pandas as pd
 from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
-from attnscale.layer.observables import REGISTRY, get
+from attnscale.layer.observables import REGISTRY, critical_level, get
 
 __all__ = [
     "LEVELS",
@@ -209,7 +209,7 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             lv = (
                 draws[f"{obs}_critical"].to_numpy()
                 if o.centre_per_draw
-                else np.full(T, theory.critical_level(obs, rho))
+                else np.full(T, critical_level(obs, rho))
             )
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
@@ -239,9 +239,7 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             row["x10_floor"] = x10_floor(n, d, ref["rho_hat"]) if o.floor else np.nan
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo
-            row["centre_simplex"] = simplex_crossing(
-                obs, n, d, rho, theory.critical_level(obs, rho)
-            )
+            row["centre_simplex"] = simplex_crossing(obs, n, d, rho, critical_level(obs, rho))
             out.append(row)
     return pd.DataFrame(out)
 

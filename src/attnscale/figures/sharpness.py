@@ -18,8 +18,7 @@ import pandas as pd
 from matplotlib.ticker import FormatStrFormatter, FuncFormatter
 
 from attnscale.figures.style import add_caption, apply_style
-from attnscale.layer import theory
-from attnscale.layer.observables import REGISTRY
+from attnscale.layer.observables import REGISTRY, critical_level
 
 __all__ = ["OBS_STYLE", "plot_sharpness"]
 
@@ -83,7 +82,7 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
     if REGISTRY[obs].floor and not sub.empty:
         c = sub[sub["n"] == sub["n"].max()].sort_values("x")
         ax.plot(c["x"], c["tilt_floor"], ":", color="k", lw=1.3, label="tilt's floor, largest n")
-    level = theory.critical_level(obs, rho)
+    level = critical_level(obs, rho)
     _limit_step(ax, level)
     ax.set_ylim(-0.03, 1.05)
 

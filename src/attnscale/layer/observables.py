@@ -23,36 +23,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
 from attnscale.core.validation import check_int, check_real
 from attnscale.layer import finite_d, theory
+from attnscale.layer.dense.kernel_args import RowPass
 
 __all__ = [
     "RowPass",
     "Observable",
     "REGISTRY",
     "get",
+    "critical_level",
     "grid_observables",
     "row_observables",
     "simplex_entropy",
 ]
-
-
-class RowPass(NamedTuple):
-    """What the key-tiled pass holds for every query row ``i`` and beta, with the unnormalised
-    weights ``E_ij = exp(beta (g_ij - shift_i))`` and ``z_i = sum_j E_ij``: the self-weight
-    ``a_self = E_ii / z_i``, ``log_z = ln z_i``, ``mean_g = sum_j A_ij g_ij`` (``g_ij = <y_i,
-    y_j>``), ``shift`` (a row's, or a scalar), ``beta`` (a row's) and ``n``."""
-
-    a_self: np.ndarray
-    log_z: np.ndarray
-    mean_g: np.ndarray
-    shift: np.ndarray | float
-    beta: np.ndarray
-    n: int
 
 
 def _identity(v):
@@ -167,7 +154,7 @@ def _sw_columns(res, c: dict) -> dict:
 
 
 def _eta_columns(res, c: dict) -> dict:
-    from attnscale.layer.sampled.observables import eta_normalised
+    from attnscale.layer.sampled.eta import eta_normalised
 
     eta_n, eta_n_se, eta_lim = eta_normalised(res.eta, c["X"], c["route"])
     return {
@@ -180,7 +167,7 @@ def _eta_columns(res, c: dict) -> dict:
 
 
 def _eta_value(res, X, route: str):
-    from attnscale.layer.sampled.observables import eta_normalised
+    from attnscale.layer.sampled.eta import eta_normalised
 
     return eta_normalised(res.eta, X, route)[:2]
 
@@ -291,6 +278,22 @@ def get(name: str) -> Observable:
     if name not in REGISTRY:
         raise ValueError(f"observable must be one of {tuple(REGISTRY)}, got {name!r}")
     return REGISTRY[name]
+
+
+def critical_level(observable: str, rho: float) -> float:
+    """Value of a normalised observable (its rising step, over its ``gamma -> inf`` value,
+    ``alpha = 0``) at Paper A's critical point ``gamma = gamma_c``, ``n -> inf`` [paper]: the one
+    definition of the level whose crossing is a transition's centre
+    (docs/long-context.md#transition-sharpness-against-context-length).
+
+    Each observable declares it (:attr:`Observable.critical`), computed from the limits of
+    :mod:`attnscale.layer.theory`, not restated: the self-weight ``self_weight_limit`` at
+    ``gamma_c`` (1/2), lambda ``critical_lambda`` (``1/(1 + 3 rho)``), eta
+    ``eta_limit`` at ``gamma_c`` over its value above (a quarter,
+    docs/paper-a.md#the-jacobian-norm-eta; independent of ``d``, computed at ``d = 2``).
+    """
+    theory.gamma_c(check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True))
+    return get(observable).critical(rho)
 
 
 def grid_observables() -> tuple[Observable, ...]:

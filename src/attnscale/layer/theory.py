@@ -17,7 +17,6 @@ __all__ = [
     "lambda_limit",
     "critical_cosine",
     "critical_lambda",
-    "critical_level",
     "eta_limit",
     "simplex_terms",
     "simplex_map",
@@ -97,24 +96,6 @@ def critical_lambda(rho: float) -> float:
     """Critical angle ratio ``1 / (1 + 3 rho)`` (docs/paper-a.md)."""
     rho = _rho(rho)
     return 1.0 / (1.0 + 3.0 * rho)
-
-
-def critical_level(observable: str, rho: float) -> float:
-    """Value of a normalised observable (its rising step, over its ``gamma -> inf`` value,
-    ``alpha = 0``) at Paper A's critical point ``gamma = gamma_c``, ``n -> inf`` [paper]: the one
-    definition of the level whose crossing is a transition's centre
-    (docs/long-context.md#transition-sharpness-against-context-length).
-
-    Each observable declares it in the registry (:attr:`attnscale.layer.observables.Observable.critical`),
-    computed from the limits, not restated: the self-weight :func:`self_weight_limit` at
-    ``gamma_c`` (1/2), lambda :func:`critical_lambda` (``1/(1 + 3 rho)``), eta
-    :func:`eta_limit` at ``gamma_c`` over its value above (a quarter,
-    docs/paper-a.md#the-jacobian-norm-eta; independent of ``d``, computed at ``d = 2``).
-    """
-    from attnscale.layer.observables import get
-
-    gamma_c(_rho(rho))
-    return get(observable).critical(rho)
 
 
 def eta_limit(rho: float, gamma: float, d: int, alpha: float = 0.0, q: float = 1.0) -> float:

@@ -20,7 +20,7 @@ from attnscale.experiments.findings.record import (
     mean_se_count,
     pick,
 )
-from attnscale.layer.theory import critical_level
+from attnscale.layer.theory import critical_lambda
 
 __all__ = [
     "LAMBDA",
@@ -147,7 +147,7 @@ def _turnover(t, scaling):
     for _, sub in _grid(t["L"], scaling).groupby("rho"):
         sub = sub.sort_values("gamma")
         rh = sub["rho_hat"].mean()
-        gam = crossing_x(sub["gamma"], sub["lambda"], critical_level("lambda", rh), log_x=True)
+        gam = crossing_x(sub["gamma"], sub["lambda"], critical_lambda(rh), log_x=True)
         out.append(gam * (1.0 - rh))
     out = np.asarray(out)
     if not np.isfinite(out).any():

@@ -28,9 +28,8 @@ from attnscale.core.validation import (
     check_layer_inputs,
     check_vector,
 )
-from attnscale.layer.dense.kernel_args import check_block, normalise
+from attnscale.layer.dense.kernel_args import RowPass, check_block, normalise
 from attnscale.layer.dense.near_pairs import NEAR_PAIR_TOL, near_pair_sums, pair_ratio_mean_exact
-from attnscale.layer.observables import RowPass, get
 
 __all__ = [
     "NEAR_PAIR_TOL",
@@ -200,9 +199,9 @@ def angle_ratio_grid(
     backend : {"numpy", "jax"}, optional
         Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
         (``docs/gpu.md#choosing-the-backend``).
-    observables : sequence of str, optional
-        Registered observables with a per-row accumulator
-        (:data:`attnscale.layer.observables.REGISTRY`) to average over the rows in the same pass
+    observables : sequence of Observable, optional
+        Observables of the registry with a per-row accumulator (``name`` and ``row``,
+        :data:`attnscale.layer.observables.REGISTRY`) to average over the rows in the same pass
         (docs/pipeline.md#the-observable-registry); returned in the diagnostics under
         ``"observables"``, ``{name: (m,) array}``. The numpy dense kernel only: on the other
         routes (causal or per-row betas, the JAX twin) they are ``nan``, with a warning.
@@ -212,7 +211,7 @@ def angle_ratio_grid(
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
-    row_obs = [get(name) for name in observables]
+    row_obs = list(observables)
     if row_obs and (causal or np.ndim(betas) == 2 or uses_jax(backend)):
         kw = dict(block_rows=block_rows, output_entries=output_entries, causal=causal)
         return _without_accumulators(X, betas, alpha, row_obs, return_diagnostics, backend, kw)
