@@ -80,6 +80,19 @@ def test_dense_kernel_accumulates_the_entropy_in_its_pass():
         assert np.array_equal(lam, same)  # lambda unchanged
 
 
+def test_dense_kernel_entropy_with_near_pairs():
+    """d = 2: many near-coincident pairs, handled outside the GEMM for lambda; the entropy's
+    accumulator is untouched by them."""
+    X = np.random.default_rng(SEED).standard_normal((300, 2))
+    betas = np.array([1.0, 30.0])
+    lam, diag = angle_ratio_grid(X, betas, return_diagnostics=True, observables=[get("entropy")])
+    assert diag["n_near_pairs"] > 0
+    np.testing.assert_allclose(
+        diag["observables"]["entropy"], entropy_by_definition(X, betas), rtol=1e-11
+    )
+    assert np.array_equal(lam, angle_ratio_grid(X, betas))
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_sampled_pass_accumulates_the_entropy(causal):
     X = tokens.near_simplex(120, 8, 0.5, np.random.default_rng(SEED))

@@ -294,7 +294,7 @@ def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnosti
         return out
 
     lam = np.empty(m)
-    sums = {o.name: np.zeros(m) for o in row_obs}  # the row observables' sums over rows
+    obs_sums = {o.name: np.zeros(m) for o in row_obs}  # the row observables' sums over rows
     ebuf = np.empty((block_rows, n))
     obuf = np.empty((block_rows, d))
     n_pairs = n_near = n_excl = 0
@@ -317,7 +317,7 @@ def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnosti
                 np.matmul(E, Y, out=o)
                 o /= z[:, None]
                 if row_obs:
-                    _row_sums(sums, row_obs, E, z, o, Y, gmax, beta, start, stop, g0 + k)
+                    _row_sums(obs_sums, row_obs, E, z, o, Y, gmax, beta, start, stop, g0 + k)
                 if alpha:
                     o += alpha * X[start:stop]
                 Yc[start:stop, k, :] = o
@@ -349,7 +349,7 @@ def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnosti
     if return_diagnostics:
         diag = {"n_pairs": n * (n - 1) // 2, "n_near_pairs": n_near, "n_excluded_pairs": n_excl}
         if row_obs:
-            diag["observables"] = {name: v / n for name, v in sums.items()}
+            diag["observables"] = {name: v / n for name, v in obs_sums.items()}
         return lam, diag
     return lam
 
