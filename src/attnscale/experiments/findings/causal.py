@@ -13,7 +13,6 @@ from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
     NotAvailable,
-    compute,
     declare,
     evaluate,
     frame,
@@ -257,153 +256,165 @@ def causal_findings(*, data, self_weight) -> list[Finding]:
     return evaluate(CAUSAL, {"L": frame(data), "S": frame(self_weight)})
 
 
+def _per_rule_n(R):
+    g = R.groupby(["rule_key", "n"], sort=False)
+    m, se = stats.mean_se(g[["self_weight", "lambda_block"]])
+    out = g.agg(
+        fd=("self_weight_finite_d", "mean"),
+        sx=("self_weight_simplex", "mean"),
+        ratio=("gamma_ratio", "mean"),
+        rule=("rule", "first"),
+    )
+    return out.assign(
+        sim=m["self_weight"],
+        sim_se=se["self_weight"],
+        lam=m["lambda_block"],
+        lam_se=se["lambda_block"],
+    ).reset_index()
+
+
+def _pm(R):
+    return PM_DRAWS.format(k=R["trial"].nunique())
+
+
+def _rules_table(R):
+    t = _per_rule_n(R)
+    t = t[t["n"] == t["n"].max()]
+    rows = [
+        [
+            r["rule"],
+            r["ratio"],
+            f"{r['sim']:.3g} ± {r['sim_se']:.2g}",
+            r["fd"],
+            r["sx"],
+            f"{r['lam']:.3g} ± {r['lam_se']:.2g}",
+        ]
+        for _, r in t.iterrows()
+    ]
+    return {
+        "label": f"n = {int(t['n'].iloc[0])}, d = {int(R['d'].iloc[0])}, rho = "
+        f"{R['rho'].iloc[0]:g}: mean A_ii of the last {int(R['block'].iloc[0])} queries",
+        "value": rows,
+        "pm": _pm(R),
+    }
+
+
+def _beta_ratio(R):
+    t = R.groupby("n")[["beta_critical_finite_d", "beta_critical_simplex"]].mean()
+    r = t["beta_critical_finite_d"] / t["beta_critical_simplex"]
+    return {
+        "label": f"finite-d critical beta over gamma_c ln n at n = {int(r.index[0])} / "
+        f"{int(r.index[-1])}",
+        "value": [float(r.iloc[0]), float(r.iloc[-1])],
+    }
+
+
+def _max_z(R):
+    t = _per_rule_n(R)
+    z = ((t["sim"] - t["fd"]) / t["sim_se"]).abs()
+    z = z[np.isfinite(z)]
+    if z.empty:
+        raise NotAvailable("one draw: no standard error")
+    return {
+        "label": "largest |simulated - finite-d theory| over its SE, over every rule and n",
+        "value": float(z.max()),
+        "unit": "SE",
+    }
+
+
+def _simplex_excess(R):
+    t = _per_rule_n(R)
+    t = t[(t["sim"] > 0.1) & (t["sim"] < 0.9)]
+    if t.empty:
+        raise NotAvailable("no rule near the transition")
+    v = t["sx"] - t["sim"]
+    return {
+        "label": "simplex A_ii minus the simulated one near the transition (0.1 < A_ii < "
+        "0.9), range over rules and n",
+        "value": [float(v.min()), float(v.max())],
+    }
+
+
+def _se_max(R):
+    g = R.groupby(["rule_key", "n"], sort=False)
+    _, se = stats.mean_se(g[["self_weight_cv", "self_weight"]])
+    if not np.isfinite(se.to_numpy()).any():
+        raise NotAvailable("one draw: no standard error")
+    return {
+        "label": "largest SE of the block's mean A_ii over every rule and n: with the "
+        "||z_0|| control variate (the figure's), then the plain mean over draws",
+        "value": [float(se["self_weight_cv"].max()), float(se["self_weight"].max())],
+        "note": f"SE of the mean over {R['trial'].nunique()} draws",
+    }
+
+
+def _longrope(R):
+    t = _per_rule_n(R)
+    t = t[t["rule_key"] == "longrope"].sort_values("n")
+    if t.empty:
+        raise NotAvailable("LongRoPE is not simulated")
+    return {
+        "label": f"LongRoPE: mean A_ii at n = {int(t['n'].iloc[0])} / {int(t['n'].iloc[-1])}",
+        "value": [float(t["sim"].iloc[0]), float(t["sim"].iloc[-1])],
+        "se": [float(t["sim_se"].iloc[0]), float(t["sim_se"].iloc[-1])],
+        "pm": _pm(R),
+    }
+
+
+#: The findings of the rules-simulated figure, declared (functions of the rows ``R``).
+RULES_SIMULATED = [
+    declare(
+        "rules_simulated.table",
+        "rules at the largest n",
+        _rules_table,
+        kind="table",
+        columns=[
+            "rule",
+            "beta_n / (gamma_c ln n)",
+            "A_ii simulated ± SE",
+            "finite-d E A_ii",
+            "simplex A_ii",
+            "lambda in the block ± SE",
+        ],
+        columns_fmt=["", ".3f", "", ".3g", ".3g", ""],
+        source=[RULES],
+    ),
+    declare(
+        "rules_simulated.finite_d_beta_ratio",
+        "finite-d critical beta",
+        _beta_ratio,
+        fmt=".4f",
+        source=[RULES],
+    ),
+    declare(
+        "rules_simulated.max_z",
+        "finite-d theory against simulation",
+        _max_z,
+        fmt=".2f",
+        source=[RULES],
+        note="SE over draws; the draws are shared by rules and n",
+    ),
+    declare(
+        "rules_simulated.simplex_excess",
+        "simplex excess",
+        _simplex_excess,
+        kind="range",
+        fmt=".2f",
+        source=[RULES],
+    ),
+    declare(
+        "rules_simulated.self_weight_se_max",
+        "largest SE of A_ii",
+        _se_max,
+        fmt=".3f",
+        source=[RULES],
+    ),
+    declare("rules_simulated.longrope", "LongRoPE drift", _longrope, fmt=".3f", source=[RULES]),
+]
+
+
 def rules_simulated_findings(*, data) -> list[Finding]:
     """Real models' scaling rules at d_head = 128 under a causal mask: self-weight against the
-    finite-d theory and the simplex (docs/realistic-attention.md#real-models-scaling-rules-simulated)."""
-    R = frame(data)
-    k = R["trial"].nunique()
-    src = [RULES]
-
-    def per_rule_n():
-        g = R.groupby(["rule_key", "n"], sort=False)
-        m, se = stats.mean_se(g[["self_weight", "lambda_block"]])
-        out = g.agg(
-            fd=("self_weight_finite_d", "mean"),
-            sx=("self_weight_simplex", "mean"),
-            ratio=("gamma_ratio", "mean"),
-            rule=("rule", "first"),
-        )
-        return out.assign(
-            sim=m["self_weight"],
-            sim_se=se["self_weight"],
-            lam=m["lambda_block"],
-            lam_se=se["lambda_block"],
-        ).reset_index()
-
-    def table():
-        t = per_rule_n()
-        t = t[t["n"] == t["n"].max()]
-        rows = [
-            [
-                r["rule"],
-                r["ratio"],
-                f"{r['sim']:.3g} ± {r['sim_se']:.2g}",
-                r["fd"],
-                r["sx"],
-                f"{r['lam']:.3g} ± {r['lam_se']:.2g}",
-            ]
-            for _, r in t.iterrows()
-        ]
-        return {
-            "label": f"n = {int(t['n'].iloc[0])}, d = {int(R['d'].iloc[0])}, rho = "
-            f"{R['rho'].iloc[0]:g}: mean A_ii of the last {int(R['block'].iloc[0])} queries",
-            "value": rows,
-        }
-
-    def beta_ratio():
-        t = R.groupby("n")[["beta_critical_finite_d", "beta_critical_simplex"]].mean()
-        r = t["beta_critical_finite_d"] / t["beta_critical_simplex"]
-        return {
-            "label": f"finite-d critical beta over gamma_c ln n at n = {int(r.index[0])} / "
-            f"{int(r.index[-1])}",
-            "value": [float(r.iloc[0]), float(r.iloc[-1])],
-        }
-
-    def max_z():
-        t = per_rule_n()
-        z = ((t["sim"] - t["fd"]) / t["sim_se"]).abs()
-        z = z[np.isfinite(z)]
-        if z.empty:
-            raise NotAvailable("one draw: no standard error")
-        return {
-            "label": "largest |simulated - finite-d theory| over its SE, over every rule and n",
-            "value": float(z.max()),
-            "unit": "SE",
-        }
-
-    def simplex_excess():
-        t = per_rule_n()
-        t = t[(t["sim"] > 0.1) & (t["sim"] < 0.9)]
-        if t.empty:
-            raise NotAvailable("no rule near the transition")
-        v = t["sx"] - t["sim"]
-        return {
-            "label": "simplex A_ii minus the simulated one near the transition (0.1 < A_ii < "
-            "0.9), range over rules and n",
-            "value": [float(v.min()), float(v.max())],
-        }
-
-    def se_max():
-        g = R.groupby(["rule_key", "n"], sort=False)
-        _, se = stats.mean_se(g[["self_weight_cv", "self_weight"]])
-        if not np.isfinite(se.to_numpy()).any():
-            raise NotAvailable("one draw: no standard error")
-        return {
-            "label": "largest SE of the block's mean A_ii over every rule and n: with the "
-            "||z_0|| control variate (the figure's), then the plain mean over draws",
-            "value": [float(se["self_weight_cv"].max()), float(se["self_weight"].max())],
-        }
-
-    def longrope():
-        t = per_rule_n()
-        t = t[t["rule_key"] == "longrope"].sort_values("n")
-        if t.empty:
-            raise NotAvailable("LongRoPE is not simulated")
-        return {
-            "label": f"LongRoPE: mean A_ii at n = {int(t['n'].iloc[0])} / {int(t['n'].iloc[-1])}",
-            "value": [float(t["sim"].iloc[0]), float(t["sim"].iloc[-1])],
-            "se": [float(t["sim_se"].iloc[0]), float(t["sim_se"].iloc[-1])],
-            "pm": PM_DRAWS.format(k=k),
-        }
-
-    return [
-        compute(
-            "rules_simulated.table",
-            "rules at the largest n",
-            table,
-            kind="table",
-            columns=[
-                "rule",
-                "beta_n / (gamma_c ln n)",
-                "A_ii simulated ± SE",
-                "finite-d E A_ii",
-                "simplex A_ii",
-                "lambda in the block ± SE",
-            ],
-            columns_fmt=["", ".3f", "", ".3g", ".3g", ""],
-            pm=PM_DRAWS.format(k=k),
-            source=src,
-        ),
-        compute(
-            "rules_simulated.finite_d_beta_ratio",
-            "finite-d critical beta",
-            beta_ratio,
-            fmt=".4f",
-            source=src,
-        ),
-        compute(
-            "rules_simulated.max_z",
-            "finite-d theory against simulation",
-            max_z,
-            fmt=".2f",
-            source=src,
-            note="SE over draws; the draws are shared by rules and n",
-        ),
-        compute(
-            "rules_simulated.simplex_excess",
-            "simplex excess",
-            simplex_excess,
-            kind="range",
-            fmt=".2f",
-            source=src,
-        ),
-        compute(
-            "rules_simulated.self_weight_se_max",
-            "largest SE of A_ii",
-            se_max,
-            fmt=".3f",
-            source=src,
-            note=f"SE of the mean over {k} draws",
-        ),
-        compute("rules_simulated.longrope", "LongRoPE drift", longrope, fmt=".3f", source=src),
-    ]
+    finite-d theory and the simplex (docs/realistic-attention.md#real-models-scaling-rules-simulated):
+    the declarations :data:`RULES_SIMULATED`."""
+    return evaluate(RULES_SIMULATED, frame(data))
