@@ -41,6 +41,7 @@ rule all:
     default_target: True
     input:
         rules.paper_a_lambda_figure.output,
+        expand(rules.paper_a_grid_figure.output, observable=GRID_OBSERVABLES),
         rules.paper_a_critical_check_figure.output,
         rules.paper_a_eta_figure.output,
         rules.paper_a_theorem_table_figure.output,

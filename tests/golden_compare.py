@@ -35,6 +35,7 @@ import pandas as pd
 from scipy import stats
 
 from attnscale.experiments.paper_a_theorem import FINITE_D_ABS_TOL
+from attnscale.layer.observables import grid_observables
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests/golden"
@@ -170,6 +171,13 @@ GOLDEN_COLUMNS: dict[str, dict[str, Col]] = {
         "rho_hat_se": se("rho_hat_mean", "trials"),
         "lambda_simplex_n_mean": P,
         "lambda_simplex_n_se": se("lambda_simplex_n_mean", "trials"),
+        # the observables of the registry on Figure 1's grid (docs/pipeline.md#the-observable-registry)
+        **{
+            f"{c}_{s}": P if s == "mean" else se(f"{c}_mean", "trials")
+            for o in grid_observables()
+            for c in (o.name, f"{o.name}_simplex_n")
+            for s in ("mean", "se")
+        },
     },
     "results/paper_a/lambda_critical_data.csv": {
         "d": X,
@@ -185,6 +193,11 @@ GOLDEN_COLUMNS: dict[str, dict[str, Col]] = {
         "lambda_simplex_n": P,
         "lambda_limit": P,
         "diff_vs_simplex_n": Col(DIFF, ("lambda", "lambda_simplex_n")),
+        **{
+            c: P
+            for o in grid_observables()
+            for c in (o.name, f"{o.name}_simplex_n", f"{o.name}_limit")
+        },
     },
     "results/paper_a/figure2_data.csv": {
         "d": X,

@@ -27,8 +27,8 @@ from attnscale.core.crossings import (
 )
 from attnscale.experiments.sharpness import eta_normalised
 from attnscale.layer import theory
+from attnscale.layer.observables import critical_level
 from attnscale.layer.sampled.observables import observables_sampled
-from attnscale.layer.theory import critical_level
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
 
 SEED = 20261202

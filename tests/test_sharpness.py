@@ -40,6 +40,7 @@ from attnscale.experiments.sharpness_summary import (
 )
 from attnscale.layer import finite_d, theory, tokens
 from attnscale.layer.dense.eta_exact import eta_exact_grid
+from attnscale.layer.observables import REGISTRY, critical_level
 from attnscale.layer.sampled.angle_ratio import angle_ratio_sampled
 from attnscale.layer.sampled.eta import eta_sampled
 from attnscale.layer.sampled.observables import observables_sampled
@@ -170,14 +171,14 @@ def test_crossing_interpolates_linearly_and_finds_the_first_upward_crossing():
 
 
 def test_the_critical_level_is_the_limit_at_gamma_c():
-    """One definition (attnscale.layer.theory.critical_level), equal to Paper A's values: 1/2,
+    """One definition (attnscale.layer.observables.critical_level), equal to Paper A's values: 1/2,
     1/(1 + 3 rho) and 1/4, and the level of the figure's n -> inf step."""
     for rho in (0.1, 0.5, 0.9):
-        assert theory.critical_level("self_weight", rho) == 0.5
-        assert theory.critical_level("lambda", rho) == pytest.approx(1 / (1 + 3 * rho), rel=1e-15)
-        assert theory.critical_level("eta", rho) == 0.25
+        assert critical_level("self_weight", rho) == 0.5
+        assert critical_level("lambda", rho) == pytest.approx(1 / (1 + 3 * rho), rel=1e-15)
+        assert critical_level("eta", rho) == 0.25
     with pytest.raises(ValueError, match="observable must be one of"):
-        theory.critical_level("cosine", 0.5)
+        critical_level("cosine", 0.5)
 
 
 def _synthetic(rng, T, x, centre, spread, scale, noise):
@@ -206,14 +207,14 @@ def test_delta_method_se_of_the_width_matches_its_spread():
 
 def test_simplex_width_shrinks_like_one_over_ln_n():
     ns = 2 ** np.arange(10, 21, 2)
-    for obs in ("self_weight", "lambda", "eta"):
-        lev = theory.critical_level(obs, 0.5)
+    for obs in REGISTRY:
+        lev = critical_level(obs, 0.5)
         w = [
             simplex_crossing(obs, n, 128, 0.5, 0.9) - simplex_crossing(obs, n, 128, 0.5, 0.1)
             for n in ns
         ]
         p = np.polyfit(np.log(np.log(ns)), np.log(w), 1)[0]
-        if obs == "eta":  # its explicit beta terms: a little slower than 1/ln n, still to 0
+        if obs in ("eta", "entropy"):  # explicit beta terms: a little slower than 1/ln n
             assert -1.0 < p < -0.85, p
         else:  # a function of (n - 1) n^{-x} (lambda: up to O(1/n))
             assert p == pytest.approx(-1.0, abs=0.01), (obs, p)
@@ -309,9 +310,10 @@ def _table(T=3, ns=(1024, 4096, 16384), seed=SEED):
                     "x_star_nominal": 1.05,
                     "lambda_critical": 0.4,
                 }
-                for obs in ("self_weight", "lambda", "eta"):
+                for o in REGISTRY.values():
                     f, s = _synthetic(rng, 1, x, 1.05, 0.01, 1.0 / np.log(n), 0.005)
-                    rec[obs], rec[f"{obs}_se_within"] = f[0], s[0]
+                    # the raw value whose step is f (each step is its own inverse: v or 1 - v)
+                    rec[o.name], rec[f"{o.name}_se_within"] = o.step(f[0]), s[0]
                 rec["self_weight_theory"] = 1 / (1 + np.exp(-(x - 1.05) * np.log(n)))
                 rows.append(pd.DataFrame(rec))
     return pd.concat(rows, ignore_index=True)
@@ -323,10 +325,8 @@ def _logistic_theory(g, n, d, x):
     return {
         "x": np.asarray(x),
         "rho_hat": 0.5,
-        "self_weight": f,
-        "lambda": f,
-        "eta": f,
-        "floor": np.zeros_like(f),
+        **{o.name: f for o in REGISTRY.values()},
+        "floor_lambda": np.zeros_like(f),
     }
 
 
@@ -388,7 +388,7 @@ def test_theory_curves_on_draws_at_their_rho_hat():
     np.testing.assert_allclose(got["lambda"], want, rtol=1e-12)
     np.testing.assert_allclose(got["self_weight"], [0.2, 0.6, 0.95])
     assert got["eta"][-1] == pytest.approx(1.0, abs=1e-3) and got["eta"][0] < 0.05
-    np.testing.assert_allclose(got["floor"], finite_d.lambda_floor(beta, 256, 0.5))
+    np.testing.assert_allclose(got["floor_lambda"], finite_d.lambda_floor(beta, 256, 0.5))
 
 
 def test_config_refuses_bad_sizes():
@@ -421,7 +421,7 @@ def test_critical_beta_given_is_the_root_of_the_conditional_self_weight():
 
 def test_the_figure_draws_the_table_and_the_critical_level():
     """The plotted mean curves are the summary's curves, the widths and centres its transitions,
-    and the open circle of Paper A's step sits at :func:`attnscale.layer.theory.critical_level`."""
+    and the open circle of Paper A's step sits at attnscale.layer.observables.critical_level."""
     import matplotlib.pyplot as plt
 
     from attnscale.figures.sharpness import plot_sharpness
@@ -430,10 +430,11 @@ def test_the_figure_draws_the_table_and_the_critical_level():
     out = sharpness_summary(data=[_table()], finite_d_theory=_logistic_theory)
     cur, tra = out["curves"], out["transitions"]
     fig = plot_sharpness(curves=cur, transitions=tra, caption="t")
-    # rows: self-weight, lambda, eta, width, centre; columns: d
-    axes = np.asarray(fig.axes[:10]).reshape(5, 2)
+    # rows: the registry's observables, width, centre; columns: d
+    K = len(REGISTRY)
+    axes = np.asarray(fig.axes[: 2 * (K + 2)]).reshape(K + 2, 2)
     for j, d in enumerate((32, 128)):
-        for i, obs in enumerate(("self_weight", "lambda", "eta")):
+        for i, obs in enumerate(REGISTRY):
             drawn = lines(axes[i, j])
             for n in (1024, 4096, 16384):
                 want = cur[(cur["observable"] == obs) & (cur["d"] == d) & (cur["n"] == n)]
@@ -446,10 +447,10 @@ def test_the_figure_draws_the_table_and_the_critical_level():
                 ]
                 assert theory_lines, (obs, d, n)
             circle = [ln for ln in all_lines(axes[i, j]) if ln[1].tolist() == [1.0]]
-            assert [c[2][0] for c in circle] == [theory.critical_level(obs, 0.5)]
-        for i, what in ((3, "width"), (4, "centre")):
+            assert [c[2][0] for c in circle] == [critical_level(obs, 0.5)]
+        for i, what in ((K, "width"), (K + 1, "centre")):
             drawn = errorbars(axes[i, j])
-            for obs, lab in (("lambda", "lambda"), ("eta", "eta"), ("self_weight", "A_ii")):
+            for obs, lab in ((o.name, o.symbol) for o in REGISTRY.values()):
                 want = tra[(tra["observable"] == obs) & (tra["d"] == d)].sort_values("n")
                 x, y = drawn[f"{lab}, rho = 0.5"]
                 np.testing.assert_allclose(x, np.log(want["n"].to_numpy()) / d, rtol=1e-15)

@@ -37,6 +37,7 @@ from attnscale.experiments import paper_b_laws as pbl
 from attnscale.experiments import paper_b_phase as pbp
 from attnscale.experiments.finite_d_theory import theory_given_draw
 from attnscale.layer.finite_d.eta import eta_mean_field
+from attnscale.layer.observables import grid_observables
 from attnscale.pipeline.io import git_commit, params_hash
 
 SEED = 271828182845904523536028747135266249775  # 128 bits: stored as a decimal string
@@ -48,6 +49,17 @@ CELL = ["d", "n", "alpha", "rho", "gamma"]  # one heat-map cell of Figures 1 and
 CELL_PROV = ["root_seed", "spawn_keys", "params_hash", "attnscale_version", "git_commit"]
 FD_NUM = ["finite_d", "diff_fd_mean", "diff_fd_se", "z_fd"]
 FD_FLAGS = ["within_2se_fd", "within_3se_fd", "accept_fd"]
+
+# the observables of the registry on Figure 1's grid: their columns (docs/pipeline.md#the-observable-registry)
+GRID_ROWS = [
+    c for o in grid_observables() for c in (o.name, f"{o.name}_simplex_n", f"{o.name}_limit")
+]
+GRID_CELLS = [
+    f"{c}_{s}"
+    for o in grid_observables()
+    for c in (o.name, f"{o.name}_simplex_n")
+    for s in ("mean", "se")
+]
 
 COLUMNS = {
     # Paper A, Figure 1 (lambda)
@@ -66,6 +78,7 @@ COLUMNS = {
         "lambda",
         "lambda_simplex_n",
         "lambda_limit",
+        *GRID_ROWS,
         "n_near_pairs",
         "n_excluded_pairs",
         *PROV,
@@ -78,6 +91,7 @@ COLUMNS = {
         "rho_hat_se",
         "lambda_simplex_n_mean",
         "lambda_simplex_n_se",
+        *GRID_CELLS,
         "trials",
         "gamma_c_nominal",
         *CELL_PROV,
@@ -96,6 +110,7 @@ COLUMNS = {
         "lambda_simplex_n",
         "lambda_limit",
         "diff_vs_simplex_n",
+        *GRID_ROWS,
         *PROV,
     ],
     # Paper A, Figure 2 (eta)

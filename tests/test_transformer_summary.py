@@ -11,6 +11,7 @@ from attnscale.core.crossings import first_crossing
 from attnscale.experiments import transformer_definitions as tdef
 from attnscale.experiments.transformer_summary import summaries
 from attnscale.layer import theory
+from attnscale.layer.observables import critical_level
 from attnscale.transformer import probes
 
 MS = np.geomspace(1 / 16, 16, 9)
@@ -74,7 +75,7 @@ def test_critical_levels_are_the_theory_modules(tables):
     H = out["heads"]
     rho = H.groupby(["n", "layer"])["rho_hat"].first()
     got = lay.groupby(["n", "layer"])["critical_ratio"].first()
-    want = [theory.critical_level("lambda", rho[k]) for k in got.index]
+    want = [critical_level("lambda", rho[k]) for k in got.index]
     np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-13)
 
 

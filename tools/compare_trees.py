@@ -7,7 +7,11 @@ trees, file by file, for a refactoring that must not change a single number
 ``BEFORE`` and ``AFTER`` are finished runs (repository roots, or copies of them) made on the same
 machine with the same ``ATTNSCALE_GIT_COMMIT`` (every table records the commit it came from;
 ``ATTNSCALE_GIT_COMMIT=<sha of BEFORE> snakemake ...`` gives the AFTER run the same label).
-``--map old/path=new/path`` pairs a file that a change renamed. Files equal byte for byte are
+``--map old/path=new/path`` pairs a file that a change renamed. For a change that adds an
+observable (CHANGELOG.md, issue 42), ``--added-columns`` compares a CSV of AFTER that has every
+column of BEFORE (and more) on BEFORE's columns, and ``--drop-rows COL=VALUE`` first drops AFTER's
+rows with that value (the added observable's rows); such a file is reported ``ADDED ONLY``.
+Files equal byte for byte are
 counted; a CSV that differs only in its ``params_hash`` column (a rule's params were renamed or
 added, the values used are the same) is reported as such, with the columns compared; anything else
 is listed with the first difference. Exit status 1 if any file differs in its numbers, or if a
@@ -44,10 +48,17 @@ def files(root: Path) -> dict[str, Path]:
     return out
 
 
-def csv_difference(a: Path, b: Path) -> str | None:
+def csv_difference(a: Path, b: Path, added: bool = False, drop: dict | None = None) -> str | None:
     """``None`` if two CSVs hold the same columns and values once the provenance columns are
-    dropped, else a one-line description of the first difference."""
+    dropped, else a one-line description of the first difference. ``added``: compare on the
+    columns of ``a`` alone where ``b`` has them all; ``drop``: ``{column: value}`` rows of ``b``
+    dropped first."""
     x, y = pd.read_csv(a, dtype=str), pd.read_csv(b, dtype=str)
+    for col, val in (drop or {}).items():
+        if col in y.columns and col in x.columns:
+            y = y[y[col] != val].reset_index(drop=True)
+    if added and set(x.columns) <= set(y.columns):
+        y = y[list(x.columns)]
     if list(x.columns) != list(y.columns):
         return f"columns differ: {list(x.columns)} vs {list(y.columns)}"
     if x.shape != y.shape:
@@ -60,7 +71,9 @@ def csv_difference(a: Path, b: Path) -> str | None:
     return None
 
 
-def compare(before: Path, after: Path, mapping: dict[str, str]) -> tuple[list[str], int]:
+def compare(
+    before: Path, after: Path, mapping: dict[str, str], added: bool = False, drop=None
+) -> tuple[list[str], int]:
     """Lines of the report and the number of files that differ in content."""
     fa, fb = files(before), files(after)
     pairs = {k: mapping.get(k, k) for k in fa}
@@ -75,6 +88,10 @@ def compare(before: Path, after: Path, mapping: dict[str, str]) -> tuple[list[st
             equal += 1
             continue
         why = csv_difference(fa[old], fb[new]) if old.endswith(".csv") else "bytes differ"
+        if why is not None and old.endswith(".csv") and (added or drop):
+            if csv_difference(fa[old], fb[new], added, drop) is None:
+                lines.append(f"ADDED ONLY   {old}  (equal on BEFORE's rows and columns)")
+                continue
         if why is None:
             provenance_only += 1
             lines.append(
@@ -107,9 +124,20 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--list", action="store_true", help="print the sha256 of every file of AFTER"
     )
+    parser.add_argument(
+        "--added-columns", action="store_true", help="compare CSVs on BEFORE's columns"
+    )
+    parser.add_argument(
+        "--drop-rows",
+        action="append",
+        default=[],
+        metavar="COL=VALUE",
+        help="drop AFTER's rows with this value before comparing CSVs",
+    )
     args = parser.parse_args(argv)
     mapping = dict(m.split("=", 1) for m in args.map)
-    lines, bad = compare(args.before, args.after, mapping)
+    drop = dict(m.split("=", 1) for m in args.drop_rows)
+    lines, bad = compare(args.before, args.after, mapping, args.added_columns, drop)
     if args.list:
         for rel, p in files(args.after).items():
             print(f"{sha256(p)}  {rel}")

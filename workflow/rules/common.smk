@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from attnscale.experiments.transformer import check_inputs as _check_transformer_inputs
+from attnscale.layer.observables import grid_observables as _grid_observables
 from attnscale.experiments.transformer import default_cache as _transformer_cache
 from attnscale.pipeline.config import load as _load_config
 from attnscale.pipeline.config import source_label as _source_label
@@ -85,6 +86,8 @@ onstart:
         raise WorkflowError(_why)
 
 
+# the observables of the registry on Figure 1's grid, one figure each (rule paper_a_grid_figure)
+GRID_OBSERVABLES = [o.name for o in _grid_observables()]
 # every rule runs this script, which calls the library function named in params.entry
 ENTRY = "../scripts/entry.py"
 _SRC = Path(workflow.basedir) / "src"

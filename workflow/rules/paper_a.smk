@@ -137,6 +137,40 @@ rule paper_a_lambda_figure:
         ENTRY
 
 
+rule paper_a_grid_figure:
+    """An observable of the registry on Figure 1's (rho, gamma) grid (ours; one per name of
+    GRID_OBSERVABLES, docs/pipeline.md#the-observable-registry), one panel per d."""
+    input:
+        data=rules.paper_a_lambda_summary.output.figure1,
+        line=rules.paper_a_finite_d_line.output.csv,
+        lib=lib("figures.grid_observables"),
+    output:
+        png=report(
+            "figures/paper_a/grid_{observable}.png",
+            caption="../report/paper_a_grid_figure.rst",
+            category="Paper A",
+            labels={"figure": "Figure 1's grid (ours)", "quantity": "{observable}"},
+        ),
+        pdf="figures/paper_a/grid_{observable}.pdf",
+    log:
+        "logs/paper_a/grid_{observable}.log",
+    wildcard_constraints:
+        observable="|".join(GRID_OBSERVABLES) or "none",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.grid_observables:plot_grid_observable",
+        observable=lambda w: w.observable,
+        caption=(
+            f"Mean over {CFG.value('paper_a.trials')} token draws per cell, the draws and grid of "
+            f"Figure 1 (n = {CFG.value('paper_a.n')}), accumulated in the same key-tiled pass as "
+            "lambda [ours]. Dashed: gamma = 1/(1 - rho) [paper]."
+            f"{long_context_note()}"
+        ),
+    script:
+        ENTRY
+
+
 rule paper_a_critical_check_figure:
     """Theory check (ours): lambda at gamma_c(rho_hat) vs the limit and the finite-n simplex."""
     input:

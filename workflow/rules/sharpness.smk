@@ -101,6 +101,7 @@ rule sharpness_figure:
         row_self_weight="figures/sharpness/rows/self_weight.png",
         row_lambda="figures/sharpness/rows/lambda.png",
         row_eta="figures/sharpness/rows/eta.png",
+        row_entropy="figures/sharpness/rows/entropy.png",
         row_width="figures/sharpness/rows/width.png",
         row_centre="figures/sharpness/rows/centre.png",
     log:

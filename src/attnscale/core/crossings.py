@@ -32,6 +32,7 @@ from scipy.special import gammaln
 __all__ = [
     "Crossing",
     "first_crossing",
+    "crossing_x",
     "crossing_gradient",
     "c4",
     "draw_se",
@@ -80,6 +81,13 @@ def first_crossing(x, F, level: float, *, log_x: bool = False) -> Crossing | Non
         lx0, lx1 = np.log(x[k]), np.log(x[k + 1])
         return Crossing(float(np.exp(lx0 + t * (lx1 - lx0))), k, float(t))
     return Crossing(float(x[k] + t * (x[k + 1] - x[k])), k, float(t))
+
+
+def crossing_x(x, F, level: float, *, log_x: bool = False) -> float:
+    """Where :func:`first_crossing` crosses (its ``x``), ``nan`` if it does not: the one
+    "crossing or nan" of every caller that reads only the place."""
+    hit = first_crossing(x, F, level, log_x=log_x)
+    return float("nan") if hit is None else hit.x
 
 
 def crossing_gradient(x, F, hit: Crossing) -> tuple[dict, float]:

@@ -14,6 +14,7 @@ from attnscale.experiments.summaries import (
 )
 from attnscale.layer import theory
 from attnscale.layer.dense import attention
+from attnscale.layer.observables import grid_observables
 from attnscale.layer.sampled import angle_ratio as sampled_lambda
 from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import LOG, Progress
@@ -100,8 +101,11 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
         return [fn(v) if valid else np.nan for v in values]
 
     extra = {}
+    grid = grid_observables()
     if rows == "all":
-        lam, diag = attention.angle_ratio_grid(X, betas, alpha, return_diagnostics=True)
+        lam, diag = attention.angle_ratio_grid(
+            X, betas, alpha, return_diagnostics=True, observables=grid
+        )
         prov = provenance_columns(tok["root_seed"], tok["spawn_key"], params)
     else:
         key = rows_key(ROWS_STREAM, n, d, tok["trial"])
@@ -112,6 +116,16 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
         diag = {"n_near_pairs": res.n_near_pairs, "n_excluded_pairs": res.n_excluded_pairs}
         prov = provenance_columns(tok["root_seed"], key, params)
         extra = {"lambda_se_within": res.se, "rows": res.m}
+        if grid:
+            LOG.warning("sampled rows: no accumulator of %s on Figure 1's grid (nan)", grid)
+            diag["observables"] = {o.name: np.full(betas.size, np.nan) for o in grid}
+    on_grid = {}
+    for o in grid:
+        on_grid[o.name] = diag["observables"][o.name]
+        on_grid[f"{o.name}_simplex_n"] = theory_col(
+            lambda b, o=o: o.grid_simplex(n, rho_hat, b), betas
+        )
+        on_grid[f"{o.name}_limit"] = theory_col(lambda g, o=o: o.limit(rho_hat, g, d), gam)
     table = pd.DataFrame(
         {
             "d": d,
@@ -137,7 +151,7 @@ def lambda_table(tok: dict, gammas, alpha: float, params: dict, rows="all"):
             **prov,
         }
     )
-    return insert_after(table, "lambda", extra)
+    return insert_after(insert_after(table, "lambda_limit", on_grid), "lambda", extra)
 
 
 def lambda_rows(
@@ -199,7 +213,8 @@ def figure1_data(table):
     (:func:`attnscale.experiments.summaries.se_components`), and ``rows``."""
     grid = table[table["gamma_kind"] == "grid"]
     groups = grid.groupby(CELL_KEYS, sort=True)
-    out = mean_se_table(groups, ["lambda", "rho_hat", "lambda_simplex_n"])
+    grid_cols = [c for o in grid_observables() for c in (o.name, f"{o.name}_simplex_n")]
+    out = mean_se_table(groups, ["lambda", "rho_hat", "lambda_simplex_n", *grid_cols])
     if "lambda_se_within" in grid.columns:
         parts = se_components(groups, "lambda", "lambda_se_within")
         parts["rows"] = groups["rows"].first().to_numpy()
@@ -254,6 +269,10 @@ def critical_data(table):
         "attnscale_version",
         "git_commit",
     ]
+    grid_cols = [
+        c for o in grid_observables() for c in (o.name, f"{o.name}_simplex_n", f"{o.name}_limit")
+    ]
+    cols = columns_after(cols, "diff_vs_simplex_n", grid_cols) if grid_cols else cols
     if "lambda_se_within" in crit.columns:  # sampled rows
         cols = columns_after(cols, "lambda", ["lambda_se_within", "rows"])
     return crit[cols].sort_values(["d", "rho", "trial"]).reset_index(drop=True)

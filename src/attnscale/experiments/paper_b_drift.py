@@ -11,7 +11,7 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, provenance_of
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
@@ -143,11 +143,7 @@ def heat_drift_summary(*, csvs: list, q, theory_betas) -> dict:
                 "ratio_quadrature": th["ratio"],
                 "normal_quadrature": th["normal"],
                 "max_neglected_mass_bound": sub["neglected_mass_bound"].max(),
-                "root_seed": sub["root_seed"].iloc[0],
-                "spawn_key": sub["spawn_key"].iloc[0],
-                "params_hash": sub["params_hash"].iloc[0],
-                "attnscale_version": sub["attnscale_version"].iloc[0],
-                "git_commit": sub["git_commit"].iloc[0],
+                **provenance_of(sub),
             }
         )
     summ = pd.DataFrame(out)

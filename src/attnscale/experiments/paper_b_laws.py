@@ -11,7 +11,7 @@ from scipy import special, stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import PROVENANCE_COLUMNS, provenance_columns
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
@@ -188,9 +188,7 @@ def critical_laws(
                 "source": "weibull_limit",
                 "x": s_grid,
                 "cdf": 1.0 - st.nearest_key_sf_limit(s_grid, c, d),
-                "root_seed": None,
-                "spawn_key": None,
-                "params_hash": None,
+                **dict.fromkeys(PROVENANCE_COLUMNS[:3]),  # a limit: no draw, no params
             }
         )
     )

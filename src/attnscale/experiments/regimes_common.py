@@ -14,11 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.core.validation import check_int, check_real, check_vector
+from attnscale.pipeline.io import PROVENANCE_COLUMNS
 
 __all__ = ["PROV", "n_list", "simulation_args", "ties_series", "ties_k"]
 
 #: Provenance columns of every simulated row.
-PROV = ["root_seed", "spawn_key", "params_hash", "attnscale_version", "git_commit"]
+PROV = list(PROVENANCE_COLUMNS)
 
 
 def n_list(n) -> list[int]:

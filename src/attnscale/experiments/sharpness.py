@@ -24,8 +24,8 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import finite_d, theory
-from attnscale.layer.sampled.observables import observables_sampled
-from attnscale.layer.sampled.rows import stratified_mean
+from attnscale.layer.observables import REGISTRY
+from attnscale.layer.sampled.observables import eta_normalised, observables_sampled
 from attnscale.pipeline.io import provenance_columns
 from attnscale.pipeline.runtime import Progress
 
@@ -35,27 +35,8 @@ __all__ = ["ROWS_STREAM", "OBSERVABLES", "eta_normalised", "draw_curves", "sharp
 
 #: Stream of the row samples and probes (the tokens are Paper A's draws).
 ROWS_STREAM = "sharpness/rows"
-#: The observables of the figure, each normalised to its ``gamma -> inf`` value.
-OBSERVABLES = theory.NORMALISED_OBSERVABLES
-
-
-def eta_normalised(eta, X, route: str):
-    """eta over its ``gamma -> inf`` value on the same rows, ``(1 - 1/d) mean_S 1/r_i^2`` (the
-    limit of ``R_i / d``: ``J_ii -> P_i / r_i``, the other blocks vanish), a ratio estimator with its
-    linearised within-draw standard error (the stratified SE of the residuals
-    ``R_i / d - ratio (1 - 1/d) / r_i^2``; probe noise counted as in
-    :func:`attnscale.layer.sampled.eta.eta_sampled` with one probe).
-
-    Returns ``(ratio, se, limit)``, each ``(B,)`` but ``limit`` (a float)."""
-    sample = eta.rows
-    d = X.shape[1]
-    r2 = np.einsum("ij,ij->i", X[sample.rows], X[sample.rows])
-    inf = (1.0 - 1.0 / d) / r2
-    lim = float(stratified_mean(inf, sample)[0][0])
-    ratio = eta.estimate / lim
-    resid = eta.values - ratio[:, None] * inf[None]
-    _, se = stratified_mean(resid, sample, None if route == "exact" else "unknown")
-    return ratio, se / lim, lim
+#: The observables of the figure (the registry's), each read as its normalised rising step.
+OBSERVABLES = tuple(REGISTRY)
 
 
 def draw_curves(
@@ -93,39 +74,32 @@ def draw_curves(
     gammas = x * theory.gamma_c(rho_hat)
     betas = gammas * np.log(n)
     obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, route=route, probes=probes)
-    eta_n, eta_n_se, eta_lim = eta_normalised(obs.eta, X, route)
+    ctx = {"X": X, "n": n, "d": d, "rho": rho, "betas": betas, "r0": r0, "route": route}
     to_x = (1.0 - rho_hat) / np.log(n)
-    return pd.DataFrame(
-        {
-            "d": d,
-            "n": n,
-            "rho": rho,
-            "trial": tok["trial"],
-            "rho_hat": rho_hat,
-            "q_hat": tok["q_hat"],
-            "r0": r0,
-            "x": x,
-            "gamma": gammas,
-            "beta": betas,
-            "m": obs.lam.m,
-            "probes": probes if route == "probe" else 0,
-            "self_weight": obs.self_weight,
-            "self_weight_se_within": obs.self_weight_se,
-            "self_weight_theory": finite_d.self_weight_given(n, d, rho, betas, r0),
-            "lambda": obs.lam.estimate,
-            "lambda_se_within": obs.lam.se,
-            "eta_raw": obs.eta.estimate,
-            "eta_raw_se_within": obs.eta.se,
-            "eta_limit": eta_lim,
-            "eta": eta_n,
-            "eta_se_within": eta_n_se,
-            "lambda_critical": theory.critical_level("lambda", rho_hat),
-            "x_star_given": finite_d.critical_beta_given(n, d, rho, r0) * to_x,
-            "x_star_nominal": finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n),
-            "n_near_pairs": obs.lam.n_near_pairs,
-            "n_excluded_pairs": obs.lam.n_excluded_pairs,
-        }
-    )
+    cols = {
+        "d": d,
+        "n": n,
+        "rho": rho,
+        "trial": tok["trial"],
+        "rho_hat": rho_hat,
+        "q_hat": tok["q_hat"],
+        "r0": r0,
+        "x": x,
+        "gamma": gammas,
+        "beta": betas,
+        "m": obs.lam.m,
+        "probes": probes if route == "probe" else 0,
+    }
+    for o in REGISTRY.values():
+        cols.update(o.sharpness_columns(obs, ctx))
+    for o in REGISTRY.values():
+        if o.centre_per_draw:
+            cols[f"{o.name}_critical"] = o.critical(rho_hat)
+    cols["x_star_given"] = finite_d.critical_beta_given(n, d, rho, r0) * to_x
+    cols["x_star_nominal"] = finite_d.critical_beta(n, d, rho) * (1.0 - rho) / np.log(n)
+    cols["n_near_pairs"] = obs.lam.n_near_pairs
+    cols["n_excluded_pairs"] = obs.lam.n_excluded_pairs
+    return pd.DataFrame(cols)
 
 
 def sharpness_curves(

@@ -20,10 +20,12 @@ from attnscale.core.crossings import crossing_summary
 from attnscale.core.seeding import spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import theory
+from attnscale.layer.observables import REGISTRY
 from attnscale.layer.sampled.observables import observables_sampled
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
+from attnscale.pipeline.io import spawn_key_text
 
-from .sharpness import OBSERVABLES, eta_normalised
+from .sharpness import OBSERVABLES
 
 __all__ = ["STREAM", "experiment", "calibration"]
 
@@ -38,7 +40,7 @@ def experiment(n: int, d: int, rho: float, draws: int, rows: int, x, seq) -> dic
     correlation over draws)."""
     x = np.asarray(x, dtype=float)
     curves = {o: [] for o in OBSERVABLES}
-    levels = []
+    levels = {o: [] for o in OBSERVABLES}
     for child in seq.spawn(draws):
         rng = np.random.default_rng(child)
         z0, Z = gaussian_draw(n, d, rng)
@@ -46,14 +48,14 @@ def experiment(n: int, d: int, rho: float, draws: int, rows: int, x, seq) -> dic
         rho_hat = mean_cosine(X)
         betas = x * theory.gamma_c(rho_hat) * np.log(n)
         obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, probes=1)
-        curves["self_weight"].append(obs.self_weight)
-        curves["lambda"].append(obs.lam.estimate)
-        curves["eta"].append(eta_normalised(obs.eta, X, "probe")[0])
-        levels.append(theory.critical_level("lambda", rho_hat))
+        for o in REGISTRY.values():
+            curves[o.name].append(o.step(o.sampled_estimate(obs, X, "probe")[0]))
+            levels[o.name].append(o.critical(rho_hat if o.centre_per_draw else rho))
     out = {}
-    for o, f in curves.items():
-        centre = np.array(levels) if o == "lambda" else theory.critical_level(o, rho)
-        out[o] = crossing_summary(x, np.array(f), centre_level=centre)
+    for o in REGISTRY.values():
+        lv = levels[o.name]
+        centre = np.array(lv) if o.centre_per_draw else lv[0]
+        out[o.name] = crossing_summary(x, np.array(curves[o.name]), centre_level=centre)
     return out
 
 
@@ -128,7 +130,7 @@ def calibration(
                     "ratio": ratio,
                     "ratio_se": float(ratio * rel),
                     "corr_mean": float(np.nanmean(corr)) if q == "width" else np.nan,
-                    "spawn_key": "-".join(map(str, key)),
+                    "spawn_key": spawn_key_text(key),
                 }
             )
     return pd.DataFrame(out)

@@ -9,7 +9,7 @@ curve ``F_k = mean_t f_t(x_k)`` is interpolated linearly between grid points:
 * the crossing ``x_L`` of a level ``L`` is the first upward crossing, ``F_k < L <= F_{k+1}``,
   interpolated linearly (:func:`attnscale.core.crossings.first_crossing`);
 * width ``x_{0.9} - x_{0.1}``; centre: the crossing of Paper A's critical value
-  (:func:`attnscale.layer.theory.critical_level`; for lambda at the mean over draws of
+  (:func:`attnscale.layer.observables.critical_level`; for lambda at the mean over draws of
   ``1/(1 + 3 rho_hat)``);
 * standard error by the delta method over draws (:func:`attnscale.core.crossings.crossing_se`):
   each quantity is, to first order, a linear combination ``sum_k c_k F_k (+ c_L L)``; the same
@@ -36,9 +36,7 @@ import pandas as pd
 from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
-from attnscale.layer.finite_d.eta import eta_limit, eta_mean_field
-
-from .sharpness import OBSERVABLES
+from attnscale.layer.observables import REGISTRY, critical_level, get
 
 __all__ = [
     "LEVELS",
@@ -81,8 +79,9 @@ def curve_summary(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
         d, rho, n, x = int(key[0]), float(key[1]), int(key[2]), float(key[3])
         ref = theory_of[(d, rho, n)]
         k = int(np.searchsorted(ref["x"], x))
-        for obs in OBSERVABLES:
-            v, s = g[obs].to_numpy(), g[f"{obs}_se_within"].to_numpy()
+        for o in REGISTRY.values():
+            obs = o.name
+            v, s = o.step(g[obs].to_numpy()), g[f"{obs}_se_within"].to_numpy()
             spread = np.var(v, ddof=1) if T > 1 else np.nan
             se = np.sqrt(max(spread, np.mean(s**2)) / T) if T > 1 else np.nan
             out.append(
@@ -94,7 +93,7 @@ def curve_summary(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
                     se_within=float(np.sqrt(np.mean(s**2) / T)),
                     trials=T,
                     theory=float(ref[obs][k]),
-                    tilt_floor=float(ref["floor"][k]) if obs == "lambda" else np.nan,
+                    tilt_floor=float(ref[f"floor_{obs}"][k]) if o.floor else np.nan,
                 )
             )
     return pd.DataFrame(out)
@@ -104,16 +103,11 @@ def simplex_curve(observable: str, n: int, d: int, rho: float, x):
     """Paper A's finite-n simplex value of a normalised observable at ``beta = x gamma_c ln n``
     (docs/paper-a.md#finite-n-simplex-map): the self-weight, lambda, and eta over its
     ``beta -> inf`` value ``(1 - 1/d)`` (``q = 1``)."""
+    fn = get(observable).simplex
     beta = np.atleast_1d(np.asarray(x, dtype=float)) * theory.gamma_c(rho) * np.log(n)
-    if observable == "self_weight":
-        vals = [theory.simplex_self_weight(n, rho, b) for b in beta]
-    elif observable == "lambda":
-        vals = [theory.simplex_lambda(n, rho, b) for b in beta]
-    elif observable == "eta":
-        vals = [theory.simplex_eta(n, d, rho, b) * d / (d - 1.0) for b in beta]
-    else:
-        raise ValueError(f"observable must be one of {OBSERVABLES}, got {observable!r}")
-    return np.array(vals)
+    if fn is None:
+        return np.full(beta.shape, np.nan)
+    return np.array([fn(n, d, rho, b) for b in beta])
 
 
 #: Where :func:`simplex_crossing` looks for the first crossing (then refined by Brent's method).
@@ -156,16 +150,13 @@ def theory_curves(g: pd.DataFrame, n: int, d: int, x) -> dict:
     T = g["trial"].nunique()
     rho_hat = float(g.groupby("trial")["rho_hat"].first().mean())
     beta = x * theory.gamma_c(rho_hat) * np.log(n)
-    sw = g.sort_values(["trial", "x"])["self_weight_theory"].to_numpy().reshape(T, x.size)
-    eta = eta_mean_field(n, d, rho_hat, beta, r0=1.0) / eta_limit(d, rho_hat, r0=1.0)
-    return {
-        "x": x,
-        "rho_hat": rho_hat,
-        "self_weight": sw.mean(axis=0),
-        "lambda": finite_d.mean_field_given(n, d, rho_hat, beta, 1.0)["lambda"],
-        "eta": np.asarray(eta, dtype=float),
-        "floor": np.asarray(finite_d.lambda_floor(beta, d, rho_hat), dtype=float),
-    }
+    ctx = {"g": g, "T": T, "n": n, "d": d, "x": x, "rho_hat": rho_hat, "beta": beta}
+    out = {"x": x, "rho_hat": rho_hat}
+    for o in REGISTRY.values():
+        out[o.name] = o.mean_field(ctx) if o.mean_field else np.full(x.shape, np.nan)
+        if o.floor:
+            out[f"floor_{o.name}"] = o.floor(beta, d, rho_hat)
+    return out
 
 
 def theory_crossings(x, F, centre_level: float) -> dict:
@@ -211,13 +202,14 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             x_star_se=float(xs.std(ddof=1) / np.sqrt(T)) if T > 1 else np.nan,
             x_star_nominal=float(draws["x_star_nominal"].iloc[0]),
         )
-        for obs in OBSERVABLES:
-            f = g[obs].to_numpy().reshape(T, K)
+        for o in REGISTRY.values():
+            obs = o.name
+            f = o.step(g[obs].to_numpy()).reshape(T, K)
             F = f.mean(axis=0)
             lv = (
-                draws["lambda_critical"].to_numpy()
-                if obs == "lambda"
-                else np.full(T, theory.critical_level(obs, rho))
+                draws[f"{obs}_critical"].to_numpy()
+                if o.centre_per_draw
+                else np.full(T, critical_level(obs, rho))
             )
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
@@ -244,12 +236,10 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             fd = theory_crossings(x, ref[obs], float(lv.mean()))
             row["width_finite_d"] = fd["width"]
             row["centre_finite_d"] = fd["centre"]
-            row["x10_floor"] = x10_floor(n, d, ref["rho_hat"]) if obs == "lambda" else np.nan
+            row["x10_floor"] = x10_floor(n, d, ref["rho_hat"]) if o.floor else np.nan
             lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
             row["width_simplex"] = hi - lo
-            row["centre_simplex"] = simplex_crossing(
-                obs, n, d, rho, theory.critical_level(obs, rho)
-            )
+            row["centre_simplex"] = simplex_crossing(obs, n, d, rho, critical_level(obs, rho))
             out.append(row)
     return pd.DataFrame(out)
 
@@ -315,11 +305,10 @@ def sharpness_summary(*, data, finite_d_theory=None) -> dict:
             "m",
             "x_star_given",
             "x_star_nominal",
-            "lambda_critical",
             "rho_hat",
-            "self_weight_theory",
         ]
-        + [c for o in OBSERVABLES for c in (o, f"{o}_se_within")]
+        + [f"{o.name}_critical" for o in REGISTRY.values() if o.centre_per_draw]
+        + [c for o in REGISTRY.values() for c in o.columns]
     )
     missing = sorted(need - set(rows.columns))
     if missing:

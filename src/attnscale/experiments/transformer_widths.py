@@ -18,6 +18,7 @@ import pandas as pd
 
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
+from attnscale.layer.observables import critical_level
 from attnscale.pipeline.io import provenance_columns
 
 from .sharpness_summary import simplex_crossing
@@ -35,7 +36,7 @@ def simplex_levels(n: int, d: int, rho: float) -> list[float]:
     """``ln beta`` where the finite-n simplex lambda crosses the width's two levels and the critical level
     (its centre)."""
     scale = theory.gamma_c(rho) * np.log(n)
-    levels = (*LEVELS, theory.critical_level("lambda", rho))
+    levels = (*LEVELS, critical_level("lambda", rho))
     return [float(np.log(simplex_crossing("lambda", n, d, rho, v) * scale)) for v in levels]
 
 

@@ -18,15 +18,13 @@ import pandas as pd
 from matplotlib.ticker import FormatStrFormatter, FuncFormatter
 
 from attnscale.figures.style import add_caption, apply_style
-from attnscale.layer import theory
+from attnscale.layer.observables import REGISTRY, critical_level
 
 __all__ = ["OBS_STYLE", "plot_sharpness", "plot_sharpness_rows", "ROWS"]
 
-#: Colour and label of each observable in the width and centre rows.
+#: Colour and label of each observable in the width and centre rows (the registry's).
 OBS_STYLE = {
-    "lambda": ("C0", "lambda"),
-    "eta": ("C3", "eta"),
-    "self_weight": ("C2", "A_ii"),
+    o.name: (o.colour, o.symbol) for o in sorted(REGISTRY.values(), key=lambda o: o.legend_rank)
 }
 #: Marker and line style of each rho (first, second) in the width and centre rows.
 RHO_STYLE = (("o", "-"), ("s", "--"))
@@ -81,10 +79,10 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
                 mew=0.5,
                 zorder=5,
             )
-    if obs == "lambda" and not sub.empty:
+    if REGISTRY[obs].floor and not sub.empty:
         c = sub[sub["n"] == sub["n"].max()].sort_values("x")
         ax.plot(c["x"], c["tilt_floor"], ":", color="k", lw=1.3, label="tilt's floor, largest n")
-    level = theory.critical_level(obs, rho)
+    level = critical_level(obs, rho)
     _limit_step(ax, level)
     ax.set_ylim(-0.03, 1.05)
 
@@ -164,21 +162,17 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
     ns = sorted(int(n) for n in transitions["n"].unique())
     colours = _n_colours(ns)
     rho0 = 0.5 if any(np.isclose(rhos, 0.5)) else rhos[0]
-    fig, axes = plt.subplots(5, len(ds), figsize=(4.3 * len(ds), 17.5), squeeze=False)
-    titles = {
-        "self_weight": "self-weight A_ii",
-        "lambda": "lambda",
-        "eta": "eta / eta(gamma -> inf)",
-    }
+    K = len(REGISTRY)
+    fig, axes = plt.subplots(K + 2, len(ds), figsize=(4.3 * len(ds), 3.5 * (K + 2)), squeeze=False)
     for j, d in enumerate(ds):
         xs = curves[curves["d"] == d]["x"]
-        for i, obs in enumerate(("self_weight", "lambda", "eta")):
+        for i, o in enumerate(REGISTRY.values()):
             a = axes[i, j]
-            _curves(a, curves, transitions, obs, ns, colours, rho0, d)
-            a.set_title(f"d = {d}, rho = {rho0:g}: {titles[obs]}")
+            _curves(a, curves, transitions, o.name, ns, colours, rho0, d)
+            a.set_title(f"d = {d}, rho = {rho0:g}: {o.title}")
             a.set_xlim(xs.min(), xs.max())
             a.set_xlabel(r"$x = \gamma / \gamma_c(\hat\rho)$")
-        a_w, a_c = axes[3, j], axes[4, j]
+        a_w, a_c = axes[K, j], axes[K + 1, j]
         _against(a_w, transitions, d, rhos, "width")
         a_w.set_title(f"d = {d}: 10 %-90 % width in x")
         _against(a_c, transitions, d, rhos, "centre")
@@ -187,20 +181,20 @@ def plot_sharpness(*, curves: pd.DataFrame, transitions: pd.DataFrame, caption: 
             a.set_xlabel(r"$\ln n \,/\, d$")
         a_w.grid(True, which="both", alpha=0.25)
         a_c.grid(True, alpha=0.25)
-    axes[0, 0].set_ylabel("A_ii (mean over draws, 2 SE band)")
-    axes[1, 0].set_ylabel("lambda (mean over draws, 2 SE band)")
-    axes[2, 0].set_ylabel("eta / eta(gamma -> inf)")
-    axes[3, 0].set_ylabel("width x90 - x10 (2 SE)")
-    axes[4, 0].set_ylabel("centre in x (2 SE)")
+    for i, o in enumerate(REGISTRY.values()):
+        axes[i, 0].set_ylabel(o.axis_label)
+    axes[K, 0].set_ylabel("width x90 - x10 (2 SE)")
+    axes[K + 1, 0].set_ylabel("centre in x (2 SE)")
+    i_floor = next(i for i, o in enumerate(REGISTRY.values()) if o.floor)
     # the curves' legend above the rows, outside every axes (a legend never covers data)
-    top_h, top_l = _curve_legend(axes[0, 0], axes[1, 0])
+    top_h, top_l = _curve_legend(axes[0, 0], axes[i_floor, 0])
     top_cols = 5 if len(ds) >= 3 else 3
     fig.legend(
         top_h, top_l, loc="upper center", ncol=top_cols, fontsize=7, bbox_to_anchor=(0.5, 0.982)
     )
     top_rows = -(-len(top_l) // top_cols)  # the legend's lines, about 0.13 in each
     # one legend for the width and centre rows, below them
-    handles, labels = _against_legend(axes[3, 0], axes[4, 0])
+    handles, labels = _against_legend(axes[K, 0], axes[K + 1, 0])
     # four columns fit the width of three panels; two, that of fewer
     fig.legend(
         handles,
@@ -249,9 +243,7 @@ def _against_legend(ax_width, ax_centre):
 #: The rows of the sharpness figure, in order: output name of the row's own image, observable
 #: (a curve row) or ``"width"`` / ``"centre"``, and the y label.
 ROWS = (
-    ("row_self_weight", "self_weight", "A_ii (mean over draws, 2 SE band)"),
-    ("row_lambda", "lambda", "lambda (mean over draws, 2 SE band)"),
-    ("row_eta", "eta", "eta / eta(gamma -> inf)"),
+    *((f"row_{o.name}", o.name, o.axis_label) for o in REGISTRY.values()),
     ("row_width", "width", "width x90 - x10 (2 SE)"),
     ("row_centre", "centre", "centre in x (2 SE)"),
 )
@@ -291,9 +283,7 @@ def _row_figure(row: int, curves, transitions, caption: str):
         handles, labels = _curve_legend(axes[0, 0], axes[0, 0])
     fig.legend(handles, labels, loc="lower center", ncol=3 if len(ds) >= 3 else 2, fontsize=7)
     names = {
-        "self_weight": "the self-weight A_ii",
-        "lambda": "lambda",
-        "eta": "eta",
+        **{o.name: o.title for o in REGISTRY.values()},
         "width": "the 10 %-90 % width in x",
         "centre": "the centre in x",
     }

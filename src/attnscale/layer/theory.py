@@ -17,8 +17,6 @@ __all__ = [
     "lambda_limit",
     "critical_cosine",
     "critical_lambda",
-    "NORMALISED_OBSERVABLES",
-    "critical_level",
     "eta_limit",
     "simplex_terms",
     "simplex_map",
@@ -98,30 +96,6 @@ def critical_lambda(rho: float) -> float:
     """Critical angle ratio ``1 / (1 + 3 rho)`` (docs/paper-a.md)."""
     rho = _rho(rho)
     return 1.0 / (1.0 + 3.0 * rho)
-
-
-#: The observables of :func:`critical_level`, each normalised to its ``gamma -> inf`` value.
-NORMALISED_OBSERVABLES = ("self_weight", "lambda", "eta")
-
-
-def critical_level(observable: str, rho: float) -> float:
-    """Value of a normalised observable (over its ``gamma -> inf`` value, ``alpha = 0``) at Paper
-    A's critical point ``gamma = gamma_c``, ``n -> inf`` [paper]: the one definition of the level
-    whose crossing is a transition's centre (docs/long-context.md#transition-sharpness-against-context-length).
-
-    Computed from the limits, not restated: the self-weight :func:`self_weight_limit` at
-    ``gamma_c`` (1/2), lambda :func:`critical_lambda` (``1/(1 + 3 rho)``), eta
-    :func:`eta_limit` at ``gamma_c`` over its value above (a quarter,
-    docs/paper-a.md#the-jacobian-norm-eta; independent of ``d``, computed at ``d = 2``).
-    """
-    gc = gamma_c(_rho(rho))
-    if observable == "self_weight":
-        return self_weight_limit(rho, gc)
-    if observable == "lambda":
-        return float(critical_lambda(rho))
-    if observable == "eta":
-        return eta_limit(rho, gc, 2) / eta_limit(rho, 2.0 * gc, 2)
-    raise ValueError(f"observable must be one of {NORMALISED_OBSERVABLES}, got {observable!r}")
 
 
 def eta_limit(rho: float, gamma: float, d: int, alpha: float = 0.0, q: float = 1.0) -> float:

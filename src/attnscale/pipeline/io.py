@@ -25,6 +25,8 @@ __all__ = [
     "git_commit",
     "provenance",
     "provenance_columns",
+    "PROVENANCE_COLUMNS",
+    "provenance_of",
     "spawn_key_text",
     "SPAWN_KEY_PATTERN",
     "save_npz",
@@ -159,6 +161,17 @@ def provenance_columns(
     out["attnscale_version"] = p["attnscale_version"]
     out["git_commit"] = p["git_commit"]
     return out
+
+
+#: The provenance columns of a results table, in their order (:func:`provenance_columns`).
+PROVENANCE_COLUMNS = ("root_seed", "spawn_key", "params_hash", "attnscale_version", "git_commit")
+
+
+def provenance_of(table) -> dict:
+    """The provenance columns a summary row carries over from the per-draw rows ``table`` it
+    reduces: the first row's value of each of :data:`PROVENANCE_COLUMNS` the table has (the one
+    place such a copy is written, docs/pipeline.md#reliability-and-provenance)."""
+    return {c: table[c].iloc[0] for c in PROVENANCE_COLUMNS if c in table.columns}
 
 
 def spawn_key_text(key, contexts: int | None = None) -> str | None:

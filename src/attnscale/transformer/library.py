@@ -8,9 +8,10 @@ entries in :mod:`attnscale.experiments` import these names from here (the entrie
 from attnscale.core.crossings import first_crossing
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer.dense.attention import softmax_rows
+from attnscale.layer.observables import critical_level
 from attnscale.layer.scores.attention import angle_ratio_outputs, score_spread
 from attnscale.layer.scores.learned import effective_scores, gamma_c_eff, gamma_c_fluct
-from attnscale.layer.theory import critical_level, simplex_lambda
+from attnscale.layer.theory import simplex_lambda
 from attnscale.layer.tokens import mean_cosine
 
 __all__ = [

@@ -199,7 +199,7 @@ def layer_probes(
 def critical_multiplier(multipliers, lam, lam_inf, rho_hat, *, normalise: bool = True) -> float:
     """A head's critical multiplier ``s*`` [choice]: the first upward crossing, in ``ln s``, of
     ``lambda(s) / lambda(inf)`` (``normalise``) or of ``lambda(s)`` itself (Paper A's lambda)
-    through the simplex's critical value (:func:`attnscale.layer.theory.critical_level`,
+    through the simplex's critical value (:func:`attnscale.layer.observables.critical_level`,
     ``1 / (1 + 3 rho_hat)``, Paper A's lambda at ``gamma_c``; docs/paper-a.md), by the project's
     one crossing function. ``nan`` if it does not cross on the grid (or, normalised,
     ``lambda(inf) <= 0``)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from attnscale.experiments.findings.grid import GRID_NAMES, grid_critical
 from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
@@ -82,10 +83,11 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
             "label": f"d = {dmax}, rho = " + " / ".join(f"{r:g}" for r in rhos) + ": " + label,
             "value": vals,
         }
-        if col == "lambda":
+        if col in simulated:
             out.update(se=ses, pm=PM_DRAWS.format(k=k))
         return out
 
+    simulated = ("lambda", *GRID_NAMES)
     src = [CRITICAL]
     return [
         compute(
@@ -120,6 +122,7 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
             fmt=".3f",
             source=src,
         ),
+        *grid_critical(critical, at_rho, src),
     ]
 
 

@@ -44,6 +44,9 @@ __all__ = [
     "one",
     "mean_se_count",
     "compute",
+    "Declared",
+    "declare",
+    "evaluate",
 ]
 
 #: Version of the JSON layout written by :func:`document`.
@@ -388,6 +391,28 @@ def compute(key: str, label: str, fn, **meta) -> Finding:
         note = f"not computed at this configuration: {why}"
         return Finding(key=key, **{"label": label, **meta, "value": None, "se": None, "note": note})
     return Finding(key=key, **{"label": label, **meta, **got})
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One finding declared (docs/pipeline.md#numbers-in-the-prose): its key, label, the function
+    of the family's tables that computes it (``fn(tables) -> dict``, as :func:`compute`'s, a few
+    dozen lines at most) and the metadata (format, kind, source tables, what "+-" means)."""
+
+    key: str
+    label: str
+    fn: object
+    meta: dict = field(default_factory=dict)
+
+
+def declare(key: str, label: str, fn, **meta) -> Declared:
+    """A :class:`Declared` finding."""
+    return Declared(key, label, fn, meta)
+
+
+def evaluate(declared, tables) -> list[Finding]:
+    """Every declared finding computed from ``tables`` (:func:`compute`), in order."""
+    return [compute(d.key, d.label, lambda d=d: d.fn(tables), **d.meta) for d in declared]
 
 
 #: ``mean_se`` was :func:`mean_se_count`'s name; :func:`attnscale.core.stats.mean_se` is the statistic.

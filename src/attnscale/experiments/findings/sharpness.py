@@ -17,6 +17,7 @@ from attnscale.experiments.findings.record import (
     sci,
 )
 from attnscale.experiments.paper_a_theorem import FINITE_D_ABS_TOL
+from attnscale.layer.observables import REGISTRY
 
 __all__ = [
     "TRANSITIONS",
@@ -39,13 +40,21 @@ CALIBRATION = "sharpness/calibration/*.csv"
 CALIBRATION_BAND = (0.85, 1.15)
 #: The rho of the per-d findings (the figure's curves) [choice].
 RHO = 0.5
-#: How the labels name the observables.
-NAMES = {"self_weight": "self-weight A_ii", "lambda": "lambda", "eta": "eta"}
+#: How the labels name the observables (the registry's).
+NAMES = {o.name: o.label for o in REGISTRY.values()}
 #: A simulated centre, width or local slope agrees with the finite-d theory if within this many
 #: SE [choice]; "accepted" is the theorem table's rule, within ``max(3 SE, FINITE_D_ABS_TOL)``.
 Z_WITHIN = 2.0
 #: The observables with a finite-d theory, in the order of the findings.
-THEORY_OBS = ("self_weight", "lambda", "eta")
+THEORY_OBS = tuple(o.name for o in REGISTRY.values() if o.mean_field is not None)
+#: The observable with a finite-d floor (lambda's tilt) and the one whose centre is x* (the registry's).
+FLOOR_OBS = next(o.name for o in REGISTRY.values() if o.floor is not None)
+X_STAR_OBS = next(o.name for o in REGISTRY.values() if o.centre_reference)
+#: The observables of each per-observable finding beyond the finite-d ones (the registry's).
+WITH = {
+    f: tuple(o.name for o in REGISTRY.values() if f in o.findings)
+    for f in ("width_ratio", "centre")
+}
 
 
 def _per_d(df: pd.DataFrame, col: str, se_col: str | None = None, **conds) -> dict:
@@ -127,8 +136,8 @@ def sharpness_findings(
 
     def ref_of(what, obs):
         """The theory column (and its SE column) a simulated width or centre is compared with."""
-        if what == "centre" and obs == "self_weight":
-            return "x_star", "x_star_se"
+        if what == "centre" and REGISTRY[obs].centre_reference:
+            return REGISTRY[obs].centre_reference
         return f"{what}_finite_d", None
 
     def deviations(what, obs):
@@ -220,7 +229,7 @@ def sharpness_findings(
         return fn
 
     def x_star():
-        sub = pick(_largest_n(transitions), rho=RHO, observable="self_weight").sort_values("d")
+        sub = pick(_largest_n(transitions), rho=RHO, observable=X_STAR_OBS).sort_values("d")
         return {
             "label": "finite-d critical point x* = beta*(1 - rho_hat)/ln n of the same draws "
             f"there, d = {' / '.join(map(str, sub['d']))}",
@@ -230,12 +239,12 @@ def sharpness_findings(
 
     def smallest_d_largest_n():
         d = int(transitions["d"].min())
-        sub = pick(transitions, d=d, rho=RHO, observable="lambda")
+        sub = pick(transitions, d=d, rho=RHO, observable=FLOOR_OBS)
         return d, int(sub["n"].max())
 
     def floor_at_low_x():
         d, n = smallest_d_largest_n()
-        c = pick(curves, d=d, rho=RHO, n=n, observable="lambda").sort_values("x").iloc[0]
+        c = pick(curves, d=d, rho=RHO, n=n, observable=FLOOR_OBS).sort_values("x").iloc[0]
         return {
             "label": f"lambda at the grid's smallest x = {c['x']:g}, d = {d}, n = {sci(n)}, "
             f"rho = {RHO:g}: simulated, the tilt's floor, the finite-d mean field",
@@ -245,7 +254,7 @@ def sharpness_findings(
 
     def x10_floor():
         d, _ = smallest_d_largest_n()
-        sub = pick(transitions, d=d, rho=RHO, observable="lambda").sort_values("n")
+        sub = pick(transitions, d=d, rho=RHO, observable=FLOOR_OBS).sort_values("n")
         sub = sub.iloc[[0, -1]]
         return {
             "label": f"lambda's lower end x10 at d = {d}, rho = {RHO:g}, n = "
@@ -344,7 +353,7 @@ def sharpness_findings(
             source=src_fit,
         )
     )
-    for obs in ("lambda", "eta"):
+    for obs in WITH["width_ratio"]:
         out.append(
             compute(
                 f"sharpness.width_ratio_{obs}",
@@ -405,22 +414,19 @@ def sharpness_findings(
             source=src_tr,
             pm=PM_DELTA.format(k="the") + " (simulated only)",
         ),
+    ]
+    out += [
         compute(
-            "sharpness.centre_lambda",
-            "lambda centre",
-            centre("lambda"),
+            f"sharpness.centre_{obs}",
+            f"{obs} centre",
+            centre(obs),
             fmt=".3f",
             source=src_tr,
             pm=PM_DELTA.format(k="the"),
-        ),
-        compute(
-            "sharpness.centre_eta",
-            "eta centre",
-            centre("eta"),
-            fmt=".3f",
-            source=src_tr,
-            pm=PM_DELTA.format(k="the"),
-        ),
+        )
+        for obs in WITH["centre"]
+    ]
+    out += [
         compute(
             "sharpness.x_star",
             "finite-d x*",

@@ -28,7 +28,7 @@ from attnscale.core.validation import (
     check_layer_inputs,
     check_vector,
 )
-from attnscale.layer.dense.kernel_args import check_block, normalise
+from attnscale.layer.dense.kernel_args import RowPass, check_block, normalise
 from attnscale.layer.dense.near_pairs import NEAR_PAIR_TOL, near_pair_sums, pair_ratio_mean_exact
 
 __all__ = [
@@ -155,6 +155,7 @@ def angle_ratio_grid(
     return_diagnostics: bool = False,
     causal: bool = False,
     backend=None,
+    observables=(),
 ):
     """lambda (``docs/paper-a.md#the-angle-ratio-lambda``) for many ``beta`` at once, sharing all beta-free work.
 
@@ -198,12 +199,22 @@ def angle_ratio_grid(
     backend : {"numpy", "jax"}, optional
         Kernel backend; ``None`` (default) is :func:`attnscale.backend.default`
         (``docs/gpu.md#choosing-the-backend``).
+    observables : sequence of Observable, optional
+        Observables of the registry with a per-row accumulator (``name`` and ``row``,
+        :data:`attnscale.layer.observables.REGISTRY`) to average over the rows in the same pass
+        (docs/pipeline.md#the-observable-registry); returned in the diagnostics under
+        ``"observables"``, ``{name: (m,) array}``. The numpy dense kernel only: on the other
+        routes (causal or per-row betas, the JAX twin) they are ``nan``, with a warning.
 
     Returns
     -------
     numpy.ndarray or (numpy.ndarray, dict)
         ``(m,)`` array of lambda, in the order of ``betas``.
     """
+    row_obs = list(observables)
+    if row_obs and (causal or np.ndim(betas) == 2 or uses_jax(backend)):
+        kw = dict(block_rows=block_rows, output_entries=output_entries, causal=causal)
+        return _without_accumulators(X, betas, alpha, row_obs, return_diagnostics, backend, kw)
     if causal or np.ndim(betas) == 2:
         from attnscale.layer.causal.angle_ratio import angle_ratio_grid_rows
 
@@ -233,6 +244,26 @@ def angle_ratio_grid(
             output_entries=output_entries,
             return_diagnostics=return_diagnostics,
         )
+    return _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnostics, row_obs)
+
+
+def _without_accumulators(X, betas, alpha, row_obs, return_diagnostics, backend, kw):
+    """:func:`angle_ratio_grid` on a route without the row observables' accumulators (causal,
+    per-row betas, JAX): lambda as there, the observables ``nan``, with a warning."""
+    import warnings
+
+    warnings.warn(
+        f"observables {[o.name for o in row_obs]} have no accumulator on this route of "
+        "angle_ratio_grid (causal, per-row betas or JAX): nan",
+        stacklevel=3,
+    )
+    lam, diag = angle_ratio_grid(X, betas, alpha, return_diagnostics=True, backend=backend, **kw)
+    nan = {o.name: np.full(np.shape(betas)[0], np.nan) for o in row_obs}
+    return (lam, {**diag, "observables": nan}) if return_diagnostics else lam
+
+
+def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnostics, row_obs):
+    """The numpy kernel of :func:`angle_ratio_grid` (validated arguments; its docstring)."""
     n, d = X.shape
     m = betas.size
     Y = X / r[:, None]
@@ -247,21 +278,23 @@ def angle_ratio_grid(
 
     def block_mats(start, stop):
         if cache is not None and cache:
-            return cache["M"], cache["W"], cache["near"]
+            return cache["M"], cache["W"], cache["near"], cache["gmax"]
         G = Y[start:stop] @ Y.T  # (b, n)
-        M = G - G.max(axis=1, keepdims=True)  # shifted scores / beta (row max 0)
+        gmax = G.max(axis=1, keepdims=True)
+        M = G - gmax  # shifted scores / beta (row max 0)
         D = 1.0 - G
         rows = np.arange(start, stop)
         D[rows - start, rows] = np.inf  # diagonal: weight 0
         near = np.nonzero(D < NEAR_PAIR_TOL)
         D[near] = np.inf  # near pairs are handled exactly, outside the GEMM
         np.divide(1.0, D, out=D)
-        out = (M, D, (near[0] + start, near[1]))
+        out = (M, D, (near[0] + start, near[1]), gmax[:, 0])
         if cache is not None:
-            cache.update(M=M, W=D, near=out[2])
+            cache.update(M=M, W=D, near=out[2], gmax=out[3])
         return out
 
     lam = np.empty(m)
+    obs_sums = {o.name: np.zeros(m) for o in row_obs}  # the row observables' sums over rows
     ebuf = np.empty((block_rows, n))
     obuf = np.empty((block_rows, d))
     n_pairs = n_near = n_excl = 0
@@ -271,7 +304,7 @@ def angle_ratio_grid(
         Yc = np.empty((n, B, d))  # outputs, layout (token, beta, coordinate)
         # ---- pass 1: Y'_k = normalise(softmax(beta_k M) Y + alpha X) ----
         for start, stop in blocks:
-            M = block_mats(start, stop)[0]
+            M, _, _, gmax = block_mats(start, stop)
             E = ebuf[: stop - start]
             for k, beta in enumerate(bs):
                 np.multiply(M, beta, out=E)
@@ -283,6 +316,8 @@ def angle_ratio_grid(
                 o = obuf[: stop - start]
                 np.matmul(E, Y, out=o)
                 o /= z[:, None]
+                if row_obs:
+                    _row_sums(obs_sums, row_obs, E, z, o, Y, gmax, beta, start, stop, g0 + k)
                 if alpha:
                     o += alpha * X[start:stop]
                 Yc[start:stop, k, :] = o
@@ -294,7 +329,7 @@ def angle_ratio_grid(
         near_i, near_j = [], []
         Yflat = Yc.reshape(n, B * d)
         for start, stop in blocks:
-            _, W, (ii, jj) = block_mats(start, stop)
+            _, W, (ii, jj), _ = block_mats(start, stop)
             ws += W.sum()
             n_pairs += (stop - start) * (n - 1) - ii.size
             near_i.append(ii)
@@ -313,5 +348,24 @@ def angle_ratio_grid(
         lam[g0 : g0 + B] = num / n_pairs if n_pairs > 0 else np.nan
     if return_diagnostics:
         diag = {"n_pairs": n * (n - 1) // 2, "n_near_pairs": n_near, "n_excluded_pairs": n_excl}
+        if row_obs:
+            diag["observables"] = {name: v / n for name, v in obs_sums.items()}
         return lam, diag
     return lam
+
+
+def _row_sums(sums, row_obs, E, z, o, Y, gmax, beta, start, stop, k) -> None:
+    """Add the rows ``start:stop`` of every row observable at beta ``k`` to ``sums``
+    (:class:`attnscale.layer.observables.RowPass` of the block: ``E = exp(beta (g - gmax))``,
+    ``z``, the normalised outputs ``o = sum_j A_ij y_j``)."""
+    idx = np.arange(stop - start)
+    p = RowPass(
+        E[idx, idx + start] / z,
+        np.log(z),
+        np.einsum("bd,bd->b", o, Y[start:stop]),
+        gmax,
+        beta,
+        Y.shape[0],
+    )
+    for ob in row_obs:
+        sums[ob.name][k] += ob.row(p).sum()

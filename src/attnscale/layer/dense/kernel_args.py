@@ -11,12 +11,15 @@ guess (:func:`attnscale.experiments.regimes_simulation.beta_grid`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_matrix, check_nonzero_rows, check_rng
 
 __all__ = [
+    "RowPass",
     "PROBE_KINDS",
     "SCORE_OUTPUT_ENTRIES",
     "beta_matrix",
@@ -29,6 +32,22 @@ __all__ = [
     "check_qk",
     "rows_mask",
 ]
+
+
+class RowPass(NamedTuple):
+    """What a key-tiled pass holds for every query row ``i`` and beta, with the unnormalised
+    weights ``E_ij = exp(beta (g_ij - shift_i))`` and ``z_i = sum_j E_ij``: the self-weight
+    ``a_self = E_ii / z_i``, ``log_z = ln z_i``, ``mean_g = sum_j A_ij g_ij`` (``g_ij = <y_i,
+    y_j>``), ``shift`` (a row's, or a scalar), ``beta`` (a row's) and ``n``; the argument of an
+    observable's per-row accumulator (docs/pipeline.md#the-observable-registry)."""
+
+    a_self: np.ndarray
+    log_z: np.ndarray
+    mean_g: np.ndarray
+    shift: np.ndarray | float
+    beta: np.ndarray
+    n: int
+
 
 PROBE_KINDS = ("rademacher", "gaussian")
 

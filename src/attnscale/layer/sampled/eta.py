@@ -54,6 +54,7 @@ __all__ = [
     "jacobian_row_norms",
     "row_jacobian_norms",
     "eta_sampled",
+    "eta_normalised",
 ]
 
 ROUTES = ("probe", "exact")
@@ -407,3 +408,23 @@ def eta_sampled(
         nv = "unknown" if noise is None else noise / d**2
     est, se = stratified_mean(R / d, sample, nv)
     return SampledEta(est, se, sample.m, R / d, sample, route)
+
+
+def eta_normalised(eta, X, route: str):
+    """eta over its ``gamma -> inf`` value on the same rows, ``(1 - 1/d) mean_S 1/r_i^2`` (the
+    limit of ``R_i / d``: ``J_ii -> P_i / r_i``, the other blocks vanish), a ratio estimator with its
+    linearised within-draw standard error (the stratified SE of the residuals
+    ``R_i / d - ratio (1 - 1/d) / r_i^2``; probe noise counted as in
+    :func:`attnscale.layer.sampled.eta.eta_sampled` with one probe;
+    docs/long-context.md#transition-sharpness-against-context-length).
+
+    Returns ``(ratio, se, limit)``, each ``(B,)`` but ``limit`` (a float)."""
+    sample = eta.rows
+    d = X.shape[1]
+    r2 = np.einsum("ij,ij->i", X[sample.rows], X[sample.rows])
+    inf = (1.0 - 1.0 / d) / r2
+    lim = float(stratified_mean(inf, sample)[0][0])
+    ratio = eta.estimate / lim
+    resid = eta.values - ratio[:, None] * inf[None]
+    _, se = stratified_mean(resid, sample, None if route == "exact" else "unknown")
+    return ratio, se / lim, lim

@@ -23,6 +23,7 @@ import numpy as np
 
 from attnscale.core.validation import check_int, check_rng
 from attnscale.layer.dense.kernel_args import beta_matrix
+from attnscale.layer.observables import RowPass, row_observables
 from attnscale.layer.sampled.angle_ratio import (
     SampledLambda,
     check_tokens,
@@ -32,13 +33,20 @@ from attnscale.layer.sampled.angle_ratio import (
 from attnscale.layer.sampled.eta import (
     ROUTES,
     SampledEta,
+    eta_normalised,
     jacobian_row_norms,
     row_sums,
     tangent_probes,
 )
 from attnscale.layer.sampled.rows import RowSample, resolve_rows, stratified_mean
 
-__all__ = ["DEFAULT_BLOCK_ROWS", "SampledObservables", "lambda_from_outputs", "observables_sampled"]
+__all__ = [
+    "DEFAULT_BLOCK_ROWS",
+    "SampledObservables",
+    "lambda_from_outputs",
+    "observables_sampled",
+    "eta_normalised",
+]
 
 #: Sampled rows per block (as the sampled eta's).
 DEFAULT_BLOCK_ROWS = 128
@@ -55,6 +63,9 @@ class SampledObservables(NamedTuple):
     lam: SampledLambda
     #: the sampled eta (as :func:`attnscale.layer.sampled.eta.eta_sampled` returns it)
     eta: SampledEta
+    #: ``{name: (estimate, se)}``, each ``(B,)``, of every observable of the registry with a
+    #: per-row accumulator (:func:`attnscale.layer.observables.row_observables`)
+    means: dict = {}
 
 
 def lambda_from_outputs(Ys, Yp, sample: RowSample, block_rows: int) -> SampledLambda:
@@ -154,10 +165,14 @@ def observables_sampled(
     eta_est, eta_se = stratified_mean(R / d, sample, nv)
     eta = SampledEta(eta_est, eta_se, m, R / d, sample, route)
     z = sums["z"]
-    sw, sw_se = stratified_mean(sums["e_self"] / z, sample)
     Yp = sums["mv"] / z[:, :, None]
+    p = RowPass(
+        sums["e_self"] / z, np.log(z), np.einsum("kmd,md->km", Yp, Ys), 1.0, brow, n
+    )  # the weights of row_sums are exp(beta (g - 1))
+    means = {o.name: stratified_mean(o.row(p), sample) for o in row_observables()}
+    sw, sw_se = means["self_weight"]
     if alpha:
         Yp += alpha * X[idx][None]
     Yp /= np.linalg.norm(Yp, axis=2, keepdims=True)
     lam = lambda_from_outputs(Ys, Yp, sample, br)
-    return SampledObservables(sw, sw_se, lam, eta)
+    return SampledObservables(sw, sw_se, lam, eta, means)
