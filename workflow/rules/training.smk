@@ -310,7 +310,9 @@ rule training_lm_probes_summary:
     over heads and seeds, per definition of lambda."""
     input:
         heads=expand(f"{LM_DIR}/probes.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS),
-        curves=expand(f"{LM_DIR}/probe_curves.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS),
+        curves=expand(
+            f"{LM_DIR}/probe_curves.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS
+        ),
         lib=lib("experiments.training_probes"),
     output:
         summary="results/training/lm/probes_summary.csv",
