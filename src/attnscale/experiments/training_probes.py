@@ -78,12 +78,12 @@ def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
     return out
 
 
-def _windows(text, text_part, heldout, cfg, vocab, windows, length):
+def _windows(weights, text, text_part, heldout, cfg, vocab, windows, length):
     from attnscale.experiments.training_lm import split_text
 
     ids, chars, cut, sha = split_text(text, text_part, heldout)
     if chars != vocab["chars"] or sha != cfg["text_sha256"]:
-        raise TrainingError(f"trained on another text (SHA-256 {cfg['text_sha256']})")
+        raise TrainingError(f"{weights}: trained on another text (SHA-256 {cfg['text_sha256']})")
     held = ids[cut:]
     if held.size < windows * length:
         raise TrainingError(
@@ -131,7 +131,7 @@ def probe_lm(
     )
     T = int(cfg["n_train"])
     edges = bands(T, int(length_factor))
-    wins = _windows(text, text_part, heldout, cfg, vocab, int(windows), int(edges[-1]))
+    wins = _windows(weights, text, text_part, heldout, cfg, vocab, int(windows), int(edges[-1]))
     ms = np.asarray(multipliers, dtype=np.float64)
     rng = job_rng(root_seed, spawn_key("training-lm-probes", int(seed)))
     picks = [
