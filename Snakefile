@@ -69,5 +69,6 @@ rule all:
         rules.transformer_widths_figure.output,
         rules.training_retrieval_figure.output,
         rules.training_lm_figure.output,
+        rules.training_lm_probes_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -54,6 +54,7 @@ rule findings:
         training_theory=rules.training_retrieval_summary.output.theory,
         training_lm_summary=rules.training_lm_summary.output.summary,
         training_lm_comparisons=rules.training_lm_summary.output.comparisons,
+        training_probes_summary=rules.training_lm_probes_summary.output.summary,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

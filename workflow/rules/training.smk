@@ -269,3 +269,87 @@ rule training_lm_figure:
         entry="figures.training:plot_lm",
     script:
         ENTRY
+
+
+rule training_lm_probes:
+    """The transformer family's multiplier probes on one language-model checkpoint (hashes
+    checked first), through the decoder adapter: per layer, head and position band, lambda(s)
+    and s* under Paper A's and the normalised lambda
+    (docs/training.md#the-trained-heads-on-the-phase-diagram)."""
+    input:
+        weights=f"{LM_DIR}/model.safetensors",
+        text=LM_TEXT,
+        lib=lib("experiments.training_probes"),
+    output:
+        heads=f"{LM_DIR}/probes.csv",
+        curves=f"{LM_DIR}/probe_curves.csv",
+    log:
+        "logs/training/lm_probes_{variant}_seed{seed}.log",
+    wildcard_constraints:
+        variant="plain|rule|learned",
+        seed=r"\d+",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.training_probes:probe_lm",
+        variant=lambda wc: wc.variant,
+        seed=lambda wc: int(wc.seed),
+        text_part=LM_TEXT_PART,
+        heldout=CFG.value("training.lm.heldout"),
+        windows=CFG.value("training.lm.probes.windows"),
+        length_factor=CFG.value("training.lm.length_factor"),
+        rows=CFG.value("training.lm.probes.rows"),
+        multipliers=CFG.grid("training.lm.probes.multipliers").tolist(),
+        root_seed=ROOT_SEED,
+    script:
+        ENTRY
+
+
+rule training_lm_probes_summary:
+    """Every probed head with s*(n)/s*(n_train); per variant and band the median and quartiles
+    over heads and seeds, per definition of lambda."""
+    input:
+        heads=expand(f"{LM_DIR}/probes.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS),
+        curves=expand(
+            f"{LM_DIR}/probe_curves.csv", variant=TRAINED_VARIANTS, seed=LM_SEEDS
+        ),
+        lib=lib("experiments.training_probes"),
+    output:
+        summary="results/training/lm/probes_summary.csv",
+        heads="results/training/lm/probes_heads.csv",
+        curves="results/training/lm/probes_curves.csv",
+    log:
+        "logs/training/lm_probes_summary.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="experiments.training_probes:summarise_probes",
+    script:
+        ENTRY
+
+
+rule training_lm_probes_figure:
+    """Plot: s*(n)/s*(n_train) of the trained heads against n / n_train per variant, under the
+    normalised and Paper A's lambda, and the median s*(n)."""
+    input:
+        summary=rules.training_lm_probes_summary.output.summary,
+        lib=lib("figures.training"),
+    output:
+        png=report(
+            "figures/training/probes.png",
+            caption="../report/training_probes_figure.rst",
+            category="Trained models",
+            labels={
+                "figure": "trained heads on the phase diagram (ours)",
+                "quantity": "s*(n) per variant",
+            },
+        ),
+        pdf="figures/training/probes.pdf",
+    log:
+        "logs/training/lm_probes_figure.log",
+    conda:
+        "../../envs/environment.yaml"
+    params:
+        entry="figures.training:plot_probes",
+    script:
+        ENTRY

@@ -9,7 +9,7 @@ import numpy as np
 
 from attnscale.figures.style import add_caption, apply_style
 
-__all__ = ["COLOURS", "LABELS", "plot_retrieval", "plot_lm", "band"]
+__all__ = ["COLOURS", "LABELS", "plot_retrieval", "plot_lm", "plot_probes", "band"]
 
 #: One colour and label per variant, the same in every figure of the family.
 COLOURS = {"plain": "C0", "rule": "C3", "learned": "C2", "test_rule": "C1"}
@@ -95,5 +95,49 @@ def plot_lm(*, summary, curves):
         fig,
         f"Character-level decoder, no positional encoding, trained at context {T}; "
         f"mean over {k} seeds per position band, band: one SE over seeds.",
+    )
+    return fig
+
+
+def plot_probes(*, summary):
+    """The trained language model's heads on the phase diagram: per variant, the median over
+    heads and seeds of s*(n) / s*(n_train) against n / n_train (quartiles shaded), under the
+    normalised lambda (left) and Paper A's lambda (middle); right: the median s* itself
+    (normalised) against n / n_train, 1 being the trained scale
+    (docs/training.md#the-trained-heads-on-the-phase-diagram)."""
+    apply_style()
+    fig, axes = plt.subplots(1, 3, figsize=(10.0, 3.4), constrained_layout=True)
+    T = int(summary["n_train"].iloc[0])
+    for v in COLOURS:
+        s = summary[summary["variant"] == v].sort_values("band")
+        if s.empty:
+            continue
+        x = s["n_mid"].to_numpy() / T
+        for ax, name in zip(axes[:2], ("normalised", "paper_a"), strict=True):
+            y = s[f"ratio_{name}_median"].to_numpy()
+            ax.plot(x, y, "o-", ms=2.5, lw=1.0, color=COLOURS[v], label=LABELS[v])
+            lo, hi = s[f"ratio_{name}_q25"].to_numpy(), s[f"ratio_{name}_q75"].to_numpy()
+            ax.fill_between(x, lo, hi, color=COLOURS[v], alpha=0.15, lw=0)
+        axes[2].plot(x, s["s_star_normalised"], "o-", ms=2.5, lw=1.0, color=COLOURS[v])
+    titles = ("normalised $\\lambda/\\lambda(\\infty)$", "Paper A's $\\lambda$", "")
+    for ax, t in zip(axes, titles, strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.axvline(1.0, color="k", lw=0.6, ls=":")
+        ax.axhline(1.0, color="k", lw=0.6, ls=":")
+        ax.set_xlabel("keys seen n / n_train")
+        if t:
+            ax.set_title(t, fontsize=8)
+            ax.set_ylabel("s*(n) / s*(n_train), median over heads")
+    axes[2].set_ylabel("median s*(n) (normalised)")
+    axes[2].set_title("1 = the trained scale", fontsize=8)
+    axes[0].legend(fontsize=6)
+    k = int(summary["seeds"].min())
+    add_caption(
+        fig,
+        f"Heads of the character-level decoder (trained at n_train = {T}), {k} seeds per "
+        "variant, every layer and head; per position band of the query. s*: first crossing "
+        "of lambda(s) through 1/(1 + 3 rho_hat); shaded: quartiles over heads and seeds; "
+        "heads that never cross left out.",
     )
     return fig

@@ -298,6 +298,14 @@ SECTIONS = [
         training.lm_findings,
         {"summary": "training_lm_summary", "comparisons": "training_lm_comparisons"},
     ),
+    (
+        "training-probes",
+        "Does the log n rule help a trained model? (the trained heads on the phase diagram)",
+        "figures/training/probes.png",
+        "training.md#the-trained-heads-on-the-phase-diagram",
+        training.probe_findings,
+        {"summary": "training_probes_summary"},
+    ),
 ]
 
 
@@ -395,6 +403,7 @@ def findings(
     training_theory: pd.DataFrame,
     training_lm_summary: pd.DataFrame,
     training_lm_comparisons: pd.DataFrame,
+    training_probes_summary: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

@@ -5,9 +5,19 @@ tables of ``training_retrieval_summary``."""
 
 from __future__ import annotations
 
+import math
+
 from attnscale.experiments.findings.record import Finding, NotAvailable, compute, frame
 
-__all__ = ["SUMMARY", "COMPARISONS", "THEORY", "retrieval_findings", "lm_findings"]
+__all__ = [
+    "SUMMARY",
+    "COMPARISONS",
+    "THEORY",
+    "PROBES_SUMMARY",
+    "retrieval_findings",
+    "lm_findings",
+    "probe_findings",
+]
 
 SUMMARY = "training/retrieval/summary.csv"
 COMPARISONS = "training/retrieval/comparisons.csv"
@@ -238,4 +248,100 @@ def lm_findings(*, summary, comparisons) -> list[Finding]:
                 pm=PM_PAIRED.format(k=k),
             )
         )
+    return out
+
+
+PROBES_SUMMARY = "training/lm/probes_summary.csv"
+PM_HEADS = "median over the heads of every layer and seed ({k} seeds); no SE: a spread, see the figure's quartiles"
+
+
+def _finite(values, what):
+    vals = [float(x) for x in values]
+    if not vals or not all(math.isfinite(x) for x in vals):
+        raise NotAvailable(f"{what}: no head crosses the critical level in some band")
+    return vals
+
+
+def probe_findings(*, summary) -> list[Finding]:
+    """The trained language model's heads on the phase diagram: per variant, the median
+    s*(n)/s*(n_train) per position band from n_train on, s* at n_train (1 = the trained scale),
+    the share of heads whose Paper-A lambda crosses, and the learned factor
+    (docs/training.md#the-trained-heads-on-the-phase-diagram)."""
+    S = frame(summary)
+    T = int(S["n_train"].iloc[0])
+    k = int(S["seeds"].min())
+    after = S[S["hi"] >= T]
+    last = int(S["hi"].max())
+    variants = [v for v in VARIANTS if v in set(S["variant"])]
+    src = {"source": [PROBES_SUMMARY], "pm": PM_HEADS.format(k=k)}
+    out = []
+
+    def ratio(v, name):
+        def fn():
+            sub = _variant(after.rename(columns={"band": "n"}), v)
+            bands = ", ".join(f"{a}-{b}" for a, b in zip(sub["lo"], sub["hi"], strict=True))
+            return {
+                "label": f"median s*(n)/s*(n_train) ({name} lambda) of {v}'s heads, query "
+                f"positions {bands} (n_train = {T})",
+                "value": _finite(sub[f"ratio_{name}_median"], v),
+            }
+
+        return fn
+
+    def at(hi, col, what):
+        def fn():
+            sub = S[S["hi"] == hi].set_index("variant").reindex(variants)
+            return {
+                "label": f"{what} of {', '.join(variants)} at query positions up to {hi} "
+                f"(n_train = {T})",
+                "value": _finite(sub[col], what),
+            }
+
+        return fn
+
+    for v in variants:
+        out.append(
+            compute(f"training.probe_ratio_{v}", "ratio", ratio(v, "normalised"), fmt=".2f", **src)
+        )
+    out.append(
+        compute(
+            "training.probe_ratio_paper_a_last",
+            "ratio",
+            at(last, "ratio_paper_a_median", "median s*(n)/s*(n_train) under Paper A's lambda"),
+            fmt=".2f",
+            **src,
+        )
+    )
+    for name in ("normalised", "paper_a"):
+        out.append(
+            compute(
+                f"training.probe_sstar_train_{name}",
+                "s*",
+                at(T, f"s_star_{name}", f"median s* ({name} lambda), 1 = the trained scale"),
+                fmt=".2f",
+                **src,
+            )
+        )
+    for hi in (T, last):
+        out.append(
+            compute(
+                f"training.probe_crossing_paper_a_{'train' if hi == T else 'last'}",
+                "share",
+                at(hi, "crossing_paper_a", "share of heads whose Paper-A lambda crosses"),
+                fmt=".2f",
+                source=[PROBES_SUMMARY],
+            )
+        )
+
+    def learned():
+        sub = S[(S["hi"] == T) & (S["variant"] == "learned")]
+        return {
+            "label": "median over heads and seeds of the learned s_h ln n_train sqrt(d_h), the "
+            "learned factor at n_train over the plain one",
+            "value": _finite(sub["learned_factor"], "learned factor")[0],
+        }
+
+    out.append(
+        compute("training.probe_learned_factor", "learned factor", learned, fmt=".2f", **src)
+    )
     return out
