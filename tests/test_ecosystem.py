@@ -17,7 +17,7 @@ import yaml
 from conftest import REPO, copy_repo
 
 # import name -> distribution name, for the library's third-party imports
-DIST = {"yaml": "pyyaml", "snakemake": "snakemake", "jsonschema": "jsonschema"}
+DIST = {"PIL": "pillow", "yaml": "pyyaml", "snakemake": "snakemake", "jsonschema": "jsonschema"}
 STDLIB = set(sys.stdlib_module_names)
 
 

@@ -179,6 +179,9 @@ def _synthetic_rows(values, kind="grid"):
             "eta_se_within": 0.0,
             "eta_limit": 0.3,
             "eta_simplex_n": 0.4,
+            "entropy": 0.5,  # the registry's fourth observable on the grid
+            "entropy_simplex_n": 0.6,
+            "entropy_limit": 0.5,
             "root_seed": str(SEED),
             "spawn_key": [f"1-{i}" for i in range(t)],
             "params_hash": "h",

@@ -337,7 +337,7 @@ rule training_lm_probes_figure:
     output:
         png=report(
             "figures/training/probes.png",
-            caption="../report/training_probes_figure.rst",
+            caption="../report/training_lm_probes_figure.rst",
             category="Trained models",
             labels={
                 "figure": "trained heads on the phase diagram (ours)",

@@ -36,7 +36,7 @@ def weighted_slope(t, y, se) -> tuple[float, float]:
 
 def baseline_slopes(transitions: pd.DataFrame, points: int = BASELINE_POINTS) -> pd.DataFrame:
     """One row per ``(d, rho, observable)`` with at least two finite widths in its last
-    ``points`` values of ``n``: the baseline ``n_lo .. n_hi``, the measured long-baseline slope
+    ``points`` values of ``n``: the baseline ``n_lo`` to ``n_hi``, the measured long-baseline slope
     and its SE, the finite-d theory's and the finite-n simplex map's slopes fitted with the same
     weights, ``z`` = (measured - theory) / SE, and the joint test of all the series' widths
     against the theory's (``chi2``, ``chi2_dof``, ``chi2_p``: its upper tail probability).

@@ -38,7 +38,7 @@ MASKED = -1e30
 
 
 def causal_scores(record, h: int, rows, hi: int) -> np.ndarray:
-    """Head ``h``'s trained scores ``(m, hi)`` of the query ``rows`` on keys ``0 .. hi - 1``,
+    """Head ``h``'s trained scores ``(m, hi)`` of the query ``rows`` on keys ``0`` to ``hi - 1``,
     with the keys after each row masked (:data:`MASKED`)."""
     rows = np.asarray(rows)
     S = record.scores(h, rows)[:, :hi]

@@ -182,7 +182,7 @@ def head_phase(
 ) -> dict:
     """Entry of rule ``transformer_heads``: the phase curves of every head on ``windows``
     windows of ``n`` tokens (docs/real-transformer.md#the-probes), also by ``position_bands``
-    bands of query positions and on the fixed band of positions ``1 .. position_band``
+    bands of query positions and on the fixed band of positions ``1`` to ``position_band``
     (docs/real-transformer.md#n-apart-from-position).
 
     Returns

@@ -181,7 +181,7 @@ def definition_table(per_n: dict, n_ref: int) -> list[dict]:
 def position_table(per_n: dict, n_ref: int, position_band: int) -> list[dict]:
     """``positions.csv``: per window length, Paper A's and the normalised definition and layer,
     s* on the query rows of each position band (``band`` 0, 1, ...: relative to n, the longest n
-    only) and of the fixed band of positions ``1 .. position_band`` (``band = -1``: every n),
+    only) and of the fixed band of positions ``1`` to ``position_band`` (``band = -1``: every n),
     with the ratio to the same band at ``n_ref`` (fixed band) or to the first band (bands)."""
     rows = []
     n_max = max(per_n)

@@ -207,6 +207,7 @@ GRIDS: dict[str, Range] = {
     "transformer.n": Range(low=8, low_open=False, high=512, high_open=False, integer=True),
     "transformer.multipliers": Range(low=0.0),
     "transformer.global.multipliers": Range(low=0.0),
+    "training.lm.probes.multipliers": Range(low=0.0),
     # trained models (issue 44; docs/training.md)
     "training.retrieval.test_n": Range(low=2, low_open=False, integer=True),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
@@ -358,6 +359,8 @@ VALUES: dict[str, Range] = {
     "training.lm.heldout": Range(low=0.0, high=1.0),
     "training.lm.d": Range(low=4, low_open=False, integer=True),
     "training.lm.heads": Range(low=1, low_open=False, integer=True),
+    "training.lm.probes.windows": Range(low=1, low_open=False, integer=True),
+    "training.lm.probes.rows": Range(low=2, low_open=False, integer=True),
     "training.lm.layers": Range(low=1, low_open=False, integer=True),
     "training.lm.context": Range(low=4, low_open=False, integer=True),
     "training.lm.seeds": Range(low=2, low_open=False, integer=True),

@@ -59,7 +59,7 @@ def text_rows(n: int, rows: int | None, rng) -> np.ndarray:
 
 
 def band_masks(n: int, rows, bands: int) -> np.ndarray:
-    """``(bands, m)`` masks of the query ``rows`` by position band: the text positions ``1 .. n - 2``
+    """``(bands, m)`` masks of the query ``rows`` by position band: the text positions ``1`` to ``n - 2``
     cut into ``bands`` equal parts, relative to ``n`` [choice]
     (docs/real-transformer.md#n-apart-from-position)."""
     edges = 1 + (n - 2) * np.arange(bands + 1) / bands
