@@ -14,7 +14,13 @@ from attnscale.training import checkpoint, evaluate, prediction
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
 
-__all__ = ["retrieval_config", "train_retrieval", "evaluate_retrieval", "summarise_retrieval"]
+__all__ = [
+    "checkpoint_outputs",
+    "retrieval_config",
+    "train_retrieval",
+    "evaluate_retrieval",
+    "summarise_retrieval",
+]
 
 #: Parameters every variant trains; the fixed random key embeddings [choice: the keys stay
 #: random vectors, so the distractors' scores have a law of their own, as in Paper B] and the
@@ -75,21 +81,7 @@ def train_retrieval(*, variant: str, seeds: list, root_seed: int, model: dict, s
         log=LOG,
     )
     vocab = {"keys": cfg["keys"], "values": cfg["values"], "kind": "integer ids"}
-    out = {}
-    for seed, (final, curve) in zip(seeds, trained, strict=True):
-        files = checkpoint.encode(final, {**cfg, "seed": int(seed), "schedule": schedule}, vocab)
-        files["curve"] = pd.DataFrame(
-            {
-                "variant": variant,
-                "seed": int(seed),
-                "step": curve["step"],
-                "loss": curve["loss"],
-                "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
-                "root_seed": str(root_seed),
-            }
-        )
-        out.update({f"{k}_{seed}": v for k, v in files.items()})
-    return out
+    return checkpoint_outputs(trained, seeds, cfg, schedule, vocab, variant, root_seed)
 
 
 def evaluate_retrieval(
@@ -173,4 +165,25 @@ def summarise_retrieval(*, metrics: list, prediction: list, curves: list) -> dic
     for df in out.values():
         df["n_train"] = n_train
         df["checkpoint_sha256"] = sha
+    return out
+
+
+def checkpoint_outputs(trained, seeds, cfg: dict, schedule, vocab: dict, variant: str, root_seed):
+    """The outputs of a training job (docs/training.md#checkpoints): per seed, the checkpoint's
+    files (:func:`attnscale.training.checkpoint.encode`) and its training curve, keyed
+    ``{file}_{seed}``; the curve carries the checkpoint's SHA-256 and the root seed."""
+    out = {}
+    for seed, (final, curve) in zip(seeds, trained, strict=True):
+        files = checkpoint.encode(final, {**cfg, "seed": int(seed), "schedule": schedule}, vocab)
+        files["curve"] = pd.DataFrame(
+            {
+                "variant": variant,
+                "seed": int(seed),
+                "step": curve["step"],
+                "loss": curve["loss"],
+                "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
+                "root_seed": str(root_seed),
+            }
+        )
+        out.update({f"{k}_{seed}": v for k, v in files.items()})
     return out

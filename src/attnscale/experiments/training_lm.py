@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.experiments.training import checkpoint_outputs
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -83,21 +84,7 @@ def train_lm(*, variant, seeds, root_seed, text, text_part, heldout, model, sche
         log=LOG,
     )
     vocab = {"kind": "characters", "chars": chars}
-    out = {}
-    for seed, (final, curve) in zip(seeds, trained, strict=True):
-        files = checkpoint.encode(final, {**cfg, "seed": int(seed), "schedule": schedule}, vocab)
-        files["curve"] = pd.DataFrame(
-            {
-                "variant": variant,
-                "seed": int(seed),
-                "step": curve["step"],
-                "loss": curve["loss"],
-                "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
-                "root_seed": str(root_seed),
-            }
-        )
-        out.update({f"{k}_{seed}": v for k, v in files.items()})
-    return out
+    return checkpoint_outputs(trained, seeds, cfg, schedule, vocab, variant, root_seed)
 
 
 def bands(context: int, factor: int = 16) -> np.ndarray:
