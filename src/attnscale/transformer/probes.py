@@ -33,6 +33,7 @@ __all__ = [
     "DEFINITIONS",
     "text_rows",
     "band_masks",
+    "split_outputs",
     "head_curves",
     "layer_probes",
     "critical_multiplier",
@@ -77,7 +78,61 @@ def _ratio(Yr, out, keep):
     return angle_ratio_outputs(Yr, out, keep)[0]
 
 
-def head_curves(Y, S, rows, multipliers, *, bands: int = 0) -> dict:
+def split_outputs(Y, S, multipliers):
+    """The outputs of the head's softmax at every multiplier, over all keys and over the text keys
+    only, from one exponential pass over the text keys
+    (docs/real-transformer.md#three-definitions-of-s).
+
+    The full softmax is the text keys' softmax ``A^text`` weighted by the text block's share
+    ``p_text`` of the mass, plus the two special keys (``[CLS]``, key 0, and ``[SEP]``, key
+    ``n - 1``): ``A_ij = p_text A^text_ij`` for a text key ``j`` and ``p_0``, ``p_{n-1}`` for the
+    special ones, where ``(p_text, p_0, p_{n-1})`` is the softmax of the block's log-mass
+    ``ln sum_text e^{s S_ij}`` and ``s S_i0``, ``s S_i,n-1`` [derived]. So the outputs are
+    ``p_text A^text Y_text + p_0 y_0 + p_{n-1} y_{n-1}`` with one GEMM, and ``A^text`` never
+    underflows behind a sink.
+
+    Parameters
+    ----------
+    Y : (n, d) array
+        Normalised attention inputs.
+    S : (m, n) array
+        The head's scores at the trained scale for the query rows.
+    multipliers : (K,) array
+        Multipliers ``s`` of the scores (positive).
+
+    Returns
+    -------
+    (out, out_text, weights)
+        ``out`` and ``out_text`` (K, m, d): the outputs over all keys and over the text keys;
+        ``weights`` a function ``rows -> (K, m)`` giving ``A_{r, rows[r]}(s)``, each row's weight
+        on the key ``rows[r]``.
+    """
+    m, n = S.shape
+    ms = np.asarray(multipliers, dtype=np.float64)
+    K = ms.size
+    St = ms[:, None, None] * S[None, :, 1 : n - 1]
+    top = St.max(axis=2, keepdims=True)
+    At = np.exp(St - top)
+    mass = At.sum(axis=2, keepdims=True)
+    At /= mass
+    out_text = (At.reshape(-1, n - 2) @ Y[1 : n - 1]).reshape(K, m, -1)
+    logs = np.stack(
+        [(top + np.log(mass))[..., 0], ms[:, None] * S[None, :, 0], ms[:, None] * S[None, :, n - 1]]
+    )
+    P = np.exp(logs - logs.max(axis=0, keepdims=True))
+    P /= P.sum(axis=0, keepdims=True)
+    out = P[0][..., None] * out_text + P[1][..., None] * Y[0] + P[2][..., None] * Y[n - 1]
+
+    def weights(rows):
+        rows = np.asarray(rows)
+        inner = np.clip(rows - 1, 0, n - 3)
+        w = P[0] * At[:, np.arange(m), inner]
+        return np.where(rows == 0, P[1], np.where(rows == n - 1, P[2], w))
+
+    return out, out_text, weights
+
+
+def head_curves(Y, S, rows, multipliers, *, bands: int = 0, text: bool = True) -> dict:
     """Phase curve of one head on one window.
 
     Parameters
@@ -92,6 +147,8 @@ def head_curves(Y, S, rows, multipliers, *, bands: int = 0) -> dict:
         Multipliers ``s`` of the scores.
     bands : int
         If positive, lambda also on the query rows of each position band (:func:`band_masks`).
+    text : bool
+        If false, the text-key curves (``lambda_text``, ``lambda_text_inf``) are left out.
 
     Returns
     -------
@@ -100,38 +157,31 @@ def head_curves(Y, S, rows, multipliers, *, bands: int = 0) -> dict:
         ``lambda_inf``: lambda of the argmax map (every row sends its query to its top key, the
         ``s -> inf`` limit); ``lambda_text`` (K,), ``lambda_text_inf``: the same with the
         weights on ``[CLS]`` (key 0) and ``[SEP]`` (key ``n - 1``) removed and the rest
-        renormalised (docs/real-transformer.md#three-definitions-of-s); ``self_max``: fraction of
-        rows whose own score is the row maximum; ``top_key_share``: fraction of rows whose top key
-        is the window's most frequent top key; ``special_mass``: mean weight on ``[CLS]`` and
-        ``[SEP]`` at ``s = 1``; with ``bands``: ``lambda_band`` (bands, K) and
-        ``lambda_band_inf`` (bands,).
+        renormalised (docs/real-transformer.md#three-definitions-of-s; both from one
+        exponential pass, :func:`split_outputs`); ``self_max``: fraction of rows whose own score
+        is the row maximum; ``top_key_share``: fraction of rows whose top key is the window's
+        most frequent top key; ``special_mass``: mean weight on ``[CLS]`` and ``[SEP]`` at
+        ``s = 1``; with ``bands``: ``lambda_band`` (bands, K) and ``lambda_band_inf`` (bands,).
     """
     m, n = S.shape
-    ms = np.asarray(multipliers, dtype=np.float64)
-    A = softmax_rows((ms[:, None, None] * S[None]).reshape(-1, n)).reshape(ms.size, m, n)
-    ar = np.arange(m)
-    self_w = A[:, ar, rows].mean(axis=1)
-    out = (A.reshape(-1, n) @ Y).reshape(ms.size, m, -1)
-    # text keys only: the softmax over keys 1 .. n - 2 (the special keys' weights removed and the
-    # rest renormalised; computed afresh, since A's text weights may underflow behind a sink)
-    At = softmax_rows((ms[:, None, None] * S[None, :, 1 : n - 1]).reshape(-1, n - 2))
-    out_text = (At @ Y[1 : n - 1]).reshape(ms.size, m, -1)
+    out, out_text, weights = split_outputs(Y, S, multipliers)
     Yr = Y[rows]
     every = np.ones(m, dtype=bool)
     top = S.argmax(axis=1)
-    top_text = 1 + S[:, 1 : n - 1].argmax(axis=1)
     counts = np.bincount(top, minlength=n)
     A1 = softmax_rows(S)
     res = {
         "lambda": _ratio(Yr, out, every),
-        "self_weight": self_w,
+        "self_weight": weights(rows).mean(axis=1),
         "lambda_inf": float(_ratio(Yr, Y[top][None], every)[0]),
-        "lambda_text": _ratio(Yr, out_text, every),
-        "lambda_text_inf": float(_ratio(Yr, Y[top_text][None], every)[0]),
-        "self_max": float(np.mean(top == rows)),
-        "top_key_share": float(counts.max() / m),
-        "special_mass": float(np.mean(A1[:, 0] + A1[:, n - 1])),
     }
+    if text:
+        top_text = 1 + S[:, 1 : n - 1].argmax(axis=1)
+        res["lambda_text"] = _ratio(Yr, out_text, every)
+        res["lambda_text_inf"] = float(_ratio(Yr, Y[top_text][None], every)[0])
+    res["self_max"] = float(np.mean(top == rows))
+    res["top_key_share"] = float(counts.max() / m)
+    res["special_mass"] = float(np.mean(A1[:, 0] + A1[:, n - 1]))
     if bands > 0:
         masks = band_masks(n, rows, bands)
         res["lambda_band"] = np.array([_ratio(Yr, out, k) for k in masks])
@@ -185,7 +235,7 @@ def layer_probes(
         Km = record.k[h]
         res = head_curves(Y, Qm[rows] @ Km.T, rows, multipliers, bands=bands)
         if fixed_rows is not None:
-            fx = head_curves(Y, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers)
+            fx = head_curves(Y, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers, text=False)
             res["lambda_fixed"], res["lambda_fixed_inf"] = fx["lambda"], fx["lambda_inf"]
         if descriptors:
             res.update(_descriptors(record, h, text))
