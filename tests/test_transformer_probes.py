@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from transformer_tiny import tiny_text, write_tiny_bert
 
+from attnscale.layer.dense.attention import softmax_rows
 from attnscale.layer.scores.learned import gamma_c_eff
 from attnscale.transformer import bootstrap, loader, probes
 
@@ -147,3 +148,27 @@ def test_text_keys_and_bands_are_the_curves_of_their_rows_and_keys():
     keep = probes.band_masks(30, rows, 2)[1]
     b = probes.head_curves(Y, S[keep], rows[keep], ms)
     np.testing.assert_allclose(r["lambda_band"][1], b["lambda"], rtol=1e-12)
+
+
+def test_split_outputs_are_both_softmaxes_even_behind_a_strong_sink():
+    """One exponential pass gives the full softmax's outputs and weights and the text keys' own
+    softmax (docs/real-transformer.md#three-definitions-of-s), against the explicit matrices; a
+    sink 60 above the text scores at s = 16 leaves the full softmax's text weights below
+    e^-900: the text keys' softmax must come from their own scores, not from renormalising
+    those weights (the explicit one here is built from the text scores alone)."""
+    Y, rng = _tokens(40, 8, seed=5)
+    rows = np.arange(1, 39)
+    ms = np.array([0.25, 1.0, 16.0])
+    for sink in (0.0, 60.0):
+        S = 2.0 * rng.standard_normal((rows.size, 40))
+        S[:, 0] += sink
+        out, out_text, weights = probes.split_outputs(Y, S, ms)
+        for k, s in enumerate(ms):
+            A = softmax_rows(s * S)
+            np.testing.assert_allclose(out[k], A @ Y, rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(weights(rows)[k], A[np.arange(rows.size), rows], rtol=1e-12)
+            At = softmax_rows(s * S[:, 1:39])
+            np.testing.assert_allclose(out_text[k], At @ Y[1:39], rtol=1e-12, atol=1e-14)
+        # the last row of a causal window may be the last key: its weight is that key's
+        w = weights(np.full(rows.size, 39))
+        np.testing.assert_allclose(w[1], softmax_rows(S)[:, 39], rtol=1e-12)
