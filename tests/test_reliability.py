@@ -31,10 +31,12 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
     paused between a complete temporary file and the rename (the hook in
     ``attnscale.pipeline.io.atomic_path``), on a copy of the finished tree with one rule forced to rerun.
     At that moment the final name must not exist (a writer that wrote in place would fail here);
-    after the kill every file under a final name is complete, the repeated command reruns the
-    job and its dependants, and results and figures are byte-identical to the uninterrupted
-    run. Exact equality holds on any CPU: both runs are made on this machine in this session,
-    with the same libraries and kernels (docs/pipeline.md#golden-tables-across-cpus)."""
+    after the kill every file under a final name is complete, the repeated command (for the
+    interrupted file: its dependants' reruns are Snakemake's, and their determinism is
+    test_forced_rerun_with_one_core_gives_identical_bytes's) reruns the job, and results and
+    figures are byte-identical to the uninterrupted run. Exact equality holds on any CPU: both
+    runs are made on this machine in this session, with the same libraries and kernels
+    (docs/pipeline.md#golden-tables-across-cpus)."""
     work = finished_copy(smoke_run, tmp_path / "repo")
     target = work / "results/paper_a" / PAUSED_FILE
     marker = tmp_path / "paused"
@@ -46,8 +48,9 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
             f"{WRITE_PAUSE_ENV}_SECONDS": "300",
         }
     )
+    command = ["--forcerun", PAUSED_RULE, "--cores", "1", str(target.relative_to(work)), *SMOKE]
     proc = subprocess.Popen(
-        [str(BIN / "snakemake"), "--forcerun", PAUSED_RULE, "--cores", "1", *SMOKE],
+        [str(BIN / "snakemake"), *command],
         cwd=work,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -82,7 +85,7 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
     # rerun the interrupted command (a plain `snakemake` would not: the figures built from the
     # missing table still exist and Snakemake does not rebuild a missing intermediate file)
     # (the rerun prints the job table a dry run would: no separate dry run, one parse less)
-    rerun = snakemake(work, "--forcerun", PAUSED_RULE, "--cores", "2", *SMOKE)
+    rerun = snakemake(work, *command)
     todo = jobs_to_run(rerun.stdout + rerun.stderr)
     assert todo.get(PAUSED_RULE) == 1, todo
     leftovers = [p for p in (work / "results").rglob(".*partial*")]
