@@ -11,7 +11,6 @@ import pandas as pd
 from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
-    compute,
     declare,
     evaluate,
     frame,
@@ -31,6 +30,7 @@ __all__ = [
     "INTERMEDIATE_FACTORS",
     "INTERMEDIATE_RHO",
     "TRANSITION",
+    "INTERMEDIATE_FINDINGS",
     "transition_findings",
     "intermediate_findings",
 ]
@@ -340,96 +340,93 @@ def _span(v: pd.Series) -> str:
     return f"{lo:+.2g} .. {hi:+.2g}" if not np.isclose(lo, hi) else f"{lo:+.2g}"
 
 
+def _star_offset(D):
+    rows = []
+    for d, sub in D.groupby("d", sort=False):
+        per_rho = sub.groupby("rho")[["gamma_star", "gamma_c"]].first()
+        v = 100.0 * (per_rho["gamma_star"] / per_rho["gamma_c"] - 1.0)
+        rows.append([int(d), _span(v)])
+    return {
+        "label": "finite-d critical gamma* above gamma_c, range over the rho grid (%)",
+        "value": rows,
+    }
+
+
+def _nearest_gammas(sub: pd.DataFrame, gc: float) -> list[float]:
+    """The grid gammas of ``sub`` nearest (in log) to :data:`INTERMEDIATE_FACTORS` times
+    ``gc``, each once, sorted."""
+    gammas = np.sort(sub["gamma"].unique())
+    return sorted(
+        {float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))]) for f in INTERMEDIATE_FACTORS}
+    )
+
+
+def _intermediate_table(D):
+    rhos = np.sort(D["rho"].unique())
+    rho = float(rhos[np.argmin(np.abs(rhos - INTERMEDIATE_RHO))])
+    cols = ["self_weight_mean", "n_eff_mean", "n_eff_others_mean", "k_mass_mean"]
+    rows = []
+    for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
+        gc = float(sub["gamma_c"].iloc[0])
+        for g in _nearest_gammas(sub, gc):
+            r = sub[np.isclose(sub["gamma"], g)].iloc[0]
+            rows.append([int(d), g, g / gc, *(r[c] for c in cols)])
+    mass = float(D["mass"].iloc[0])
+    return {
+        "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
+        f"1/sum_j A_ij^2, N_eff of the other keys and the number of keys holding "
+        f"{100 * mass:g} % of the mass (means over draws and query rows)",
+        "value": rows,
+    }
+
+
+def _low_d(D):
+    d = D["d"].min()
+    sub = D[D["d"] == d]
+    return {
+        "label": f"d = {int(d)}: N_eff range over the whole grid, and the largest mean self-weight",
+        "value": [
+            float(sub["n_eff_mean"].min()),
+            float(sub["n_eff_mean"].max()),
+            float(sub["self_weight_mean"].max()),
+        ],
+    }
+
+
+#: The findings of the intermediate phase, declared (functions of the concatenated table).
+INTERMEDIATE_FINDINGS = [
+    declare(
+        "intermediate.gamma_star_offset",
+        "gamma* above gamma_c",
+        _star_offset,
+        kind="table",
+        columns=["d", "gamma*/gamma_c - 1 (%)"],
+        columns_fmt=["d", ""],
+        source=[INTERMEDIATE],
+    ),
+    declare(
+        "intermediate.table",
+        "intermediate phase",
+        _intermediate_table,
+        kind="table",
+        columns=[
+            "d",
+            "gamma",
+            "gamma/gamma_c",
+            "A_ii",
+            "N_eff",
+            "N_eff others",
+            "keys for the mass",
+        ],
+        columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"],
+        source=[INTERMEDIATE],
+    ),
+    declare("intermediate.low_d", "lowest d", _low_d, fmt=".3g", source=[INTERMEDIATE]),
+]
+
+
 def intermediate_findings(*, data) -> list[Finding]:
     """How many keys a query attends to around and above the transition
-    (docs/finite-d.md, the intermediate phase of Paper A's Theorem C.2)."""
-    D = frame(data)
-    src = [INTERMEDIATE]
-
-    def star_offset():
-        rows = []
-        for d, sub in D.groupby("d", sort=False):
-            per_rho = sub.groupby("rho")[["gamma_star", "gamma_c"]].first()
-            v = 100.0 * (per_rho["gamma_star"] / per_rho["gamma_c"] - 1.0)
-            rows.append([int(d), _span(v)])
-        return {
-            "label": "finite-d critical gamma* above gamma_c, range over the rho grid (%)",
-            "value": rows,
-        }
-
-    def table():
-        rhos = np.sort(D["rho"].unique())
-        rho = float(rhos[np.argmin(np.abs(rhos - INTERMEDIATE_RHO))])
-        rows = []
-        for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
-            gc = float(sub["gamma_c"].iloc[0])
-            gammas = np.sort(sub["gamma"].unique())
-            chosen = sorted(
-                {
-                    float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))])
-                    for f in INTERMEDIATE_FACTORS
-                }
-            )
-            for g in chosen:
-                r = sub[np.isclose(sub["gamma"], g)].iloc[0]
-                rows.append(
-                    [
-                        int(d),
-                        g,
-                        g / gc,
-                        r["self_weight_mean"],
-                        r["n_eff_mean"],
-                        r["n_eff_others_mean"],
-                        r["k_mass_mean"],
-                    ]
-                )
-        mass = float(D["mass"].iloc[0])
-        return {
-            "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
-            f"1/sum_j A_ij^2, N_eff of the other keys and the number of keys holding "
-            f"{100 * mass:g} % of the mass (means over draws and query rows)",
-            "value": rows,
-        }
-
-    def low_d():
-        d = D["d"].min()
-        sub = D[D["d"] == d]
-        return {
-            "label": f"d = {int(d)}: N_eff range over the whole grid, and the largest mean "
-            "self-weight",
-            "value": [
-                float(sub["n_eff_mean"].min()),
-                float(sub["n_eff_mean"].max()),
-                float(sub["self_weight_mean"].max()),
-            ],
-        }
-
-    return [
-        compute(
-            "intermediate.gamma_star_offset",
-            "gamma* above gamma_c",
-            star_offset,
-            kind="table",
-            columns=["d", "gamma*/gamma_c - 1 (%)"],
-            columns_fmt=["d", ""],
-            source=src,
-        ),
-        compute(
-            "intermediate.table",
-            "intermediate phase",
-            table,
-            kind="table",
-            columns=[
-                "d",
-                "gamma",
-                "gamma/gamma_c",
-                "A_ii",
-                "N_eff",
-                "N_eff others",
-                "keys for the mass",
-            ],
-            columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"],
-            source=src,
-        ),
-        compute("intermediate.low_d", "lowest d", low_d, fmt=".3g", source=src),
-    ]
+    (docs/finite-d.md, the intermediate phase of Paper A's Theorem C.2): the declarations
+    :data:`INTERMEDIATE_FINDINGS`."""
+    return evaluate(INTERMEDIATE_FINDINGS, frame(data))

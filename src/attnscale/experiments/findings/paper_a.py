@@ -37,6 +37,8 @@ __all__ = [
     "finite_size_findings",
     "scaling_rules_findings",
     "variance_reduction_findings",
+    "FINITE_SIZE_FINDINGS",
+    "SCALING_RULES_FINDINGS",
     "Z0_SPREAD",
     "VARIANCE_REDUCTION",
 ]
@@ -131,66 +133,75 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
     ]
 
 
+def _self_weight_by_n(F):
+    d = F["d"].max()
+    s = pick(F, d=d, quantity="self_weight", gamma_factor=1.0).sort_values("n")
+    s = s.iloc[[0, -1]]
+    return {
+        "label": f"d = {int(d)}, rho = {s['rho'].iloc[0]:g}: A_ii at gamma_c(rho_hat) at "
+        f"n = {int(s['n'].iloc[0])} / {int(s['n'].iloc[-1])}",
+        "value": s["sim_mean"].tolist(),
+        "se": s["sim_se"].tolist(),
+        "pm": PM_DRAWS.format(k=int(s["trials"].iloc[0])),
+    }
+
+
+#: The finding of the finite-size panel, declared (a function of its table).
+FINITE_SIZE_FINDINGS = [
+    declare(
+        "finite_size.self_weight",
+        "self-weight against n",
+        _self_weight_by_n,
+        fmt=".3f",
+        source=[FINITE_SIZE],
+    )
+]
+
+
 def finite_size_findings(*, finite_size: pd.DataFrame) -> list[Finding]:
-    """The self-weight deficit at gamma_c(rho_hat) against n (docs/paper-a.md#gaussian-near-simplex-tokens)."""
+    """The self-weight deficit at gamma_c(rho_hat) against n (docs/paper-a.md#gaussian-near-simplex-tokens):
+    the declarations :data:`FINITE_SIZE_FINDINGS`."""
+    return evaluate(FINITE_SIZE_FINDINGS, finite_size)
 
-    def by_n():
-        d = finite_size["d"].max()
-        s = pick(finite_size, d=d, quantity="self_weight", gamma_factor=1.0).sort_values("n")
-        s = s.iloc[[0, -1]]
-        return {
-            "label": f"d = {int(d)}, rho = {s['rho'].iloc[0]:g}: A_ii at gamma_c(rho_hat) at "
-            f"n = {int(s['n'].iloc[0])} / {int(s['n'].iloc[-1])}",
-            "value": s["sim_mean"].tolist(),
-            "se": s["sim_se"].tolist(),
-            "pm": PM_DRAWS.format(k=int(s["trials"].iloc[0])),
-        }
 
-    return [
-        compute(
-            "finite_size.self_weight",
-            "self-weight against n",
-            by_n,
-            fmt=".3f",
-            source=[FINITE_SIZE],
-        )
+def _rules_table(rules):
+    nmax = rules["n"].max()
+    over = rules.loc[rules["is_overlay_n"].astype(bool), "n"]
+    if over.empty:
+        raise NotAvailable("no overlay n")
+    n_o = over.iloc[0]
+    rows = [
+        [
+            rule,
+            float(pick(sub, n=n_o)["gamma_ratio"].iloc[0]),
+            float(pick(sub, n=nmax)["gamma_ratio"].iloc[0]),
+        ]
+        for rule, sub in rules.groupby("rule", sort=False)
     ]
+    return {
+        "label": f"gamma_eff / gamma_c at the overlay n = {int(n_o)} and at n = {sci(nmax)}",
+        "value": rows,
+    }
+
+
+#: The finding of the scaling-rules figure, declared (a function of its table).
+SCALING_RULES_FINDINGS = [
+    declare(
+        "scaling_rules.gamma_ratio",
+        "scaling rules",
+        _rules_table,
+        kind="table",
+        columns=["rule", "at the overlay n", "at the largest n"],
+        columns_fmt=["", ".3f", ".3f"],
+        source=[RULES],
+    )
+]
 
 
 def scaling_rules_findings(*, rules: pd.DataFrame) -> list[Finding]:
-    """gamma_eff / gamma_c of real models' rules under calibration A (docs/scaling-rules.md)."""
-
-    def table():
-        nmax = rules["n"].max()
-        over = rules.loc[rules["is_overlay_n"].astype(bool), "n"]
-        if over.empty:
-            raise NotAvailable("no overlay n")
-        n_o = over.iloc[0]
-        rows = []
-        for rule, sub in rules.groupby("rule", sort=False):
-            rows.append(
-                [
-                    rule,
-                    float(pick(sub, n=n_o)["gamma_ratio"].iloc[0]),
-                    float(pick(sub, n=nmax)["gamma_ratio"].iloc[0]),
-                ]
-            )
-        return {
-            "label": f"gamma_eff / gamma_c at the overlay n = {int(n_o)} and at n = {sci(nmax)}",
-            "value": rows,
-        }
-
-    return [
-        compute(
-            "scaling_rules.gamma_ratio",
-            "scaling rules",
-            table,
-            kind="table",
-            columns=["rule", "at the overlay n", "at the largest n"],
-            columns_fmt=["", ".3f", ".3f"],
-            source=[RULES],
-        )
-    ]
+    """gamma_eff / gamma_c of real models' rules under calibration A (docs/scaling-rules.md):
+    the declarations :data:`SCALING_RULES_FINDINGS`."""
+    return evaluate(SCALING_RULES_FINDINGS, rules)
 
 
 Z0_SPREAD = "paper_a/z0_spread/*.csv"
