@@ -540,6 +540,46 @@ def test_format_and_render():
     assert render_value(e) == "not computed at this configuration"
 
 
+#: Families whose findings are declarations (issue 42: a list of small declared entries).
+DECLARED_FAMILIES = (
+    "causal",
+    "exponent",
+    "finite_d",
+    "paper_a",
+    "regimes",
+    "regimes_checks",
+    "regimes_read_off",
+    "theorem",
+)
+
+
+@pytest.mark.parametrize("family", DECLARED_FAMILIES)
+def test_declared_findings_are_small(family):
+    """Every finding a family declares (``record.declare``) is computed by a function of at most
+    40 lines, and no key is declared twice (docs/pipeline.md#numbers-in-the-prose)."""
+    import functools
+    import inspect
+
+    from attnscale.experiments.findings.record import Declared
+
+    module = importlib.import_module(f"attnscale.experiments.findings.{family}")
+    declared = [
+        d
+        for obj in vars(module).values()
+        if isinstance(obj, list) and obj and all(isinstance(d, Declared) for d in obj)
+        for d in obj
+    ]
+    assert declared, f"{family} declares no findings"
+    keys = [d.key for d in declared]
+    assert len(keys) == len(set(keys)), f"{family}: a key declared twice"
+    long = {}
+    for d in declared:
+        fn = d.fn.func if isinstance(d.fn, functools.partial) else d.fn
+        if (n := len(inspect.getsource(fn).splitlines())) > 40:
+            long[d.key] = (fn.__name__, n)
+    assert not long, f"{family}: computing functions over 40 lines: {long}"
+
+
 def _sink_table() -> pd.DataFrame:
     """Critical points of the default run's sink table (issue 21's stale 0.8): the spread
     correction is -0.008 % off at kappa c_s = 0.6 and -0.21 % at 0.8."""

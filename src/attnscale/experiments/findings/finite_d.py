@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
 from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
-    compute,
+    declare,
+    evaluate,
     frame,
     pick,
     sci,
@@ -26,6 +29,8 @@ __all__ = [
     "GAMMA_TABLE_LOG10_N",
     "INTERMEDIATE_FACTORS",
     "INTERMEDIATE_RHO",
+    "TRANSITION",
+    "INTERMEDIATE_FINDINGS",
     "transition_findings",
     "intermediate_findings",
 ]
@@ -50,268 +55,280 @@ INTERMEDIATE_FACTORS = (0.5, 1.0, 1.5, 2.0, 4.0, 8.0)
 INTERMEDIATE_RHO = 0.2
 
 
+def _z_scores(t):
+    P = frame(t["data"])
+    if "a_at_theory" not in P.columns:
+        raise NotAvailable(
+            "the simulation was not evaluated at the theory's beta* "
+            "(finite_d.transition.theory_check is off)"
+        )
+    z = (P["a_at_theory"] - 0.5) / P["a_at_theory_se"]
+    return z[np.isfinite(z)]
+
+
+def _within(t, k):
+    z = _z_scores(t)
+    return {
+        "label": f"simulated mean A_ii at the theory's beta* within {k} SE of 1/2",
+        "value": [int((z.abs() <= k).sum()), len(z)],
+    }
+
+
+def _chi2(t):
+    z = _z_scores(t)
+    return {
+        "label": f"chi^2 of those {len(z)} deviations, and the largest |z|",
+        "value": [float((z**2).sum()), float(z.abs().max())],
+    }
+
+
+def _read_off(t, ratio):
+    r = pick(t["theory"], kind="read_off").sort_values("rho")
+    n, d = int(r["n"].iloc[0]), int(r["d"].iloc[0])
+    vals = r["gamma_star"] / (r["gamma_c"] if ratio else 1.0)
+    return {
+        "label": f"d = {d}, n = {n}: "
+        + ("gamma*/gamma_c" if ratio else "gamma* = beta*/ln n")
+        + " at rho = "
+        + " / ".join(f"{x:g}" for x in r["rho"]),
+        "value": vals.tolist(),
+    }
+
+
+def _ratio_table(t):
+    g = pick(t["theory"], kind="grid")
+    g = g[g["n"] >= TABLE_N_MIN]
+    ns = sorted(g["n"].unique())
+    rows = []
+    for d in TABLE_D:
+        for rho in sorted(g["rho"].unique()):
+            sub = g[(g["d"] == d) & np.isclose(g["rho"], rho)].set_index("n")
+            if sub.empty:
+                continue
+            rows.append(
+                [d, rho, *[float(sub.loc[n, "gamma_star"] / sub.loc[n, "gamma_c"]) for n in ns]]
+            )
+    if not rows:
+        raise NotAvailable(f"no theory at d = {TABLE_D}")
+    return {
+        "label": "exact gamma*/gamma_c of typical heads on the theory grid",
+        "value": rows,
+        "columns": ["d", "rho", *[f"n = {sci(n)}" for n in ns]],
+        "columns_fmt": ["d", "g", *[".3f"] * len(ns)],
+    }
+
+
+def _no_root(sub: pd.DataFrame) -> pd.Series:
+    """The grid n of one (d, rho) where the first-order equation has no root (nan in the table)."""
+    return sub.loc[sub["beta_first_order"].isna(), "n"]
+
+
+def _approx_table(t):
+    g = pick(t["theory"], kind="grid")
+    rows = []
+    for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
+        ann = 100.0 * (sub["beta_annealed"] / sub["beta_star"] - 1.0)
+        fo = 100.0 * (sub["beta_first_order"] / sub["beta_star"] - 1.0)
+        nan_n = _no_root(sub)
+        rows.append(
+            [
+                int(d),
+                rho,
+                _span(ann),
+                _span(fo),
+                "none" if nan_n.empty else f"{int(nan_n.min())} ({len(nan_n)} of {len(sub)})",
+            ]
+        )
+    ns = g["n"]
+    return {
+        "label": f"relative error of the approximations to the exact beta* over n = "
+        f"{ns.min():.0f} .. {sci(ns.max())} (%)",
+        "value": rows,
+    }
+
+
+def _first_order_roots(t):
+    from attnscale.layer import finite_d
+
+    g = pick(t["theory"], kind="grid")
+    rows = []
+    for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
+        nan_n = _no_root(sub)
+        if nan_n.empty or len(nan_n) == len(sub):
+            continue  # a root everywhere, or nowhere: no crossover inside the grid
+        s2 = finite_d.first_order_variance(int(d), float(rho))
+        n_x = int(np.ceil(1.0 + np.exp((1.0 - rho) ** 2 / (2.0 * s2))))  # first integer n
+        rows.append([int(d), rho, n_x, int(nan_n.min())])
+    if not rows:
+        raise NotAvailable("the first-order root is lost nowhere inside the grid")
+    return {
+        "label": "first-order equation beta (1 - rho) - beta^2 s^2 / 2 = ln(n - 1): first n "
+        "without a root, against the first grid n where the table has nan",
+        "value": rows,
+        "note": "the crossover n is computed from the library "
+        "(attnscale.layer.finite_d.first_order_variance: 2 s^2 ln(n - 1) = (1 - rho)^2), "
+        "not read from the table; d where the root exists everywhere or nowhere on the "
+        "grid are left out",
+    }
+
+
+def _within_tolerance_from(sub: pd.DataFrame, err: np.ndarray):
+    """The first grid n (of ``sub``, by n) from which ``err`` stays within :data:`POWER_TOL`;
+    ``None`` if it ends outside."""
+    ok = np.nonzero(err > POWER_TOL)[0]
+    if ok.size == 0:
+        return int(sub["n"].iloc[0])
+    if ok[-1] == len(err) - 1:
+        return None
+    return int(sub["n"].iloc[ok[-1] + 1])
+
+
+def _power_table(t):
+    g = pick(t["theory"], kind="grid", rho=0.0)
+    rows = []
+    for d, sub in g.groupby("d", sort=True):
+        sub = sub.sort_values("n")
+        rel = sub["beta_power"] / sub["beta_star"]
+        first = _within_tolerance_from(sub, (rel - 1.0).abs().to_numpy())
+        rows.append(
+            [
+                int(d),
+                float(rel.min()),
+                float(rel.max()),
+                float(rel.iloc[-1]),
+                "never" if first is None else first,
+            ]
+        )
+    return {
+        "label": f"rho = 0: power law n^(2/(d-1)) over the exact beta* (range over n, at the "
+        f"largest n), and the first grid n from which it stays within {POWER_TOL:g}",
+        "value": rows,
+    }
+
+
+def _gamma_row(t, d):
+    from attnscale.layer import finite_d
+
+    pick(t["theory"], kind="grid", rho=0.0)  # the configuration has the rho = 0 transition
+    ns = [10**k for k in GAMMA_TABLE_LOG10_N]
+    return {
+        "label": f"rho = 0, d = {d}: exact beta*/ln n at n = " + " / ".join(sci(n) for n in ns),
+        "value": [finite_d.critical_beta(n, d, 0.0) / np.log(n) for n in ns],
+        "note": "computed from the library (attnscale.layer.finite_d.critical_beta) at these n, "
+        "which the theory grid need not hold; the table only says that rho = 0 is configured",
+    }
+
+
+def _power_at_largest(t):
+    g = pick(t["theory"], kind="grid", rho=0.0)
+    top = g[g["n"] == g["n"].max()].sort_values("d")
+    return {
+        "label": f"rho = 0, n = {sci(top['n'].iloc[0])}: power law n^(2/(d-1)) over the exact "
+        "beta* at d = " + " / ".join(str(int(d)) for d in top["d"]),
+        "value": (top["beta_power"] / top["beta_star"]).tolist(),
+    }
+
+
+#: The findings of the transition figure, declared (functions of the tables ``{"data": the
+#: simulated points, "theory": the theory table}``).
+TRANSITION = [
+    *(
+        declare(
+            f"finite_d.points_within_{k}se",
+            f"points within {k} SE",
+            partial(_within, k=k),
+            kind="count",
+            source=[POINTS],
+        )
+        for k in (2, 3)
+    ),
+    declare(
+        "finite_d.points_chi2",
+        "chi^2 and largest |z|",
+        _chi2,
+        fmt=".3g",
+        source=[POINTS],
+        note="z = (mean A_ii at the theory's beta* - 1/2) / its SE over draws",
+    ),
+    declare(
+        "finite_d.read_off_gamma_star",
+        "read-off gamma*",
+        partial(_read_off, ratio=False),
+        fmt=".3f",
+        source=[THEORY],
+    ),
+    declare(
+        "finite_d.read_off_over_gamma_c",
+        "read-off gamma*/gamma_c",
+        partial(_read_off, ratio=True),
+        fmt=".3f",
+        source=[THEORY],
+    ),
+    declare(
+        "finite_d.gamma_ratio_table",
+        "gamma*/gamma_c of typical heads",
+        _ratio_table,
+        kind="table",
+        source=[THEORY],
+    ),
+    declare(
+        "finite_d.approximation_table",
+        "approximations",
+        _approx_table,
+        kind="table",
+        columns=["d", "rho", "annealed", "first order", "first grid n without a first-order root"],
+        columns_fmt=["d", "g", "", "", ""],
+        source=[THEORY],
+    ),
+    declare(
+        "finite_d.first_order_crossover",
+        "first-order crossover",
+        _first_order_roots,
+        kind="table",
+        columns=["d", "rho", "first n without a root", "first nan on the grid"],
+        columns_fmt=["d", "g", "d", "d"],
+        source=[THEORY],
+    ),
+    declare(
+        "finite_d.power_law_table",
+        "power law",
+        _power_table,
+        kind="table",
+        columns=[
+            "d",
+            "min ratio",
+            "max ratio",
+            "ratio at the largest n",
+            "within tolerance from n",
+        ],
+        columns_fmt=["d", ".4g", ".4g", ".4g", ""],
+        source=[THEORY],
+    ),
+    declare(
+        "finite_d.power_law_over_exact",
+        "power law at the largest n",
+        _power_at_largest,
+        fmt=".4f",
+        source=[THEORY],
+    ),
+    *(
+        declare(
+            f"finite_d.gamma_star_rho0_d{d}",
+            f"beta*/ln n at d = {d}",
+            partial(_gamma_row, d=d),
+            fmt=".4g",
+            source=[THEORY],
+        )
+        for d in GAMMA_TABLE_D
+    ),
+]
+
+
 def transition_findings(*, data, theory: pd.DataFrame) -> list[Finding]:
     """Simulated critical points against the exact finite-d theory, and the theory's read-offs
     and approximations (docs/finite-d.md#finite-d-critical-point,
-    docs/finite-d.md#where-each-approximation-fails)."""
-
-    def z_scores():
-        P = frame(data)
-        if "a_at_theory" not in P.columns:
-            raise NotAvailable(
-                "the simulation was not evaluated at the theory's beta* "
-                "(finite_d.transition.theory_check is off)"
-            )
-        z = (P["a_at_theory"] - 0.5) / P["a_at_theory_se"]
-        return z[np.isfinite(z)]
-
-    def within(k):
-        z = z_scores()
-        return {
-            "label": f"simulated mean A_ii at the theory's beta* within {k} SE of 1/2",
-            "value": [int((z.abs() <= k).sum()), len(z)],
-        }
-
-    def chi2():
-        z = z_scores()
-        return {
-            "label": f"chi^2 of those {len(z)} deviations, and the largest |z|",
-            "value": [float((z**2).sum()), float(z.abs().max())],
-        }
-
-    def read_off(ratio):
-        r = pick(theory, kind="read_off").sort_values("rho")
-        n, d = int(r["n"].iloc[0]), int(r["d"].iloc[0])
-        vals = r["gamma_star"] / (r["gamma_c"] if ratio else 1.0)
-        return {
-            "label": f"d = {d}, n = {n}: "
-            + ("gamma*/gamma_c" if ratio else "gamma* = beta*/ln n")
-            + " at rho = "
-            + " / ".join(f"{x:g}" for x in r["rho"]),
-            "value": vals.tolist(),
-        }
-
-    def ratio_table():
-        g = pick(theory, kind="grid")
-        g = g[g["n"] >= TABLE_N_MIN]
-        ns = sorted(g["n"].unique())
-        rows = []
-        for d in TABLE_D:
-            for rho in sorted(g["rho"].unique()):
-                sub = g[(g["d"] == d) & np.isclose(g["rho"], rho)].set_index("n")
-                if sub.empty:
-                    continue
-                rows.append(
-                    [d, rho, *[float(sub.loc[n, "gamma_star"] / sub.loc[n, "gamma_c"]) for n in ns]]
-                )
-        if not rows:
-            raise NotAvailable(f"no theory at d = {TABLE_D}")
-        return {
-            "label": "exact gamma*/gamma_c of typical heads on the theory grid",
-            "value": rows,
-            "columns": ["d", "rho", *[f"n = {sci(n)}" for n in ns]],
-            "columns_fmt": ["d", "g", *[".3f"] * len(ns)],
-        }
-
-    def approx_table():
-        g = pick(theory, kind="grid")
-        rows = []
-        for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
-            ann = 100.0 * (sub["beta_annealed"] / sub["beta_star"] - 1.0)
-            fo = 100.0 * (sub["beta_first_order"] / sub["beta_star"] - 1.0)
-            nan_n = sub.loc[sub["beta_first_order"].isna(), "n"]
-            rows.append(
-                [
-                    int(d),
-                    rho,
-                    _span(ann),
-                    _span(fo),
-                    "none" if nan_n.empty else f"{int(nan_n.min())} ({len(nan_n)} of {len(sub)})",
-                ]
-            )
-        ns = g["n"]
-        return {
-            "label": f"relative error of the approximations to the exact beta* over n = "
-            f"{ns.min():.0f} .. {sci(ns.max())} (%)",
-            "value": rows,
-        }
-
-    def first_order_roots():
-        from attnscale.layer import finite_d
-
-        g = pick(theory, kind="grid")
-        rows = []
-        for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
-            nan_n = sub.loc[sub["beta_first_order"].isna(), "n"]
-            if nan_n.empty or len(nan_n) == len(sub):
-                continue  # a root everywhere, or nowhere: no crossover inside the grid
-            s2 = finite_d.first_order_variance(int(d), float(rho))
-            n_x = int(np.ceil(1.0 + np.exp((1.0 - rho) ** 2 / (2.0 * s2))))  # first integer n
-            rows.append([int(d), rho, n_x, int(nan_n.min())])
-        if not rows:
-            raise NotAvailable("the first-order root is lost nowhere inside the grid")
-        return {
-            "label": "first-order equation beta (1 - rho) - beta^2 s^2 / 2 = ln(n - 1): first n "
-            "without a root, against the first grid n where the table has nan",
-            "value": rows,
-            "note": "the crossover n is computed from the library "
-            "(attnscale.layer.finite_d.first_order_variance: 2 s^2 ln(n - 1) = (1 - rho)^2), "
-            "not read from the table; d where the root exists everywhere or nowhere on the "
-            "grid are left out",
-        }
-
-    def power_table():
-        g = pick(theory, kind="grid", rho=0.0)
-        rows = []
-        for d, sub in g.groupby("d", sort=True):
-            sub = sub.sort_values("n")
-            rel = sub["beta_power"] / sub["beta_star"]
-            err = (rel - 1.0).abs().to_numpy()
-            ok = np.nonzero(err > POWER_TOL)[0]
-            if ok.size == 0:
-                first = int(sub["n"].iloc[0])
-            elif ok[-1] == len(err) - 1:
-                first = None
-            else:
-                first = int(sub["n"].iloc[ok[-1] + 1])
-            rows.append(
-                [
-                    int(d),
-                    float(rel.min()),
-                    float(rel.max()),
-                    float(rel.iloc[-1]),
-                    "never" if first is None else first,
-                ]
-            )
-        return {
-            "label": f"rho = 0: power law n^(2/(d-1)) over the exact beta* (range over n, at the "
-            f"largest n), and the first grid n from which it stays within {POWER_TOL:g}",
-            "value": rows,
-        }
-
-    def gamma_row(d):
-        from attnscale.layer import finite_d
-
-        pick(theory, kind="grid", rho=0.0)  # the configuration has the rho = 0 transition
-        ns = [10**k for k in GAMMA_TABLE_LOG10_N]
-        return {
-            "label": f"rho = 0, d = {d}: exact beta*/ln n at n = " + " / ".join(sci(n) for n in ns),
-            "value": [finite_d.critical_beta(n, d, 0.0) / np.log(n) for n in ns],
-            "note": "computed from the library (attnscale.layer.finite_d.critical_beta) at these n, "
-            "which the theory grid need not hold; the table only says that rho = 0 is configured",
-        }
-
-    def power_at_largest():
-        g = pick(theory, kind="grid", rho=0.0)
-        top = g[g["n"] == g["n"].max()].sort_values("d")
-        return {
-            "label": f"rho = 0, n = {sci(top['n'].iloc[0])}: power law n^(2/(d-1)) over the exact "
-            "beta* at d = " + " / ".join(str(int(d)) for d in top["d"]),
-            "value": (top["beta_power"] / top["beta_star"]).tolist(),
-        }
-
-    src_p, src_t = [POINTS], [THEORY]
-    gamma_rows = [
-        compute(
-            f"finite_d.gamma_star_rho0_d{d}",
-            f"beta*/ln n at d = {d}",
-            lambda d=d: gamma_row(d),
-            fmt=".4g",
-            source=src_t,
-        )
-        for d in GAMMA_TABLE_D
-    ]
-    return [
-        compute(
-            "finite_d.points_within_2se",
-            "points within 2 SE",
-            lambda: within(2),
-            kind="count",
-            source=src_p,
-        ),
-        compute(
-            "finite_d.points_within_3se",
-            "points within 3 SE",
-            lambda: within(3),
-            kind="count",
-            source=src_p,
-        ),
-        compute(
-            "finite_d.points_chi2",
-            "chi^2 and largest |z|",
-            chi2,
-            fmt=".3g",
-            source=src_p,
-            note="z = (mean A_ii at the theory's beta* - 1/2) / its SE over draws",
-        ),
-        compute(
-            "finite_d.read_off_gamma_star",
-            "read-off gamma*",
-            lambda: read_off(False),
-            fmt=".3f",
-            source=src_t,
-        ),
-        compute(
-            "finite_d.read_off_over_gamma_c",
-            "read-off gamma*/gamma_c",
-            lambda: read_off(True),
-            fmt=".3f",
-            source=src_t,
-        ),
-        compute(
-            "finite_d.gamma_ratio_table",
-            "gamma*/gamma_c of typical heads",
-            ratio_table,
-            kind="table",
-            source=src_t,
-        ),
-        compute(
-            "finite_d.approximation_table",
-            "approximations",
-            approx_table,
-            kind="table",
-            columns=[
-                "d",
-                "rho",
-                "annealed",
-                "first order",
-                "first grid n without a first-order root",
-            ],
-            columns_fmt=["d", "g", "", "", ""],
-            source=src_t,
-        ),
-        compute(
-            "finite_d.first_order_crossover",
-            "first-order crossover",
-            first_order_roots,
-            kind="table",
-            columns=["d", "rho", "first n without a root", "first nan on the grid"],
-            columns_fmt=["d", "g", "d", "d"],
-            source=src_t,
-        ),
-        compute(
-            "finite_d.power_law_table",
-            "power law",
-            power_table,
-            kind="table",
-            columns=[
-                "d",
-                "min ratio",
-                "max ratio",
-                "ratio at the largest n",
-                "within tolerance from n",
-            ],
-            columns_fmt=["d", ".4g", ".4g", ".4g", ""],
-            source=src_t,
-        ),
-        compute(
-            "finite_d.power_law_over_exact",
-            "power law at the largest n",
-            power_at_largest,
-            fmt=".4f",
-            source=src_t,
-        ),
-    ] + gamma_rows
+    docs/finite-d.md#where-each-approximation-fails): the declarations :data:`TRANSITION`."""
+    return evaluate(TRANSITION, {"data": data, "theory": theory})
 
 
 def _span(v: pd.Series) -> str:
@@ -323,96 +340,93 @@ def _span(v: pd.Series) -> str:
     return f"{lo:+.2g} .. {hi:+.2g}" if not np.isclose(lo, hi) else f"{lo:+.2g}"
 
 
+def _star_offset(D):
+    rows = []
+    for d, sub in D.groupby("d", sort=False):
+        per_rho = sub.groupby("rho")[["gamma_star", "gamma_c"]].first()
+        v = 100.0 * (per_rho["gamma_star"] / per_rho["gamma_c"] - 1.0)
+        rows.append([int(d), _span(v)])
+    return {
+        "label": "finite-d critical gamma* above gamma_c, range over the rho grid (%)",
+        "value": rows,
+    }
+
+
+def _nearest_gammas(sub: pd.DataFrame, gc: float) -> list[float]:
+    """The grid gammas of ``sub`` nearest (in log) to :data:`INTERMEDIATE_FACTORS` times
+    ``gc``, each once, sorted."""
+    gammas = np.sort(sub["gamma"].unique())
+    return sorted(
+        {float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))]) for f in INTERMEDIATE_FACTORS}
+    )
+
+
+def _intermediate_table(D):
+    rhos = np.sort(D["rho"].unique())
+    rho = float(rhos[np.argmin(np.abs(rhos - INTERMEDIATE_RHO))])
+    cols = ["self_weight_mean", "n_eff_mean", "n_eff_others_mean", "k_mass_mean"]
+    rows = []
+    for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
+        gc = float(sub["gamma_c"].iloc[0])
+        for g in _nearest_gammas(sub, gc):
+            r = sub[np.isclose(sub["gamma"], g)].iloc[0]
+            rows.append([int(d), g, g / gc, *(r[c] for c in cols)])
+    mass = float(D["mass"].iloc[0])
+    return {
+        "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
+        f"1/sum_j A_ij^2, N_eff of the other keys and the number of keys holding "
+        f"{100 * mass:g} % of the mass (means over draws and query rows)",
+        "value": rows,
+    }
+
+
+def _low_d(D):
+    d = D["d"].min()
+    sub = D[D["d"] == d]
+    return {
+        "label": f"d = {int(d)}: N_eff range over the whole grid, and the largest mean self-weight",
+        "value": [
+            float(sub["n_eff_mean"].min()),
+            float(sub["n_eff_mean"].max()),
+            float(sub["self_weight_mean"].max()),
+        ],
+    }
+
+
+#: The findings of the intermediate phase, declared (functions of the concatenated table).
+INTERMEDIATE_FINDINGS = [
+    declare(
+        "intermediate.gamma_star_offset",
+        "gamma* above gamma_c",
+        _star_offset,
+        kind="table",
+        columns=["d", "gamma*/gamma_c - 1 (%)"],
+        columns_fmt=["d", ""],
+        source=[INTERMEDIATE],
+    ),
+    declare(
+        "intermediate.table",
+        "intermediate phase",
+        _intermediate_table,
+        kind="table",
+        columns=[
+            "d",
+            "gamma",
+            "gamma/gamma_c",
+            "A_ii",
+            "N_eff",
+            "N_eff others",
+            "keys for the mass",
+        ],
+        columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"],
+        source=[INTERMEDIATE],
+    ),
+    declare("intermediate.low_d", "lowest d", _low_d, fmt=".3g", source=[INTERMEDIATE]),
+]
+
+
 def intermediate_findings(*, data) -> list[Finding]:
     """How many keys a query attends to around and above the transition
-    (docs/finite-d.md, the intermediate phase of Paper A's Theorem C.2)."""
-    D = frame(data)
-    src = [INTERMEDIATE]
-
-    def star_offset():
-        rows = []
-        for d, sub in D.groupby("d", sort=False):
-            per_rho = sub.groupby("rho")[["gamma_star", "gamma_c"]].first()
-            v = 100.0 * (per_rho["gamma_star"] / per_rho["gamma_c"] - 1.0)
-            rows.append([int(d), _span(v)])
-        return {
-            "label": "finite-d critical gamma* above gamma_c, range over the rho grid (%)",
-            "value": rows,
-        }
-
-    def table():
-        rhos = np.sort(D["rho"].unique())
-        rho = float(rhos[np.argmin(np.abs(rhos - INTERMEDIATE_RHO))])
-        rows = []
-        for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
-            gc = float(sub["gamma_c"].iloc[0])
-            gammas = np.sort(sub["gamma"].unique())
-            chosen = sorted(
-                {
-                    float(gammas[np.argmin(np.abs(np.log(gammas / (f * gc))))])
-                    for f in INTERMEDIATE_FACTORS
-                }
-            )
-            for g in chosen:
-                r = sub[np.isclose(sub["gamma"], g)].iloc[0]
-                rows.append(
-                    [
-                        int(d),
-                        g,
-                        g / gc,
-                        r["self_weight_mean"],
-                        r["n_eff_mean"],
-                        r["n_eff_others_mean"],
-                        r["k_mass_mean"],
-                    ]
-                )
-        mass = float(D["mass"].iloc[0])
-        return {
-            "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
-            f"1/sum_j A_ij^2, N_eff of the other keys and the number of keys holding "
-            f"{100 * mass:g} % of the mass (means over draws and query rows)",
-            "value": rows,
-        }
-
-    def low_d():
-        d = D["d"].min()
-        sub = D[D["d"] == d]
-        return {
-            "label": f"d = {int(d)}: N_eff range over the whole grid, and the largest mean "
-            "self-weight",
-            "value": [
-                float(sub["n_eff_mean"].min()),
-                float(sub["n_eff_mean"].max()),
-                float(sub["self_weight_mean"].max()),
-            ],
-        }
-
-    return [
-        compute(
-            "intermediate.gamma_star_offset",
-            "gamma* above gamma_c",
-            star_offset,
-            kind="table",
-            columns=["d", "gamma*/gamma_c - 1 (%)"],
-            columns_fmt=["d", ""],
-            source=src,
-        ),
-        compute(
-            "intermediate.table",
-            "intermediate phase",
-            table,
-            kind="table",
-            columns=[
-                "d",
-                "gamma",
-                "gamma/gamma_c",
-                "A_ii",
-                "N_eff",
-                "N_eff others",
-                "keys for the mass",
-            ],
-            columns_fmt=["d", ".3g", ".2f", ".3f", ".3g", ".3g", ".3g"],
-            source=src,
-        ),
-        compute("intermediate.low_d", "lowest d", low_d, fmt=".3g", source=src),
-    ]
+    (docs/finite-d.md, the intermediate phase of Paper A's Theorem C.2): the declarations
+    :data:`INTERMEDIATE_FINDINGS`."""
+    return evaluate(INTERMEDIATE_FINDINGS, frame(data))

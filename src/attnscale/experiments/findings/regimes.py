@@ -1,9 +1,11 @@
 """Findings of the regimes figure (docs/regimes.md): simulated against predicted beta*(n) for the
-gap, near-tie, finite-d and no-gap (REM) regimes, and the practical reading for one head; the
-row-set, near-tie, power-law and REM-order checks are in
-:mod:`attnscale.experiments.findings.regimes_checks`."""
+gap, near-tie, finite-d and no-gap (REM) regimes; the practical reading for one head is in
+:mod:`attnscale.experiments.findings.regimes_read_off`, the row-set, near-tie, power-law and
+REM-order checks in :mod:`attnscale.experiments.findings.regimes_checks`."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,8 @@ import pandas as pd
 from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
-    compute,
+    declare,
+    evaluate,
     frame,
     one,
     pick,
@@ -22,6 +25,7 @@ from attnscale.experiments.findings.regimes_checks import (
     REM_ORDERS,
     regimes_check_findings,
 )
+from attnscale.experiments.findings.regimes_read_off import READ_OFF, read_off_findings
 
 __all__ = [
     "TABLE",
@@ -30,11 +34,11 @@ __all__ = [
     "EXPONENT",
     "REM_ORDERS",
     "SERIES",
+    "REGIMES",
     "regimes_findings",
 ]
 
 TABLE = "regimes/critical_scale.csv"
-READ_OFF = "regimes/read_off.csv"
 SIMULATIONS = [
     "regimes/gap_ties.csv",
     "regimes/finite_d.csv",
@@ -56,10 +60,6 @@ SERIES = (
 )
 
 PM_ROWS = "one standard error by the delta method over the {k} independent query rows of each n"
-PM_PAIRED = (
-    "one standard error by the paired delta method over the same {k} query rows for every k "
-    "(per-row influence values)"
-)
 
 
 def _describe(row: pd.Series) -> str:
@@ -67,6 +67,288 @@ def _describe(row: pd.Series) -> str:
     if row["regime"] == "rem":
         return f"{row['series']} (s = {float(row['s']):g})"
     return f"{row['series']} (d = {int(row['d'])}, rho = {float(row['rho']):g})"
+
+
+def _pm_rows(r) -> str:
+    return PM_ROWS.format(k=int(r["contexts"]))
+
+
+def _largest(t, name):
+    """The simulated rows of series ``name`` by ``n``, the row at its largest ``n`` and the head
+    of a label about that row."""
+    rows = pick(t["S"], series=name).sort_values("n")
+    r = rows.iloc[-1]
+    return rows, r, f"{_describe(r)}, n = {sci(r['n'])}: "
+
+
+def _theory(t, name, kind, n) -> float:
+    """The theory's ``beta`` of series ``name`` of ``kind`` at ``n``."""
+    return one(t["P"], "beta", series=name, kind=kind, n=float(n))
+
+
+# --------------------------------------------------------------------------- one series
+
+
+def _beta_sim(t, name):
+    _, r, head = _largest(t, name)
+    return {
+        "label": head + "simulated beta*",
+        "value": r["beta"],
+        "se": r["beta_se"],
+        "pm": _pm_rows(r),
+    }
+
+
+def _column(t, name, col, what):
+    _, r, head = _largest(t, name)
+    return {"label": head + what, "value": r[col]}
+
+
+def _gamma_span(t, name):
+    rows, r, _ = _largest(t, name)
+    first = rows.iloc[0]
+    return {
+        "label": f"{_describe(r)}: simulated gamma* = beta*/ln n at n = {sci(first['n'])} "
+        f"and at n = {sci(r['n'])}",
+        "value": [first["gamma"], r["gamma"]],
+        "se": [first["gamma_se"], r["gamma_se"]],
+        "pm": _pm_rows(r),
+    }
+
+
+#: What is reported of every series at its largest n: (name, function, format).
+_AT_LARGEST = (
+    ("beta_sim", _beta_sim, ".2f"),
+    ("beta_pred", partial(_column, col="beta_pred", what="finite-n prediction of beta*"), ".2f"),
+    ("beta_leading", partial(_column, col="beta_leading", what="leading order of beta*"), ".2f"),
+    ("z", partial(_column, col="z_pred", what="z = (simulated - predicted) / SE"), ".2f"),
+    ("gamma_span", _gamma_span, ".3f"),
+)
+
+
+def _noisy_gamma(t):
+    name = "ties kappa=0.5 noise=0.3"
+    _, r, head = _largest(t, name)
+    ln_n = np.log(float(r["n"]))
+    return {
+        "label": head + "gamma* = beta*/ln n simulated, predicted (exact finite-d theory of k "
+        "copies) and its n -> infinity asymptote (1 - kappa)/(Delta - delta)",
+        "value": [
+            r["gamma"],
+            r["beta_pred"] / ln_n,
+            _theory(t, name, "asymptote", r["n"]) / ln_n,
+        ],
+        "se": [r["gamma_se"], None, None],
+        "pm": _pm_rows(r),
+    }
+
+
+def _fd_power_law(t):
+    _, r, head = _largest(t, "finite_d d=16")
+    return {
+        "label": head + "Paper B's power law n^(2/(d-1))",
+        "value": _theory(t, "finite_d d=16", "power_law", r["n"]),
+    }
+
+
+def _fd_gamma_pred(t):
+    pred = pick(t["P"], series="finite_d d=16", kind="prediction").sort_values("n")
+    lo, hi = pred.iloc[0], pred.iloc[-1]
+    return {
+        "label": f"{_describe(hi)}: predicted gamma* = beta*/ln n (exact finite-d theory) at "
+        f"n = {sci(lo['n'])} and at n = {sci(hi['n'])}",
+        "value": [lo["beta"] / np.log(lo["n"]), hi["beta"] / np.log(hi["n"])],
+    }
+
+
+# --------------------------------------------------------------------------- the REM
+
+
+def _rem_penultimate(t):
+    _, r, head = _largest(t, "rem")
+    return {
+        "label": head + "penultimate order w_n/(alpha_c s)",
+        "value": _theory(t, "rem", "penultimate", float(r["n"])),
+    }
+
+
+def _rem_z_orders(t):
+    _, r, head = _largest(t, "rem")
+    n, b, se = float(r["n"]), float(r["beta"]), float(r["beta_se"])
+    lead, pen = _theory(t, "rem", "leading", n), _theory(t, "rem", "penultimate", n)
+    return {
+        "label": head + "(simulated - order) / SE, leading and penultimate order",
+        "value": [(b - lead) / se, (b - pen) / se],
+    }
+
+
+def _rem_log_n_law(t):
+    """The REM's largest point, its head, and a log n law through its smallest point evaluated
+    at its largest ``n``."""
+    rows, r, head = _largest(t, "rem")
+    first = rows.iloc[0]
+    law = float(first["beta"]) * np.log(float(r["n"])) / np.log(float(first["n"]))
+    return r, head, first, law
+
+
+def _rem_law(t):
+    r, _, first, law = _rem_log_n_law(t)
+    return {
+        "label": f"{_describe(r)}: a log n law through the simulated point at n = "
+        f"{sci(first['n'])}, evaluated at n = {sci(r['n'])}",
+        "value": law,
+    }
+
+
+def _rem_law_z(t):
+    r, head, _, law = _rem_log_n_law(t)
+    return {
+        "label": head + "(simulated - that log n law) / SE",
+        "value": (float(r["beta"]) - law) / float(r["beta_se"]),
+    }
+
+
+def _rem_truncated(t):
+    """The REM's rows by ``n`` and those that drew only the scores above a threshold."""
+    rows, _, _ = _largest(t, "rem")
+    cut = rows[rows["keys_drawn"].astype(float) < rows["n"].astype(float)]
+    if cut.empty:
+        raise NotAvailable("no REM point drew only the scores above a threshold")
+    return rows, cut
+
+
+def _rem_truncated_from(t):
+    _, cut = _rem_truncated(t)
+    return {
+        "label": "REM: smallest simulated n at which only the scores above the threshold are drawn",
+        "value": float(cut["n"].min()),
+    }
+
+
+def _rem_drawn_share(t):
+    rows, _ = _rem_truncated(t)
+    r = rows.iloc[-1]
+    return {
+        "label": f"REM: share of the scores drawn at n = {sci(r['n'])} (mean over rows)",
+        "value": 100.0 * float(r["keys_drawn"]) / float(r["n"]),
+    }
+
+
+# --------------------------------------------------------------------------- over all points
+
+
+def _z_all(S):
+    z = S["z_pred"].astype(float)
+    if z.empty:
+        raise NotAvailable("no simulated points")
+    return z
+
+
+def _row_sets(t):
+    S = t["S"]
+    _z_all(S)
+    return {
+        "label": f"independent row sets among the {len(S)} simulated points (series drawn "
+        "from the same rows, a query-alone series and its tie series at one n, count once)",
+        "value": int(S[["n", "spawn_key"]].drop_duplicates().shape[0]),
+    }
+
+
+def _gap_over_leading(t):
+    _, r, head = _largest(t, "gap")
+    return {
+        "label": head + "exact finite-d beta* over Paper A's ln(n - 1)/(1 - rho), minus 1",
+        "value": 100.0 * (float(r["beta_pred"]) / float(r["beta_leading"]) - 1.0),
+    }
+
+
+def _largest_z(t):
+    z = _z_all(t["S"])
+    r = t["S"].loc[z.abs().idxmax()]
+    return {
+        "label": f"largest |z| over the simulated points: {_describe(r)} at n = {sci(r['n'])}",
+        "value": r["z_pred"],
+    }
+
+
+def _se_ratios(t):
+    S = t["S"]
+    ratio = (S["beta_se_batches"] / S["beta_se"]).astype(float).dropna()
+    if ratio.empty:
+        raise NotAvailable("no batch-means SE")
+    return ratio
+
+
+def _se_ratio(t):
+    ratio = _se_ratios(t)
+    return {
+        "label": f"ratio of the batch-means SE to the delta-method SE over the {len(ratio)} "
+        "simulated points: mean and standard deviation (the scatter of the ratio, not an SE)",
+        "value": [ratio.mean(), ratio.std(ddof=1)],
+    }
+
+
+def _se_ratio_range(t):
+    ratio = _se_ratios(t)
+    return {
+        "label": f"ratio of the batch-means SE to the delta-method SE, range over the "
+        f"{len(ratio)} simulated points",
+        "value": [ratio.min(), ratio.max()],
+    }
+
+
+def _regridded(t):
+    sims = frame(t["simulations"])
+    if "attempts" not in sims.columns:
+        raise NotAvailable("no column 'attempts'")
+    return {
+        "label": "simulated points whose root fell outside the first grid (grid moved, same "
+        "rows redrawn)",
+        "value": [int((sims["attempts"] > 1).sum()), len(sims)],
+    }
+
+
+def _declare(key, label, fn, fmt, **meta):
+    return declare(f"regimes.{key}", label, fn, fmt=fmt, **{"source": [TABLE], **meta})
+
+
+#: The findings of the regimes table, declared (functions of the tables ``{"S": simulated
+#: points, "P": theory points, "simulations": the simulation tables}``).
+REGIMES = [
+    *(
+        _declare(f"{key}.{what}", f"{name}: {what}", partial(fn, name=name), fmt)
+        for key, name in SERIES
+        for what, fn, fmt in _AT_LARGEST
+    ),
+    _declare("ties_k0p5_noisy.gamma", "noisy copies", _noisy_gamma, ".3f"),
+    _declare("finite_d16.beta_power_law", "power law", _fd_power_law, ".3g"),
+    _declare("finite_d16.gamma_pred", "predicted gamma*", _fd_gamma_pred, ".2f"),
+    _declare("rem.beta_penultimate", "penultimate", _rem_penultimate, ".2f"),
+    _declare("rem.z_orders", "z of the orders", _rem_z_orders, ".1f"),
+    _declare("rem.log_n_law", "log n law", _rem_law, ".3g"),
+    _declare("rem.log_n_law_z", "log n law z", _rem_law_z, ".1f"),
+    _declare("rem.truncated_from_n", "truncation", _rem_truncated_from, ".3g"),
+    _declare("rem.drawn_share", "drawn share", _rem_drawn_share, ".0f", unit="%"),
+    _declare("independent_row_sets", "row sets", _row_sets, "d"),
+    _declare("gap.pred_over_leading", "exact over leading", _gap_over_leading, ".2f", unit="%"),
+    _declare("largest_abs_z", "largest |z|", _largest_z, ".2f"),
+    _declare(
+        "se_ratio",
+        "SE ratio",
+        _se_ratio,
+        ".2f",
+        note="a batch-means SE of B batches scatters with relative sd close to 1/sqrt(2 (B - 1))",
+    ),
+    _declare("se_ratio_range", "SE ratio range", _se_ratio_range, ".2f", kind="range"),
+    _declare(
+        "regridded_points",
+        "re-gridded",
+        _regridded,
+        ".3g",
+        kind="count",
+        source=[TABLE, *SIMULATIONS],
+    ),
+]
 
 
 def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> list[Finding]:
@@ -94,440 +376,24 @@ def regimes_findings(*, table, read_off, simulations, exponent, rem_orders) -> l
     Returns
     -------
     list of Finding
-        Per series at its largest simulated ``n``: simulated ``beta*`` +- SE, the finite-n
-        prediction, the leading order, ``z``, and ``gamma* = beta*/ln n`` at the smallest and the
-        largest ``n``; over all points: the independent row sets, the largest ``|z|``, the batch /
-        delta SE ratio, re-gridded points, the REM's truncated draws; the practical reading
-        (``gamma*``, ``k`` for the configured drop, exact and noisy copies, simulated drops
-        against the first-order and the exact theory); and the checks of
-        :func:`attnscale.experiments.findings.regimes_checks.regimes_check_findings`.
+        The declarations :data:`REGIMES` (per series at its largest simulated ``n``: simulated
+        ``beta*`` +- SE, the finite-n prediction, the leading order, ``z``, and
+        ``gamma* = beta*/ln n`` at the smallest and the largest ``n``; over all points: the
+        independent row sets, the largest ``|z|``, the batch / delta SE ratio, re-gridded
+        points, the REM's truncated draws), then the practical reading of
+        :func:`attnscale.experiments.findings.regimes_read_off.read_off_findings` and the checks
+        of :func:`attnscale.experiments.findings.regimes_checks.regimes_check_findings`.
         A series or grid point that the configuration lacks gives "not computed at this
         configuration".
     """
     T = frame(table)
-    S = T[T["kind"] == "simulation"].copy()
-    P = T[T["role"] == "point"]
-    R = frame(read_off)
-    src_t, src_r = [TABLE], [READ_OFF]
-
-    def series_rows(name):
-        rows = pick(S, series=name).sort_values("n")
-        return rows, rows.iloc[-1]
-
-    def theory_at(name, kind, n):
-        return one(P, "beta", series=name, kind=kind, n=float(n))
-
-    def at_largest(name, what):
-        rows, r = series_rows(name)
-        head = f"{_describe(r)}, n = {sci(r['n'])}: "
-        if what == "beta_sim":
-            return {
-                "label": head + "simulated beta*",
-                "value": r["beta"],
-                "se": r["beta_se"],
-                "pm": PM_ROWS.format(k=int(r["contexts"])),
-            }
-        if what == "beta_pred":
-            return {"label": head + "finite-n prediction of beta*", "value": r["beta_pred"]}
-        if what == "beta_leading":
-            return {"label": head + "leading order of beta*", "value": r["beta_leading"]}
-        if what == "z":
-            return {"label": head + "z = (simulated - predicted) / SE", "value": r["z_pred"]}
-        first = rows.iloc[0]
-        return {
-            "label": f"{_describe(r)}: simulated gamma* = beta*/ln n at n = {sci(first['n'])} "
-            f"and at n = {sci(r['n'])}",
-            "value": [first["gamma"], r["gamma"]],
-            "se": [first["gamma_se"], r["gamma_se"]],
-            "pm": PM_ROWS.format(k=int(r["contexts"])),
-        }
-
-    def z_all():
-        z = S["z_pred"].astype(float)
-        if z.empty:
-            raise NotAvailable("no simulated points")
-        return z
-
-    def row_sets():
-        z_all()
-        return {
-            "label": f"independent row sets among the {len(S)} simulated points (series drawn "
-            "from the same rows, a query-alone series and its tie series at one n, count once)",
-            "value": int(S[["n", "spawn_key"]].drop_duplicates().shape[0]),
-        }
-
-    def gap_over_leading():
-        _, r = series_rows("gap")
-        return {
-            "label": f"{_describe(r)}, n = {sci(r['n'])}: exact finite-d beta* over Paper A's "
-            "ln(n - 1)/(1 - rho), minus 1",
-            "value": 100.0 * (float(r["beta_pred"]) / float(r["beta_leading"]) - 1.0),
-        }
-
-    def largest_z():
-        z = z_all()
-        r = S.loc[z.abs().idxmax()]
-        return {
-            "label": f"largest |z| over the simulated points: {_describe(r)} at n = {sci(r['n'])}",
-            "value": r["z_pred"],
-        }
-
-    def se_ratio(stat):
-        ratio = (S["beta_se_batches"] / S["beta_se"]).astype(float).dropna()
-        if ratio.empty:
-            raise NotAvailable("no batch-means SE")
-        if stat == "range":
-            return {
-                "label": f"ratio of the batch-means SE to the delta-method SE, range over the "
-                f"{len(ratio)} simulated points",
-                "value": [ratio.min(), ratio.max()],
-            }
-        return {
-            "label": f"ratio of the batch-means SE to the delta-method SE over the {len(ratio)} "
-            "simulated points: mean and standard deviation (the scatter of the ratio, not an SE)",
-            "value": [ratio.mean(), ratio.std(ddof=1)],
-        }
-
-    def regridded():
-        sims = frame(simulations)
-        if "attempts" not in sims.columns:
-            raise NotAvailable("no column 'attempts'")
-        return {
-            "label": "simulated points whose root fell outside the first grid (grid moved, same "
-            "rows redrawn)",
-            "value": [int((sims["attempts"] > 1).sum()), len(sims)],
-        }
-
-    def rem_extra(what):
-        rows, r = series_rows("rem")
-        n, b, se = float(r["n"]), float(r["beta"]), float(r["beta_se"])
-        head = f"{_describe(r)}, n = {sci(n)}: "
-        if what == "penultimate":
-            return {
-                "label": head + "penultimate order w_n/(alpha_c s)",
-                "value": theory_at("rem", "penultimate", n),
-            }
-        if what == "z_orders":
-            lead, pen = theory_at("rem", "leading", n), theory_at("rem", "penultimate", n)
-            return {
-                "label": head + "(simulated - order) / SE, leading and penultimate order",
-                "value": [(b - lead) / se, (b - pen) / se],
-            }
-        first = rows.iloc[0]
-        law = float(first["beta"]) * np.log(n) / np.log(float(first["n"]))
-        if what == "log_n_law":
-            return {
-                "label": f"{_describe(r)}: a log n law through the simulated point at n = "
-                f"{sci(first['n'])}, evaluated at n = {sci(n)}",
-                "value": law,
-            }
-        return {"label": head + "(simulated - that log n law) / SE", "value": (b - law) / se}
-
-    def rem_truncation(what):
-        rows, _ = series_rows("rem")
-        cut = rows[rows["keys_drawn"].astype(float) < rows["n"].astype(float)]
-        if cut.empty:
-            raise NotAvailable("no REM point drew only the scores above a threshold")
-        if what == "from_n":
-            return {
-                "label": "REM: smallest simulated n at which only the scores above the threshold "
-                "are drawn",
-                "value": float(cut["n"].min()),
-            }
-        r = rows.iloc[-1]
-        return {
-            "label": f"REM: share of the scores drawn at n = {sci(r['n'])} (mean over rows)",
-            "value": 100.0 * float(r["keys_drawn"]) / float(r["n"]),
-        }
-
-    def fd_power_law():
-        _, r = series_rows("finite_d d=16")
-        return {
-            "label": f"{_describe(r)}, n = {sci(r['n'])}: Paper B's power law n^(2/(d-1))",
-            "value": theory_at("finite_d d=16", "power_law", r["n"]),
-        }
-
-    def fd_gamma_pred():
-        pred = pick(P, series="finite_d d=16", kind="prediction").sort_values("n")
-        lo, hi = pred.iloc[0], pred.iloc[-1]
-        return {
-            "label": f"{_describe(hi)}: predicted gamma* = beta*/ln n (exact finite-d theory) at "
-            f"n = {sci(lo['n'])} and at n = {sci(hi['n'])}",
-            "value": [lo["beta"] / np.log(lo["n"]), hi["beta"] / np.log(hi["n"])],
-        }
-
-    def noisy_gamma():
-        name = "ties kappa=0.5 noise=0.3"
-        _, r = series_rows(name)
-        ln_n = np.log(float(r["n"]))
-        return {
-            "label": f"{_describe(r)}, n = {sci(r['n'])}: gamma* = beta*/ln n simulated, "
-            "predicted (exact finite-d theory of k copies) and its n -> infinity asymptote "
-            "(1 - kappa)/(Delta - delta)",
-            "value": [
-                r["gamma"],
-                r["beta_pred"] / ln_n,
-                theory_at(name, "asymptote", r["n"]) / ln_n,
-            ],
-            "se": [r["gamma_se"], None, None],
-            "pm": PM_ROWS.format(k=int(r["contexts"])),
-        }
-
-    # ------------------------------------------------------------------ the practical reading
-    def theory_rows():
-        t = pick(R, source="theory").sort_values("copy_cosine", ascending=False)
-        r = t.iloc[0]
-        return t, f"d = {int(r['d'])}, n = {int(r['n'])}, rho = {float(r['rho']):g}"
-
-    def ro_gamma():
-        t, head = theory_rows()
-        return {
-            "label": f"{head}: exact finite-d gamma* of the head without copies",
-            "value": t["gamma_star_exact"].iloc[0],
-        }
-
-    def ro_exact(what):
-        t, head = theory_rows()
-        r = pick(t, copy_cosine=1.0).iloc[0]
-        shift = 100.0 * float(r["shift"])
-        if what == "k":
-            return {
-                "label": f"{head}: tokens in the top group (query and exact copies) that "
-                f"lower gamma* by {shift:g} % (first-order group formula)",
-                "value": r["k_needed"],
-            }
-        lo, hi = int(np.floor(r["k_needed"])), int(r["k_ceil"])
-        return {
-            "label": f"{head}: drop of gamma* with k = {lo} and k = {hi} exact tokens in the top "
-            "group (first-order group formula)",
-            "value": [100.0 * r["shift_at_floor"], 100.0 * r["shift_at_ceil"]],
-        }
-
-    def ro_copies():
-        t, head = theory_rows()
-        c = t[t["copy_cosine"].astype(float) < 1.0]
-        if c.empty:
-            raise NotAvailable("no copy cosine below 1")
-        shift = 100.0 * float(c["shift"].iloc[0])
-        return {
-            "label": f"{head}: tokens in the top group (query and copies at cosine "
-            + " / ".join(f"{x:g}" for x in c["copy_cosine"])
-            + f" with it) that lower gamma* by {shift:g} %",
-            "value": c["k_needed"].tolist(),
-        }
-
-    def ro_sim(what):
-        s = pick(R, source="simulation")
-        s = s[s["k"].astype(float) > 1].sort_values("k")
-        if s.empty:
-            raise NotAvailable("no simulated copies")
-        ks = " and ".join(f"k = {int(k)}" for k in s["k"])
-        d, n = int(s["d"].iloc[0]), int(s["n"].iloc[0])
-        head = f"d = {d}, n = {n}: relative drop of beta* with {ks}"
-        pm = PM_PAIRED.format(k=int(s["contexts"].iloc[0]))
-        if what == "sim":
-            return {
-                "label": head + ", simulated",
-                "value": s["shift_sim"].tolist(),
-                "se": s["shift_sim_se"].tolist(),
-                "pm": pm,
-            }
-        if what == "formula":
-            return {
-                "label": head + ", first-order group formula",
-                "value": s["shift_theory"].tolist(),
-            }
-        if what in ("exact", "exact_excess") and "shift_exact" not in s.columns:
-            raise NotAvailable("no column 'shift_exact'")
-        if what == "exact":
-            return {
-                "label": head + ", exact finite-d theory of k copies",
-                "value": s["shift_exact"].tolist(),
-            }
-        if what == "exact_excess":
-            return {
-                "label": head + ": exact theory minus simulation",
-                "value": (s["shift_exact"] - s["shift_sim"]).tolist(),
-                "se": s["shift_sim_se"].tolist(),
-                "pm": pm,
-            }
-        return {
-            "label": head + ": formula minus simulation",
-            "value": (s["shift_theory"] - s["shift_sim"]).tolist(),
-            "se": s["shift_sim_se"].tolist(),
-            "pm": pm,
-        }
-
-    found = []
-    for key, name in SERIES:
-        for what, fmt in (
-            ("beta_sim", ".2f"),
-            ("beta_pred", ".2f"),
-            ("beta_leading", ".2f"),
-            ("z", ".2f"),
-            ("gamma_span", ".3f"),
-        ):
-            found.append(
-                compute(
-                    f"regimes.{key}.{what}",
-                    f"{name}: {what}",
-                    lambda name=name, what=what: at_largest(name, what),
-                    fmt=fmt,
-                    source=src_t,
-                )
-            )
-    sims = src_t + SIMULATIONS
+    tables = {
+        "S": T[T["kind"] == "simulation"].copy(),
+        "P": T[T["role"] == "point"],
+        "simulations": simulations,
+    }
     return (
-        found
-        + [
-            compute(
-                "regimes.ties_k0p5_noisy.gamma",
-                "noisy copies",
-                noisy_gamma,
-                fmt=".3f",
-                source=src_t,
-            ),
-            compute(
-                "regimes.finite_d16.beta_power_law",
-                "power law",
-                fd_power_law,
-                fmt=".3g",
-                source=src_t,
-            ),
-            compute(
-                "regimes.finite_d16.gamma_pred",
-                "predicted gamma*",
-                fd_gamma_pred,
-                fmt=".2f",
-                source=src_t,
-            ),
-            compute(
-                "regimes.rem.beta_penultimate",
-                "penultimate",
-                lambda: rem_extra("penultimate"),
-                fmt=".2f",
-                source=src_t,
-            ),
-            compute(
-                "regimes.rem.z_orders",
-                "z of the orders",
-                lambda: rem_extra("z_orders"),
-                fmt=".1f",
-                source=src_t,
-            ),
-            compute(
-                "regimes.rem.log_n_law",
-                "log n law",
-                lambda: rem_extra("log_n_law"),
-                fmt=".3g",
-                source=src_t,
-            ),
-            compute(
-                "regimes.rem.log_n_law_z",
-                "log n law z",
-                lambda: rem_extra("log_n_law_z"),
-                fmt=".1f",
-                source=src_t,
-            ),
-            compute(
-                "regimes.rem.truncated_from_n",
-                "truncation",
-                lambda: rem_truncation("from_n"),
-                fmt=".3g",
-                source=src_t,
-            ),
-            compute(
-                "regimes.rem.drawn_share",
-                "drawn share",
-                lambda: rem_truncation("share"),
-                fmt=".0f",
-                unit="%",
-                source=src_t,
-            ),
-            compute("regimes.independent_row_sets", "row sets", row_sets, fmt="d", source=src_t),
-            compute(
-                "regimes.gap.pred_over_leading",
-                "exact over leading",
-                gap_over_leading,
-                fmt=".2f",
-                unit="%",
-                source=src_t,
-            ),
-            compute("regimes.largest_abs_z", "largest |z|", largest_z, fmt=".2f", source=src_t),
-            compute(
-                "regimes.se_ratio",
-                "SE ratio",
-                lambda: se_ratio("mean"),
-                fmt=".2f",
-                source=src_t,
-                note="a batch-means SE of B batches scatters with relative sd close "
-                "to 1/sqrt(2 (B - 1))",
-            ),
-            compute(
-                "regimes.se_ratio_range",
-                "SE ratio range",
-                lambda: se_ratio("range"),
-                kind="range",
-                fmt=".2f",
-                source=src_t,
-            ),
-            compute("regimes.regridded_points", "re-gridded", regridded, kind="count", source=sims),
-            compute(
-                "regimes.read_off.gamma_star", "read-off gamma*", ro_gamma, fmt=".4f", source=src_r
-            ),
-            compute(
-                "regimes.read_off.k_exact",
-                "k for exact copies",
-                lambda: ro_exact("k"),
-                fmt=".3g",
-                source=src_r,
-            ),
-            compute(
-                "regimes.read_off.drop_integer_k",
-                "drop at integer k",
-                lambda: ro_exact("drop"),
-                fmt=".1f",
-                unit="%",
-                source=src_r,
-            ),
-            compute(
-                "regimes.read_off.k_copies", "k for copies", ro_copies, fmt=".3g", source=src_r
-            ),
-            compute(
-                "regimes.read_off.drop_sim",
-                "simulated drop",
-                lambda: ro_sim("sim"),
-                fmt=".6f",
-                source=src_r,
-            ),
-            compute(
-                "regimes.read_off.drop_formula",
-                "formula drop",
-                lambda: ro_sim("formula"),
-                fmt=".6f",
-                source=src_r,
-            ),
-            compute(
-                "regimes.read_off.formula_excess",
-                "formula minus simulation",
-                lambda: ro_sim("excess"),
-                fmt=".2g",
-                source=src_r,
-            ),
-            compute(
-                "regimes.read_off.drop_exact",
-                "exact drop",
-                lambda: ro_sim("exact"),
-                fmt=".6f",
-                source=src_r,
-            ),
-            compute(
-                "regimes.read_off.exact_minus_sim",
-                "exact minus simulation",
-                lambda: ro_sim("exact_excess"),
-                fmt=".2g",
-                source=src_r,
-            ),
-        ]
+        evaluate(REGIMES, tables)
+        + read_off_findings(read_off=read_off)
         + regimes_check_findings(table=T, exponent=exponent, rem_orders=rem_orders)
     )
