@@ -10,7 +10,6 @@ import math
 from attnscale.experiments.findings.record import (
     Finding,
     NotAvailable,
-    compute,
     declare,
     evaluate,
     frame,
@@ -22,6 +21,8 @@ __all__ = [
     "THEORY",
     "PROBES_SUMMARY",
     "RETRIEVAL",
+    "LM",
+    "probe_declarations",
     "retrieval_findings",
     "lm_findings",
     "probe_findings",
@@ -213,68 +214,73 @@ LM_SUMMARY = "training/lm/summary.csv"
 LM_COMPARISONS = "training/lm/comparisons.csv"
 
 
+def _lm_curve(t, v):
+    sub = _variant(t["S"].rename(columns={"lo": "n"}), v)
+    return {
+        "label": f"held-out loss (nats per character) of {v} in the position bands "
+        + ", ".join(f"{a}-{b}" for a, b in zip(sub["n"], sub["hi"], strict=True))
+        + f" (training context {t['context']})",
+        "value": sub["loss"].astype(float).tolist(),
+        "se": sub["loss_se"].astype(float).tolist(),
+    }
+
+
+def _lm_diff(t, v):
+    C, lo, T = t["C"], t["los"][-1], t["context"]
+    r = C[(C["variant"] == v) & (C["lo"] == lo)]
+    if r.empty:
+        raise NotAvailable(f"no comparison of {v}")
+    r = r.iloc[0]
+    hi = int(t["S"]["hi"].max())
+    return {
+        "label": f"held-out loss of {v} minus plain at positions {lo}-{hi} "
+        f"({hi // T} x the training context), paired by seed (Holm-adjusted p = "
+        f"{r['p_holm']:.2g})",
+        "value": float(r["diff"]),
+        "se": float(r["diff_se"]),
+    }
+
+
+#: The findings of the language model, declared (functions of the tables ``{"S": summary,
+#: "C": comparisons}`` with the training ``context``, the bands' starts ``los`` and the number
+#: of seeds ``k``; :func:`lm_findings`).
+LM = [
+    *(
+        declare(
+            f"training.lm_loss_{v}",
+            "loss",
+            _pm(_on(_lm_curve, v), PM_SEEDS),
+            fmt=".3f",
+            source=[LM_SUMMARY],
+        )
+        for v in VARIANTS
+    ),
+    *(
+        declare(
+            f"training.lm_diff_{v}",
+            "difference",
+            _pm(_on(_lm_diff, v), PM_PAIRED),
+            fmt=".3f",
+            source=[LM_COMPARISONS],
+        )
+        for v in VARIANTS[1:]
+    ),
+]
+
+
 def lm_findings(*, summary, comparisons) -> list[Finding]:
     """The language model's held-out loss beyond its training context per variant, and each
-    variant minus plain in the last band (docs/training.md#findings)."""
-    S, C = frame(summary), frame(comparisons)
-    T = int(S["context"].iloc[0])
-    k = int(S["seeds"].min())
-    los = sorted(int(x) for x in S["lo"].unique())
-    out = []
-
-    def curve(v):
-        def fn():
-            sub = _variant(S.rename(columns={"lo": "n"}), v)
-            return {
-                "label": f"held-out loss (nats per character) of {v} in the position bands "
-                + ", ".join(f"{a}-{b}" for a, b in zip(sub["n"], sub["hi"], strict=True))
-                + f" (training context {T})",
-                "value": sub["loss"].astype(float).tolist(),
-                "se": sub["loss_se"].astype(float).tolist(),
-            }
-
-        return fn
-
-    def diff(v):
-        def fn():
-            r = C[(C["variant"] == v) & (C["lo"] == los[-1])]
-            if r.empty:
-                raise NotAvailable(f"no comparison of {v}")
-            r = r.iloc[0]
-            hi = int(S["hi"].max())
-            return {
-                "label": f"held-out loss of {v} minus plain at positions {los[-1]}-{hi} "
-                f"({hi // T} x the training context), paired by seed (Holm-adjusted p = "
-                f"{r['p_holm']:.2g})",
-                "value": float(r["diff"]),
-                "se": float(r["diff_se"]),
-            }
-
-        return fn
-
-    for v in VARIANTS:
-        out.append(
-            compute(
-                f"training.lm_loss_{v}",
-                "loss",
-                curve(v),
-                fmt=".3f",
-                source=[LM_SUMMARY],
-                pm=PM_SEEDS.format(k=k),
-            )
-        )
-    for v in VARIANTS[1:]:
-        out.append(
-            compute(
-                f"training.lm_diff_{v}",
-                "difference",
-                diff(v),
-                fmt=".3f",
-                source=[LM_COMPARISONS],
-                pm=PM_PAIRED.format(k=k),
-            )
-        )
-    return out
+    variant minus plain in the last band (docs/training.md#findings): the declarations
+    :data:`LM`."""
+    S = frame(summary)
+    tables = {
+        "S": S,
+        "C": frame(comparisons),
+        "context": int(S["context"].iloc[0]),
+        "k": int(S["seeds"].min()),
+        "los": sorted(int(x) for x in S["lo"].unique()),
+    }
+    return evaluate(LM, tables)
 
 
 PROBES_SUMMARY = "training/lm/probes_summary.csv"
@@ -288,86 +294,123 @@ def _finite(values, what):
     return vals
 
 
+def _probe_ratio(t, v, name):
+    sub = _variant(t["after"].rename(columns={"band": "n"}), v)
+    bands = ", ".join(f"{a}-{b}" for a, b in zip(sub["lo"], sub["hi"], strict=True))
+    return {
+        "label": f"median s*(n)/s*(n_train) ({name} lambda) of {v}'s heads, query "
+        f"positions {bands} (n_train = {t['n_train']})",
+        "value": _finite(sub[f"ratio_{name}_median"], v),
+    }
+
+
+def _probe_at(t, hi, col, what):
+    """``what`` (the column ``col``) of every variant in the band ending at ``hi``
+    (``"train"``: n_train, ``"last"``: the last band)."""
+    hi = {"train": t["n_train"], "last": t["last"]}[hi]
+    sub = t["S"][t["S"]["hi"] == hi].set_index("variant").reindex(t["variants"])
+    return {
+        "label": f"{what} of {', '.join(t['variants'])} at query positions up to {hi} "
+        f"(n_train = {t['n_train']})",
+        "value": _finite(sub[col], what),
+    }
+
+
+def _probe_learned(t):
+    S = t["S"]
+    sub = S[(S["hi"] == t["n_train"]) & (S["variant"] == "learned")]
+    return {
+        "label": "median over heads and seeds of the learned s_h ln n_train sqrt(d_h), the "
+        "learned factor at n_train over the plain one",
+        "value": _finite(sub["learned_factor"], "learned factor")[0],
+    }
+
+
+def probe_declarations(variants) -> list:
+    """The findings of the trained heads, declared for the ``variants`` the run trained
+    (functions of the tables of :func:`probe_findings`)."""
+    src = {"source": [PROBES_SUMMARY]}
+    return [
+        *(
+            declare(
+                f"training.probe_ratio_{v}",
+                "ratio",
+                _pm(_on(_probe_ratio, v, "normalised"), PM_HEADS),
+                fmt=".2f",
+                **src,
+            )
+            for v in variants
+        ),
+        declare(
+            "training.probe_ratio_paper_a_last",
+            "ratio",
+            _pm(
+                _on(
+                    _probe_at,
+                    "last",
+                    "ratio_paper_a_median",
+                    "median s*(n)/s*(n_train) under Paper A's lambda",
+                ),
+                PM_HEADS,
+            ),
+            fmt=".2f",
+            **src,
+        ),
+        *(
+            declare(
+                f"training.probe_sstar_train_{name}",
+                "s*",
+                _pm(
+                    _on(
+                        _probe_at,
+                        "train",
+                        f"s_star_{name}",
+                        f"median s* ({name} lambda), 1 = the trained scale",
+                    ),
+                    PM_HEADS,
+                ),
+                fmt=".2f",
+                **src,
+            )
+            for name in ("normalised", "paper_a")
+        ),
+        *(
+            declare(
+                f"training.probe_crossing_paper_a_{hi}",
+                "share",
+                _on(
+                    _probe_at, hi, "crossing_paper_a", "share of heads whose Paper-A lambda crosses"
+                ),
+                fmt=".2f",
+                **src,
+            )
+            for hi in ("train", "last")
+        ),
+        declare(
+            "training.probe_learned_factor",
+            "learned factor",
+            _pm(_probe_learned, PM_HEADS),
+            fmt=".2f",
+            **src,
+        ),
+    ]
+
+
 def probe_findings(*, summary) -> list[Finding]:
     """The trained language model's heads on the phase diagram: per variant, the median
     s*(n)/s*(n_train) per position band from n_train on, s* at n_train (1 = the trained scale),
     the share of heads whose Paper-A lambda crosses, and the learned factor
-    (docs/training.md#the-trained-heads-on-the-phase-diagram)."""
+    (docs/training.md#the-trained-heads-on-the-phase-diagram): the declarations of
+    :func:`probe_declarations`."""
     S = frame(summary)
     T = int(S["n_train"].iloc[0])
-    k = int(S["seeds"].min())
-    after = S[S["hi"] >= T]
-    last = int(S["hi"].max())
     variants = [v for v in VARIANTS if v in set(S["variant"])]
-    src = {"source": [PROBES_SUMMARY], "pm": PM_HEADS.format(k=k)}
-    out = []
-
-    def ratio(v, name):
-        def fn():
-            sub = _variant(after.rename(columns={"band": "n"}), v)
-            bands = ", ".join(f"{a}-{b}" for a, b in zip(sub["lo"], sub["hi"], strict=True))
-            return {
-                "label": f"median s*(n)/s*(n_train) ({name} lambda) of {v}'s heads, query "
-                f"positions {bands} (n_train = {T})",
-                "value": _finite(sub[f"ratio_{name}_median"], v),
-            }
-
-        return fn
-
-    def at(hi, col, what):
-        def fn():
-            sub = S[S["hi"] == hi].set_index("variant").reindex(variants)
-            return {
-                "label": f"{what} of {', '.join(variants)} at query positions up to {hi} "
-                f"(n_train = {T})",
-                "value": _finite(sub[col], what),
-            }
-
-        return fn
-
-    for v in variants:
-        out.append(
-            compute(f"training.probe_ratio_{v}", "ratio", ratio(v, "normalised"), fmt=".2f", **src)
-        )
-    out.append(
-        compute(
-            "training.probe_ratio_paper_a_last",
-            "ratio",
-            at(last, "ratio_paper_a_median", "median s*(n)/s*(n_train) under Paper A's lambda"),
-            fmt=".2f",
-            **src,
-        )
-    )
-    for name in ("normalised", "paper_a"):
-        out.append(
-            compute(
-                f"training.probe_sstar_train_{name}",
-                "s*",
-                at(T, f"s_star_{name}", f"median s* ({name} lambda), 1 = the trained scale"),
-                fmt=".2f",
-                **src,
-            )
-        )
-    for hi in (T, last):
-        out.append(
-            compute(
-                f"training.probe_crossing_paper_a_{'train' if hi == T else 'last'}",
-                "share",
-                at(hi, "crossing_paper_a", "share of heads whose Paper-A lambda crosses"),
-                fmt=".2f",
-                source=[PROBES_SUMMARY],
-            )
-        )
-
-    def learned():
-        sub = S[(S["hi"] == T) & (S["variant"] == "learned")]
-        return {
-            "label": "median over heads and seeds of the learned s_h ln n_train sqrt(d_h), the "
-            "learned factor at n_train over the plain one",
-            "value": _finite(sub["learned_factor"], "learned factor")[0],
-        }
-
-    out.append(
-        compute("training.probe_learned_factor", "learned factor", learned, fmt=".2f", **src)
-    )
-    return out
+    tables = {
+        "S": S,
+        "n_train": T,
+        "k": int(S["seeds"].min()),
+        "after": S[S["hi"] >= T],
+        "last": int(S["hi"].max()),
+        "variants": variants,
+    }
+    return evaluate(probe_declarations(variants), tables)
