@@ -22,7 +22,8 @@ __all__ = [
     "PROBES_SUMMARY",
     "RETRIEVAL",
     "LM",
-    "probe_declarations",
+    "PROBE_RATIO",
+    "PROBES",
     "retrieval_findings",
     "lm_findings",
     "probe_findings",
@@ -326,82 +327,83 @@ def _probe_learned(t):
     }
 
 
-def probe_declarations(variants) -> list:
-    """The findings of the trained heads, declared for the ``variants`` the run trained
-    (functions of the tables of :func:`probe_findings`)."""
-    src = {"source": [PROBES_SUMMARY]}
-    return [
-        *(
-            declare(
-                f"training.probe_ratio_{v}",
-                "ratio",
-                _pm(_on(_probe_ratio, v, "normalised"), PM_HEADS),
-                fmt=".2f",
-                **src,
-            )
-            for v in variants
+_PROBES = {"source": [PROBES_SUMMARY]}
+
+#: The per-variant ratio finding of the trained heads, declared for every variant (a run reports
+#: those of the variants it trained).
+PROBE_RATIO = {
+    v: declare(
+        f"training.probe_ratio_{v}",
+        "ratio",
+        _pm(_on(_probe_ratio, v, "normalised"), PM_HEADS),
+        fmt=".2f",
+        **_PROBES,
+    )
+    for v in VARIANTS
+}
+
+#: The other findings of the trained heads, declared (functions of the tables of
+#: :func:`probe_findings`).
+PROBES = [
+    declare(
+        "training.probe_ratio_paper_a_last",
+        "ratio",
+        _pm(
+            _on(
+                _probe_at,
+                "last",
+                "ratio_paper_a_median",
+                "median s*(n)/s*(n_train) under Paper A's lambda",
+            ),
+            PM_HEADS,
         ),
+        fmt=".2f",
+        **_PROBES,
+    ),
+    *(
         declare(
-            "training.probe_ratio_paper_a_last",
-            "ratio",
+            f"training.probe_sstar_train_{name}",
+            "s*",
             _pm(
                 _on(
                     _probe_at,
-                    "last",
-                    "ratio_paper_a_median",
-                    "median s*(n)/s*(n_train) under Paper A's lambda",
+                    "train",
+                    f"s_star_{name}",
+                    f"median s* ({name} lambda), 1 = the trained scale",
                 ),
                 PM_HEADS,
             ),
             fmt=".2f",
-            **src,
-        ),
-        *(
-            declare(
-                f"training.probe_sstar_train_{name}",
-                "s*",
-                _pm(
-                    _on(
-                        _probe_at,
-                        "train",
-                        f"s_star_{name}",
-                        f"median s* ({name} lambda), 1 = the trained scale",
-                    ),
-                    PM_HEADS,
-                ),
-                fmt=".2f",
-                **src,
-            )
-            for name in ("normalised", "paper_a")
-        ),
-        *(
-            declare(
-                f"training.probe_crossing_paper_a_{hi}",
-                "share",
-                _on(
-                    _probe_at, hi, "crossing_paper_a", "share of heads whose Paper-A lambda crosses"
-                ),
-                fmt=".2f",
-                **src,
-            )
-            for hi in ("train", "last")
-        ),
+            **_PROBES,
+        )
+        for name in ("normalised", "paper_a")
+    ),
+    *(
         declare(
-            "training.probe_learned_factor",
-            "learned factor",
-            _pm(_probe_learned, PM_HEADS),
+            f"training.probe_crossing_paper_a_{hi}",
+            "share",
+            _on(_probe_at, hi, "crossing_paper_a", "share of heads whose Paper-A lambda crosses"),
             fmt=".2f",
-            **src,
-        ),
-    ]
+            **_PROBES,
+        )
+        for hi in ("train", "last")
+    ),
+    declare(
+        "training.probe_learned_factor",
+        "learned factor",
+        _pm(_probe_learned, PM_HEADS),
+        fmt=".2f",
+        **_PROBES,
+    ),
+]
 
 
 def probe_findings(*, summary) -> list[Finding]:
     """The trained language model's heads on the phase diagram: per variant, the median
     s*(n)/s*(n_train) per position band from n_train on, s* at n_train (1 = the trained scale),
     the share of heads whose Paper-A lambda crosses, and the learned factor
-    (docs/training.md#the-trained-heads-on-the-phase-diagram): the declarations of
-    :func:`probe_declarations`."""
+    (docs/training.md#the-trained-heads-on-the-phase-diagram): the declarations
+    :data:`PROBE_RATIO` (of the variants trained) and :data:`PROBES`."""
     S = frame(summary)
     T = int(S["n_train"].iloc[0])
     variants = [v for v in VARIANTS if v in set(S["variant"])]
@@ -413,4 +415,4 @@ def probe_findings(*, summary) -> list[Finding]:
         "last": int(S["hi"].max()),
         "variants": variants,
     }
-    return evaluate(probe_declarations(variants), tables)
+    return evaluate([PROBE_RATIO[v] for v in variants] + PROBES, tables)
