@@ -72,11 +72,27 @@ def _on(fn, *args):
 
 
 def slope_finding(sub: pd.DataFrame, obs: str, col: str, over) -> dict:
-    """The finding of the width's slopes ``col`` (``"slope"``, measured, with its SE, or
-    ``"slope_finite_d"``, the finite-d theory's) of observable ``obs`` per ``d`` at rho =
-    :data:`RHO`, one row of ``sub`` per ``d`` (sorted) with the pair of n ``n_lo``, ``n_hi`` the
-    slope spans; ``over(sub, spans)`` says over which n it is taken (the local slope's last
-    pair, the long baseline's fit; docs/long-context.md#the-width-explained)."""
+    """The finding of the width's slope d ln(width) / d ln(ln n) per ``d`` at rho = :data:`RHO`
+    (docs/long-context.md#the-width-explained): the local slope's and the long baseline's.
+
+    Parameters
+    ----------
+    sub : DataFrame
+        One row per ``d`` (sorted) with the columns ``d``, ``n_lo``, ``n_hi`` (the n the slope
+        spans), ``col`` and, for the measured slope, ``slope_se``.
+    obs : str
+        The observable (its label from :data:`NAMES`).
+    col : str
+        ``"slope"`` (measured, with its SE) or ``"slope_finite_d"`` (the finite-d theory's).
+    over : callable
+        ``over(sub, spans)``: the words saying over which n the slope is taken.
+
+    Returns
+    -------
+    dict
+        ``label``, ``value`` and, for the measured slope, ``se`` (as a declared finding's
+        function returns them).
+    """
     spans = " / ".join(f"{sci(a)}-{sci(b)}" for a, b in zip(sub["n_lo"], sub["n_hi"], strict=True))
     who = {"slope": "measured", "slope_finite_d": "finite-d theory's"}[col]
     out = {
