@@ -23,6 +23,7 @@ rule findings:
         transition=rules.finite_d_transition_figure.input.data,
         transition_theory=rules.finite_d_transition_figure.input.theory,
         intermediate=rules.finite_d_intermediate_figure.input.data,
+        eta_check=ETA_CHECK_TABLES,
         # the per-draw tables (the figure reads their summary, which the findings do not use)
         causal_lambda=rules.causal_summary.input.data,
         causal_self_weight=rules.causal_summary.input.self_weight,

@@ -240,6 +240,29 @@ def _check_z0_spread(cfg) -> None:
     )
 
 
+def _check_eta_check(cfg) -> None:
+    """``finite_d.eta_check.points``: d in [3, 4096], rho in [0, 1), draws >= 2, distinct (d, rho)
+    (docs/finite-d.md#mean-field-eta-against-the-exact-eta)."""
+    key = "finite_d.eta_check.points"
+    try:
+        points = cfg.get(key)
+    except KeyError:
+        return
+    ranges = {
+        "d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+        "rho": Range(low=0.0, low_open=False, high=1.0),
+        "draws": Range(low=2, low_open=False, integer=True),
+    }
+    seen = set()
+    for k, p in enumerate(points):
+        for field, r in ranges.items():
+            if not r.ok(p[field]):
+                fail(f"{key}[{k}].{field}", r.text(), p[field])
+        if (p["d"], p["rho"]) in seen:
+            fail(f"{key}[{k}]", "a (d, rho) not listed before", p)
+        seen.add((p["d"], p["rho"]))
+
+
 def _check_transformer(cfg) -> None:
     try:
         n = cfg.ints("transformer.n")
@@ -328,6 +351,7 @@ CHECKS: list = [
     _check_explorer,
     _check_sharpness,
     _check_z0_spread,
+    _check_eta_check,
     _check_transformer,
     check_backend,
 ]
