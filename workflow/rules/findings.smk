@@ -42,6 +42,7 @@ rule findings:
         sharpness_trends=rules.sharpness_summary.output.trends,
         sharpness_curves=rules.sharpness_summary.output.curves,
         sharpness_calibration=CALIBRATION_TABLES,
+        sharpness_fixed_norm=FIXED_NORM_TABLES,
         z0_spread=Z0_SPREAD_TABLES,
         transformer_heads=rules.transformer_summary.output.heads,
         transformer_layers=rules.transformer_summary.output.layers,

@@ -207,6 +207,11 @@ def _check_sharpness(cfg) -> None:
             "experiments": (3, None),
         },
     )
+    _check_points(
+        cfg,
+        "sharpness.fixed_norm",
+        {"d": (3, 4096), "n": (2, None), "draws": (2, None), "rows": (2, None)},
+    )
 
 
 def _check_points(cfg, key: str, ints: dict, gamma: bool = False) -> None:
