@@ -3,21 +3,6 @@
 # from CFG, each rule names its library function in params.entry.
 
 
-def eta_check_point(wc):
-    """The entry of finite_d.eta_check.points that a job's wildcards name."""
-    for p in CFG.get("finite_d.eta_check.points"):
-        if p["d"] == int(wc.d) and f"{float(p['rho']):.4f}" == wc.rho:
-            return p
-    raise ValueError(f"no finite_d.eta_check point {dict(wc)}")
-
-
-#: The per-point tables of the configured points.
-ETA_CHECK_TABLES = [
-    "results/finite_d/eta_check/d{}_rho{:.4f}.csv".format(p["d"], float(p["rho"]))
-    for p in CFG.get("finite_d.eta_check.points")
-]
-
-
 rule finite_d_eta_check:
     """The exact eta and eta's mean field at each draw's ||z_0|| for every draw of one (d, rho)
     on the x grid (docs/finite-d.md#mean-field-eta-against-the-exact-eta)."""

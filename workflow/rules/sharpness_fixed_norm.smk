@@ -3,26 +3,6 @@
 # hold rules only: values come from CFG, each rule names its library function in params.entry.
 
 
-def fixed_norm_point(wc):
-    """The entry of sharpness.fixed_norm that a job's wildcards name (d, n and rho)."""
-    for p in CFG.get("sharpness.fixed_norm"):
-        if (p["d"], p["n"]) == (
-            int(wc.d),
-            int(wc.n),
-        ) and f"{float(p['rho']):.4f}" == wc.rho:
-            return p
-    raise ValueError(f"no sharpness.fixed_norm point {dict(wc)}")
-
-
-#: The fixed-norm width tables of the configured points.
-FIXED_NORM_TABLES = [
-    "results/sharpness/fixed_norm/d{}_n{}_rho{:.4f}.csv".format(
-        p["d"], p["n"], float(p["rho"])
-    )
-    for p in CFG.get("sharpness.fixed_norm")
-]
-
-
 rule sharpness_fixed_norm:
     """Widths and centres of the three observables from fixed-norm token draws (||z_0|| = 1)
     of one (d, n, rho), with the finite-d theory's at the same norm."""
