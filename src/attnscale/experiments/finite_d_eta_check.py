@@ -23,7 +23,7 @@ from attnscale.layer.dense.eta_exact import eta_exact_grid
 from attnscale.layer.finite_d.eta import eta_mean_field
 from attnscale.pipeline.io import provenance_columns
 
-from .paper_a_tokens import draw_tokens, token_key, tokens_at
+from .paper_a_tokens import draw_tokens, tokens_at
 
 __all__ = ["eta_check"]
 
@@ -65,9 +65,10 @@ def eta_check(*, n: int, d: int, rho: float, x, draws: int, root_seed: int) -> p
     betas = x * np.log(n) / (1.0 - rho)
     # at rho = 0 the tokens do not contain z_0: one mean field serves every draw
     shared = eta_mean_field(n, d, rho, betas) if rho == 0.0 else None
-    tables = []
+    tables, keys = [], []
     for trial in range(draws):
         draw = draw_tokens(n=n, d=d, trial=trial, root_seed=root_seed)
+        keys.append(tuple(int(v) for v in draw["spawn_key"]))
         r0 = float(np.linalg.norm(draw["z0"]))
         tok = tokens_at(draw, rho)
         exact = eta_exact_grid(tok["X"], betas, backend="numpy")
@@ -90,7 +91,6 @@ def eta_check(*, n: int, d: int, rho: float, x, draws: int, root_seed: int) -> p
             )
         )
     out = pd.concat(tables, ignore_index=True)
-    keys = [token_key(n, d, t) for t in range(draws)]
     params = {"n": n, "d": d, "rho": rho, "x": x.tolist(), "draws": draws}
     for col, val in provenance_columns(root_seed, keys, params).items():
         out[col] = val
