@@ -12,12 +12,14 @@ import pandas as pd
 import pytest
 import yaml
 
+from attnscale.core.seeding import spawn_key
 from attnscale.experiments.findings import finite_d_eta, sharpness_fixed_norm
 from attnscale.experiments.findings.record import evaluate
 from attnscale.experiments.finite_d_eta_check import eta_check
 from attnscale.experiments.paper_a_tokens import draw_tokens, tokens_at
 from attnscale.layer.dense.eta_exact import eta_exact_grid
 from attnscale.layer.finite_d.eta import eta_mean_field
+from attnscale.pipeline.io import params_hash
 
 
 def test_eta_check_pairs_the_exact_eta_with_the_mean_field_of_each_draw():
@@ -32,6 +34,16 @@ def test_eta_check_pairs_the_exact_eta_with_the_mean_field_of_each_draw():
     assert np.allclose(one["eta_exact"], eta_exact_grid(tokens_at(draw, rho)["X"], beta))
     assert np.allclose(one["eta_mean_field"], eta_mean_field(n, d, rho, beta, r0=r0))
     assert np.allclose(t["diff"], t["eta_exact"] - t["eta_mean_field"])
+    # the table's columns and provenance: the documented parameters, the draws' spawn keys
+    assert list(t.columns) == [
+        *("d", "n", "rho", "trial", "r0", "rho_hat", "x", "beta"),
+        *("eta_exact", "eta_mean_field", "diff"),
+        *("root_seed", "spawn_key", "params_hash", "attnscale_version", "git_commit"),
+    ]
+    params = {"n": n, "d": d, "rho": rho, "x": x, "draws": 2}
+    assert (t["params_hash"] == params_hash(params)).all()
+    keys = [spawn_key("paper_a/tokens", n, d, k) for k in range(2)]
+    assert t["spawn_key"].iloc[0] == ";".join("-".join(map(str, k)) for k in keys)
 
 
 def test_eta_check_at_rho_zero_uses_one_mean_field():
