@@ -192,3 +192,37 @@ Z0_SPREAD_TABLES = [
     "results/paper_a/z0_spread/n{n}_d{d}.csv".format(**p)
     for p in CFG.get("paper_a.z0_spread")
 ]
+
+
+# eta's mean field against the exact eta and the widths on fixed-norm tokens (issue 45)
+def eta_check_point(wc):
+    """The entry of finite_d.eta_check.points that a job's wildcards name."""
+    for p in CFG.get("finite_d.eta_check.points"):
+        if p["d"] == int(wc.d) and f"{float(p['rho']):.4f}" == wc.rho:
+            return p
+    raise ValueError(f"no finite_d.eta_check point {dict(wc)}")
+
+
+#: The per-point tables of the configured points.
+ETA_CHECK_TABLES = [
+    "results/finite_d/eta_check/d{}_rho{:.4f}.csv".format(p["d"], float(p["rho"]))
+    for p in CFG.get("finite_d.eta_check.points")
+]
+
+
+def fixed_norm_point(wc):
+    """The entry of sharpness.fixed_norm that a job's wildcards name (d, n and rho)."""
+    want = (int(wc.d), int(wc.n), wc.rho)
+    for p in CFG.get("sharpness.fixed_norm"):
+        if (p["d"], p["n"], f"{float(p['rho']):.4f}") == want:
+            return p
+    raise ValueError(f"no sharpness.fixed_norm point {dict(wc)}")
+
+
+#: The fixed-norm width tables of the configured points.
+FIXED_NORM_TABLES = [
+    "results/sharpness/fixed_norm/d{}_n{}_rho{:.4f}.csv".format(
+        p["d"], p["n"], float(p["rho"])
+    )
+    for p in CFG.get("sharpness.fixed_norm")
+]

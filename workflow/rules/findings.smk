@@ -23,6 +23,7 @@ rule findings:
         transition=rules.finite_d_transition_figure.input.data,
         transition_theory=rules.finite_d_transition_figure.input.theory,
         intermediate=rules.finite_d_intermediate_figure.input.data,
+        eta_check=ETA_CHECK_TABLES,
         # the per-draw tables (the figure reads their summary, which the findings do not use)
         causal_lambda=rules.causal_summary.input.data,
         causal_self_weight=rules.causal_summary.input.self_weight,
@@ -41,6 +42,7 @@ rule findings:
         sharpness_trends=rules.sharpness_summary.output.trends,
         sharpness_curves=rules.sharpness_summary.output.curves,
         sharpness_calibration=CALIBRATION_TABLES,
+        sharpness_fixed_norm=FIXED_NORM_TABLES,
         z0_spread=Z0_SPREAD_TABLES,
         transformer_heads=rules.transformer_summary.output.heads,
         transformer_layers=rules.transformer_summary.output.layers,

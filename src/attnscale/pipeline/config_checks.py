@@ -207,6 +207,11 @@ def _check_sharpness(cfg) -> None:
             "experiments": (3, None),
         },
     )
+    _check_points(
+        cfg,
+        "sharpness.fixed_norm",
+        {"d": (3, 4096), "n": (2, None), "draws": (2, None), "rows": (2, None)},
+    )
 
 
 def _check_points(cfg, key: str, ints: dict, gamma: bool = False) -> None:
@@ -238,6 +243,29 @@ def _check_z0_spread(cfg) -> None:
         {"n": (2, None), "d": (2, None), "draws": (3, None), "rows": (2, None)},
         gamma=True,
     )
+
+
+def _check_eta_check(cfg) -> None:
+    """``finite_d.eta_check.points``: d in [3, 4096], rho in [0, 1), draws >= 2, distinct (d, rho)
+    (docs/finite-d.md#mean-field-eta-against-the-exact-eta)."""
+    key = "finite_d.eta_check.points"
+    try:
+        points = cfg.get(key)
+    except KeyError:
+        return
+    ranges = {
+        "d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
+        "rho": Range(low=0.0, low_open=False, high=1.0),
+        "draws": Range(low=2, low_open=False, integer=True),
+    }
+    seen = set()
+    for k, p in enumerate(points):
+        for field, r in ranges.items():
+            if not r.ok(p[field]):
+                fail(f"{key}[{k}].{field}", r.text(), p[field])
+        if (p["d"], p["rho"]) in seen:
+            fail(f"{key}[{k}]", "a (d, rho) not listed before", p)
+        seen.add((p["d"], p["rho"]))
 
 
 def _check_transformer(cfg) -> None:
@@ -328,6 +356,7 @@ CHECKS: list = [
     _check_explorer,
     _check_sharpness,
     _check_z0_spread,
+    _check_eta_check,
     _check_transformer,
     check_backend,
 ]

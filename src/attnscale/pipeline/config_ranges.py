@@ -144,6 +144,7 @@ GRIDS: dict[str, Range] = {
     "finite_d.transition.d": Range(low=3, low_open=False, high=4096, high_open=False, integer=True),
     "finite_d.transition.rho": Range(low=0.0, low_open=False, high=1.0),
     "finite_d.transition.theory_n": Range(low=2, low_open=False, high=1e7, high_open=False),
+    "finite_d.eta_check.x": Range(low=0.0),
     # causal mask and simulated scaling rules (issue 10 items 1-2; docs/realistic-attention.md)
     "causal.rho": Range(low=0.0, high=1.0),
     "causal.gamma": Range(low=0.0),
@@ -240,6 +241,7 @@ VALUES: dict[str, Range] = {
     "finite_d.intermediate.trials": Range(low=1, low_open=False, integer=True),
     "finite_d.intermediate.rows": Range(low=1, low_open=False, integer=True),
     "finite_d.intermediate.mass": Range(low=0.0, high=1.0, high_open=False),
+    "finite_d.eta_check.n": Range(low=3, low_open=False, high=8192, high_open=False, integer=True),
     "causal.n": Range(low=2, low_open=False, integer=True),
     "causal.d": Range(low=1, low_open=False, integer=True),
     "causal.trials": Range(low=1, low_open=False, integer=True),
