@@ -33,6 +33,7 @@ include: "workflow/rules/regimes.smk"
 include: "workflow/rules/sharpness.smk"
 include: "workflow/rules/transformer.smk"
 include: "workflow/rules/training.smk"
+include: "workflow/rules/training_heads.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/findings.smk"
 
@@ -70,5 +71,6 @@ rule all:
         rules.training_retrieval_figure.output,
         rules.training_lm_figure.output,
         rules.training_lm_probes_figure.output,
+        rules.training_heads_figure.output,
         rules.explorer_data.output,
         rules.findings.output,
