@@ -11,7 +11,9 @@ rule training_retrieval_probes:
     and gamma_c_eff ln n (docs/training.md#the-retrieval-heads-on-the-phase-diagram)."""
     input:
         weights=expand(
-            f"{RETRIEVAL_DIR}/model.safetensors", seed=RETRIEVAL_SEEDS, allow_missing=True
+            f"{RETRIEVAL_DIR}/model.safetensors",
+            seed=RETRIEVAL_SEEDS,
+            allow_missing=True,
         ),
         lib=lib("experiments.training_retrieval_probes"),
     output:
@@ -42,8 +44,12 @@ rule training_retrieval_probes_summary:
     """Per variant and n, the retrieval head's and all heads' s*(n)/s*(n_train) and
     gamma_c_eff ln n, means and SEs over seeds."""
     input:
-        heads=expand(rules.training_retrieval_probes.output.heads, variant=TRAINED_VARIANTS),
-        curves=expand(rules.training_retrieval_probes.output.curves, variant=TRAINED_VARIANTS),
+        heads=expand(
+            rules.training_retrieval_probes.output.heads, variant=TRAINED_VARIANTS
+        ),
+        curves=expand(
+            rules.training_retrieval_probes.output.curves, variant=TRAINED_VARIANTS
+        ),
         lib=lib("experiments.training_retrieval_probes"),
     output:
         summary="results/training/retrieval/probes_summary.csv",
