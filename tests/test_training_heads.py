@@ -108,7 +108,26 @@ def test_summary_ratios_and_the_retrieval_head():
                         "checkpoint_sha256": "x",
                     }
                 )
-    out = P.summarise_retrieval_probes(heads=[pd.DataFrame(rows)], curves=[pd.DataFrame()])
+    lm = pd.DataFrame(
+        {
+            "variant": "plain",
+            "seed": [0, 0, 0, 1, 1, 1],
+            "hi": [6, 6, 12, 6, 6, 12],
+            "n_train": 6,
+            "s_eff": [1.0, np.inf, 5.0, 2.0, 4.0, 5.0],
+            "s_star_paper_a": 1.0,
+            "s_star_normalised": 1.0,
+            "learned_factor": np.nan,
+        }
+    )
+    out = P.summarise_retrieval_probes(
+        heads=[pd.DataFrame(rows)], curves=[pd.DataFrame()], lm_heads=lm
+    )
+    C = out["critical"].set_index("model")
+    assert C.loc["lm", "s_eff"] == pytest.approx(3.0)  # seed medians inf and 3: the finite one
+    assert C.loc["lm", "s_eff_seeds"] == 1
+    assert (C.loc["lm", "infinite"], C.loc["lm", "heads"]) == (1, 4)
+    assert C.loc["retrieval", "s_eff"] == pytest.approx(1.0)  # the retrieval head at n_train
     S = out["summary"].set_index("n")
     assert (out["seeds"]["head"] == 1).all()  # the head with the larger right-key weight
     assert S.loc[8, "ratio_paper_a"] == 1.0

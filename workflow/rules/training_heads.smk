@@ -42,7 +42,9 @@ rule training_retrieval_probes:
 
 rule training_retrieval_probes_summary:
     """Per variant and n, the retrieval head's and all heads' s*(n)/s*(n_train) and
-    gamma_c_eff ln n, means and SEs over seeds."""
+    gamma_c_eff ln n, means and SEs over seeds; the trained scale against the critical one at
+    n_train, retrieval and language model (docs/training.md#is-the-trained-scale-critical).
+    """
     input:
         heads=expand(
             rules.training_retrieval_probes.output.heads, variant=TRAINED_VARIANTS
@@ -56,6 +58,7 @@ rule training_retrieval_probes_summary:
         seeds="results/training/retrieval/probes_seeds.csv",
         heads="results/training/retrieval/probes_heads.csv",
         curves="results/training/retrieval/probes_curves.csv",
+        critical="results/training/critical.csv",
     log:
         "logs/training/retrieval_probes_summary.log",
     benchmark:
@@ -74,7 +77,7 @@ rule training_heads_figure:
     scale against the critical one at n_train, retrieval and language model."""
     input:
         summary=rules.training_retrieval_probes_summary.output.summary,
-        lm_heads=rules.training_lm_probes_summary.output.heads,
+        critical=rules.training_retrieval_probes_summary.output.critical,
         lib=lib("figures.training_heads"),
     output:
         png=report(

@@ -39,6 +39,7 @@ __all__ = [
     "probe_retrieval",
     "summarise_retrieval_probes",
     "lm_at_train",
+    "critical_table",
 ]
 
 #: The per-head quantities averaged over contexts before s* is read off.
@@ -184,6 +185,9 @@ def probe_retrieval(*, weights, variant, seeds, ns, contexts, rows, multipliers,
     }
 
 
+#: The statistics of the trained scale against the critical one at n_train.
+CRITICAL = ["s_eff", "s_star_paper_a", "s_star_normalised", "learned_factor"]
+
 #: The per-seed statistics summarised over seeds (docs/training.md#the-retrieval-heads-on-the-phase-diagram).
 STATS = [
     f"{what}_{name}"
@@ -235,10 +239,12 @@ def _over_seeds(P: pd.DataFrame, cols: list) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summarise_retrieval_probes(*, heads: list, curves: list) -> dict:
+def summarise_retrieval_probes(*, heads: list, curves: list, lm_heads: pd.DataFrame) -> dict:
     """Entry of rule ``training_retrieval_probes_summary``: every head with its ratios
     (``heads``), the per-seed statistics (``seeds``), their means and SEs over seeds per variant
-    and n (``summary``), and the lambda(s) curves concatenated (``curves``)."""
+    and n (``summary``), the lambda(s) curves concatenated (``curves``) and the trained scale
+    against the critical one for the retrieval and the language models (``critical``,
+    :func:`critical_table`; ``lm_heads``: ``training_lm_probes_summary``'s heads)."""
     H = pd.concat(heads, ignore_index=True)
     P = _per_seed(H)
     order = {v: i for i, v in enumerate(VARIANTS)}
@@ -248,8 +254,10 @@ def summarise_retrieval_probes(*, heads: list, curves: list) -> dict:
     S = _over_seeds(P, [c for c in P.columns if c not in ("variant", "seed", "n", "head")])
     n_train = int(H["n_train"].iloc[0])
     S["n_over_n_train"] = S["n"] / n_train
+    S["n_train"] = n_train
     sha = ";".join(sorted(H["checkpoint_sha256"].unique()))
     out = {"summary": S, "seeds": P, "heads": H, "curves": pd.concat(curves, ignore_index=True)}
+    out["critical"] = critical_table(S, lm_heads)
     for df in out.values():
         df["n_train"] = n_train
         df["checkpoint_sha256"] = sha
@@ -260,9 +268,22 @@ def lm_at_train(heads: pd.DataFrame) -> pd.DataFrame:
     """The language model's heads at n_train (docs/training.md#is-the-trained-scale-critical):
     per variant, the mean and SE over seeds of each seed's median over its heads (every layer)
     in the position band that ends at n_train, of ``s_eff`` (gamma_c_eff ln n) and s* per
-    definition, from the table ``probes_heads.csv`` of ``training_lm_probes_summary``."""
+    definition, from the table ``probes_heads.csv`` of ``training_lm_probes_summary``; and the
+    number of heads (all seeds) whose ``s_eff`` is infinite (``infinite`` of ``heads``)."""
     H = heads[heads["hi"] == heads["n_train"]]
-    cols = ["s_eff", "s_star_paper_a", "s_star_normalised", "learned_factor"]
-    P = H.groupby(["variant", "seed"], as_index=False, sort=False)[cols].median()
+    P = H.groupby(["variant", "seed"], as_index=False, sort=False)[CRITICAL].median()
     P["n"] = int(H["n_train"].iloc[0])
-    return _over_seeds(P, cols)
+    out = _over_seeds(P, CRITICAL)
+    count = H.groupby("variant", sort=False)["s_eff"]
+    out["infinite"] = out["variant"].map(count.apply(lambda x: int(np.isinf(x).sum())))
+    out["heads"] = out["variant"].map(count.size())
+    return out
+
+
+def critical_table(summary: pd.DataFrame, lm_heads: pd.DataFrame) -> pd.DataFrame:
+    """The trained scale against the critical one at n_train, one row per model and variant
+    (docs/training.md#is-the-trained-scale-critical): the retrieval head's statistics of
+    ``summary`` at n_train (``model = retrieval``) and :func:`lm_at_train` (``model = lm``)."""
+    keep = ["variant", "n", "seeds"] + [f"{c}{x}" for c in CRITICAL for x in ("", "_se", "_seeds")]
+    R = summary[summary["n"] == summary["n_train"]][keep].assign(model="retrieval")
+    return pd.concat([R, lm_at_train(lm_heads).assign(model="lm")], ignore_index=True)

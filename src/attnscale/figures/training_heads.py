@@ -2,14 +2,13 @@
 docs/training.md#the-retrieval-heads-on-the-phase-diagram): s*(n)/s*(n_train) per variant under
 both definitions of lambda, the effective-score critical multiplier gamma_c_eff ln n, and the
 trained scale against the critical one at n_train for the retrieval and the language models.
-Reads the tables of :mod:`attnscale.experiments.training_retrieval_probes`."""
+Reads the tables of ``training_retrieval_probes_summary``."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnscale.experiments.training_retrieval_probes import lm_at_train
 from attnscale.figures.style import add_caption, apply_style
 from attnscale.figures.training import COLOURS, LABELS, band
 
@@ -47,12 +46,11 @@ def _ratios(axes, summary):
     axes[0].legend(fontsize=5.5, loc="upper left")
 
 
-def _at_train(ax, summary, lm_heads):
+def _at_train(ax, critical):
     """gamma_c_eff ln n_train per variant: the retrieval head (circles) and the language model's
     heads (median per seed; squares), means over seeds with one SE."""
-    T = int(summary["n_train"].iloc[0])
-    r = summary[summary["n"] == T].set_index("variant")
-    lm = lm_at_train(lm_heads).set_index("variant")
+    r = critical[critical["model"] == "retrieval"].set_index("variant")
+    lm = critical[critical["model"] == "lm"].set_index("variant")
     for i, v in enumerate(COLOURS):
         for table, dx, marker in ((r, -0.12, "o"), (lm, 0.12, "s")):
             if v in table.index:
@@ -75,13 +73,13 @@ def _at_train(ax, summary, lm_heads):
     ax.legend(fontsize=5.5, loc="upper right")
 
 
-def plot_heads(*, summary, lm_heads):
+def plot_heads(*, summary, critical):
     """Three ratio panels against n / n_train (:data:`PANELS`) and the trained scale against
     the critical one at n_train."""
     apply_style()
     fig, axes = plt.subplots(1, 4, figsize=(13.0, 3.4), constrained_layout=True)
     _ratios(axes[:3], summary)
-    _at_train(axes[3], summary, lm_heads)
+    _at_train(axes[3], critical)
     T, k = int(summary["n_train"].iloc[0]), int(summary["seeds"].min())
     add_caption(
         fig,

@@ -313,7 +313,7 @@ SECTIONS = [
         "figures/training/heads.png",
         "training.md#the-retrieval-heads-on-the-phase-diagram",
         training_heads.heads_findings,
-        {"summary": "training_heads_summary", "lm_heads": "training_probes_heads"},
+        {"summary": "training_heads_summary", "critical": "training_heads_critical"},
     ),
 ]
 
@@ -414,7 +414,7 @@ def findings(
     training_lm_comparisons: pd.DataFrame,
     training_probes_summary: pd.DataFrame,
     training_heads_summary: pd.DataFrame,
-    training_probes_heads: pd.DataFrame,
+    training_heads_critical: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.

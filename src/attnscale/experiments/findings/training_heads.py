@@ -11,12 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.experiments.findings.record import Finding, NotAvailable, declare, evaluate, frame
-from attnscale.experiments.training_retrieval_probes import lm_at_train
 
-__all__ = ["SUMMARY", "LM_HEADS", "VARIANTS", "heads_findings"]
+__all__ = ["SUMMARY", "CRITICAL", "VARIANTS", "heads_findings"]
 
 SUMMARY = "training/retrieval/probes_summary.csv"
-LM_HEADS = "training/lm/probes_heads.csv"
+CRITICAL = "training/critical.csv"
 VARIANTS = ("plain", "rule", "learned", "test_rule")
 PM_SEEDS = (
     "one standard error of the mean over the seeds (independently trained models) where the "
@@ -43,19 +42,16 @@ def _ratio(v, col):
     return fn
 
 
-def _at_train(table, col, what):
-    """``col`` per variant at n_train (retrieval summary ``S`` or the language model's ``L``)."""
+def _at_train(model, col, what):
+    """``col`` per variant at n_train of ``model`` (``retrieval`` or ``lm``) in the critical
+    table."""
 
     def fn(t):
-        S = t[table]
-        T = int(S["n"].max()) if table == "L" else int(t["S"]["n_train"].iloc[0])
-        sub = (
-            S[S["n"] == T]
-            .set_index("variant")
-            .reindex([v for v in VARIANTS if v in set(S["variant"])])
-        )
-        if sub.empty:
-            raise NotAvailable(f"no rows at n_train = {T}")
+        C = t["C"][t["C"]["model"] == model]
+        if C.empty:
+            raise NotAvailable(f"no rows of {model}")
+        T = int(C["n"].iloc[0])
+        sub = C.set_index("variant").reindex([v for v in VARIANTS if v in set(C["variant"])])
         return {
             "label": f"{what} at n_train = {T}, {', '.join(sub.index)}",
             "value": sub[col].astype(float).tolist(),
@@ -66,35 +62,35 @@ def _at_train(table, col, what):
 
 
 def _lm_infinite(t):
-    H = t["H"]
-    H = H[H["hi"] == H["n_train"]]
-    inf = int((~np.isfinite(H["s_eff"].astype(float))).sum())
+    C = t["C"][(t["C"]["model"] == "lm") & (t["C"]["variant"] != "test_rule")]
+    if C.empty:
+        raise NotAvailable("no rows of lm")
     return {
-        "label": "language-model heads (every variant, seed and layer) in the band ending at "
+        "label": "language-model heads (every trained variant, seed and layer; test_rule is the "
+        "plain model there) in the band ending at "
         "n_train whose mean own score is not above the mean of the earlier keys' (gamma_c_eff "
         "infinite)",
-        "value": [inf, len(H)],
+        "value": [int(C["infinite"].sum()), int(C["heads"].sum())],
     }
 
 
 def _learned(t):
-    S, L = t["S"], t["L"]
-    r = S[(S["variant"] == "learned") & (S["n"] == S["n_train"])]
-    lm = L[L["variant"] == "learned"]
-    if r.empty or lm.empty:
+    C = t["C"].set_index(["model", "variant"])
+    if ("retrieval", "learned") not in C.index or ("lm", "learned") not in C.index:
         raise NotAvailable("no learned variant")
+    r, lm = C.loc[("retrieval", "learned")], C.loc[("lm", "learned")]
     return {
         "label": "learned s_h ln n_train sqrt(d_h), the learned factor at n_train over the plain "
         "one (1 at initialisation): retrieval head / language model (per seed the median over "
         "heads)",
-        "value": [float(r["learned_factor"].iloc[0]), float(lm["learned_factor"].iloc[0])],
-        "se": [float(r["learned_factor_se"].iloc[0]), float(lm["learned_factor_se"].iloc[0])],
+        "value": [float(r["learned_factor"]), float(lm["learned_factor"])],
+        "se": [float(r["learned_factor_se"]), float(lm["learned_factor_se"])],
     }
 
 
 def _declared() -> list:
     src = {"source": [SUMMARY], "pm": PM_SEEDS, "fmt": ".2f"}
-    both = {"source": [SUMMARY, LM_HEADS], "pm": PM_SEEDS, "fmt": ".2f"}
+    crit = {"source": [CRITICAL], "pm": PM_SEEDS, "fmt": ".2f"}
     out = [
         declare(f"training_heads.ratio_{col}_{v}", "ratio", _ratio(v, f"ratio_{col}"), **src)
         for col in ("eff", "normalised", "paper_a")
@@ -104,51 +100,62 @@ def _declared() -> list:
         declare(
             "training_heads.rho_pooled",
             "rho_hat",
-            _at_train("S", "rho_pooled", "the retrieval head's pooled rho_hat"),
+            _rho_pooled,
             **{**src, "fmt": ".4f"},
         ),
         declare(
             "training_heads.s_eff_retrieval",
             "gamma_c_eff ln n_train",
-            _at_train("S", "s_eff", "gamma_c_eff ln n of the retrieval head (1: critical)"),
-            **src,
+            _at_train("retrieval", "s_eff", "gamma_c_eff ln n of the retrieval head (1: critical)"),
+            **crit,
         ),
         declare(
             "training_heads.s_eff_lm",
             "gamma_c_eff ln n_train",
-            _at_train("L", "s_eff", "per seed the median over heads of gamma_c_eff ln n (LM)"),
-            **{**both, "source": [LM_HEADS]},
+            _at_train("lm", "s_eff", "per seed the median over heads of gamma_c_eff ln n (LM)"),
+            **crit,
         ),
         declare(
             "training_heads.lm_infinite",
             "infinite",
             _lm_infinite,
             kind="count",
-            source=[LM_HEADS],
+            source=[CRITICAL],
         ),
-        declare("training_heads.learned_factor", "learned factor", _learned, **both),
+        declare("training_heads.learned_factor", "learned factor", _learned, **crit),
     ]
     for name in ("normalised", "paper_a"):
         out.append(
             declare(
                 f"training_heads.s_star_retrieval_{name}",
                 "s*",
-                _at_train("S", f"s_star_{name}", f"s* ({name} lambda) of the retrieval head"),
-                **src,
+                _at_train("retrieval", f"s_star_{name}", f"s* ({name}) of the retrieval head"),
+                **crit,
             )
         )
         out.append(
             declare(
                 f"training_heads.s_star_lm_{name}",
                 "s*",
-                _at_train("L", f"s_star_{name}", f"per seed the median s* ({name}) over LM heads"),
-                **{**both, "source": [LM_HEADS]},
+                _at_train("lm", f"s_star_{name}", f"per seed the median s* ({name}) over LM heads"),
+                **crit,
             )
         )
     return out
 
 
-def heads_findings(*, summary, lm_heads) -> list[Finding]:
+def _rho_pooled(t):
+    S = t["S"]
+    sub = S[S["n"] == S["n_train"]].set_index("variant")
+    sub = sub.reindex([v for v in VARIANTS if v in sub.index])
+    return {
+        "label": "rho_hat pooled over every context and n of a checkpoint, at the retrieval "
+        f"head's rows, {', '.join(sub.index)}",
+        "value": sub["rho_pooled"].astype(float).tolist(),
+        "se": sub["rho_pooled_se"].astype(float).tolist(),
+    }
+
+
+def heads_findings(*, summary, critical) -> list[Finding]:
     """Every finding of the section (docs/training.md#the-retrieval-heads-on-the-phase-diagram)."""
-    H = frame(lm_heads)
-    return evaluate(_declared(), {"S": frame(summary), "H": H, "L": lm_at_train(H)})
+    return evaluate(_declared(), {"S": frame(summary), "C": frame(critical)})
