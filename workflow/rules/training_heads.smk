@@ -52,6 +52,7 @@ rule training_retrieval_probes_summary:
         curves=expand(
             rules.training_retrieval_probes.output.curves, variant=TRAINED_VARIANTS
         ),
+        lm_heads=rules.training_lm_probes_summary.output.heads,
         lib=lib("experiments.training_retrieval_probes"),
     output:
         summary="results/training/retrieval/probes_summary.csv",
