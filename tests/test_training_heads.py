@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from attnscale.experiments import training_retrieval_probes as P
+from attnscale.experiments.findings.training_heads import heads_findings
 from attnscale.experiments.training import retrieval_config
 from attnscale.experiments.training_probes import band_rows, effective_multiplier, probe_record
 from attnscale.training import decoder as D
@@ -138,3 +139,8 @@ def test_summary_ratios_and_the_retrieval_head():
     assert S.loc[32, "ratio_normalised"] == pytest.approx(2.0)  # the seed where it is defined
     assert S.loc[32, "ratio_normalised_seeds"] == 1
     assert S.loc[32, "crossing_normalised_heads"] == pytest.approx(0.5)
+    F = {f.key: f for f in heads_findings(summary=out["summary"], critical=out["critical"])}
+    assert F["training_heads.ratio_eff_plain"].value == pytest.approx([1.0, 2.5])
+    assert F["training_heads.lm_infinite"].value == [1, 4]
+    assert F["training_heads.s_eff_lm"].value == pytest.approx([3.0])
+    assert F["training_heads.ratio_eff_rule"].value is None  # no such variant: not computed

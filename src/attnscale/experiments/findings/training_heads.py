@@ -24,14 +24,15 @@ PM_SEEDS = (
 
 
 def _ratio(v, col):
-    """The retrieval head's ``col`` of variant ``v`` at every probed n from n_train on."""
+    """The retrieval head's ``col`` of variant ``v`` at every probed n from n_train on (``n/a``
+    where no seed defines it)."""
 
     def fn(t):
         S = t["S"]
         T = int(S["n_train"].iloc[0])
         sub = S[(S["variant"] == v) & (S["n"] >= T)].sort_values("n")
-        if sub.empty or not np.isfinite(sub[col].astype(float)).all():
-            raise NotAvailable(f"{col} of {v} not defined at every n")
+        if sub.empty or not np.isfinite(sub[col].astype(float)).any():
+            raise NotAvailable(f"{col} of {v} defined at no n from n_train on")
         ns = ", ".join(str(int(n)) for n in sub["n"])
         return {
             "label": f"{col} of {v}'s retrieval head at n = {ns} (n_train = {T})",
