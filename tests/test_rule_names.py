@@ -20,6 +20,7 @@ RULES_DIR = REPO / "workflow/rules"
 FAMILY = {
     "paper_a_eta": "paper_a_",
     "paper_b_limits": "paper_b_",
+    "training_heads": "training_",
     "findings": "findings",
     "benchmark": "benchmark_",
 }
