@@ -35,6 +35,7 @@ include: "workflow/rules/sharpness.smk"
 include: "workflow/rules/sharpness_fixed_norm.smk"
 include: "workflow/rules/transformer.smk"
 include: "workflow/rules/training.smk"
+include: "workflow/rules/training_heads.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/findings.smk"
 
@@ -72,5 +73,6 @@ rule all:
         rules.training_retrieval_figure.output,
         rules.training_lm_figure.output,
         rules.training_lm_probes_figure.output,
+        rules.training_heads_figure.output,
         rules.explorer_data.output,
         rules.findings.output,

@@ -21,6 +21,7 @@ FAMILY = {
     "paper_a_eta": "paper_a_",
     "paper_b_limits": "paper_b_",
     "sharpness_fixed_norm": "sharpness_",
+    "training_heads": "training_",
     "findings": "findings",
     "benchmark": "benchmark_",
 }

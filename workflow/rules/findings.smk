@@ -57,6 +57,8 @@ rule findings:
         training_lm_summary=rules.training_lm_summary.output.summary,
         training_lm_comparisons=rules.training_lm_summary.output.comparisons,
         training_probes_summary=rules.training_lm_probes_summary.output.summary,
+        training_heads_summary=rules.training_retrieval_probes_summary.output.summary,
+        training_heads_critical=rules.training_retrieval_probes_summary.output.critical,
         lib=lib("experiments.findings"),
     output:
         json="results/findings.json",

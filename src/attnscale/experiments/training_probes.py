@@ -21,6 +21,7 @@ from attnscale.layer.tokens import mean_cosine
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
+from attnscale.transformer.library import gamma_c_eff
 from attnscale.transformer.probes import DEFINITIONS, critical_multiplier, head_curves
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "causal_scores",
     "band_rows",
     "probe_record",
+    "critical_multipliers",
+    "effective_multiplier",
     "probe_lm",
     "summarise_probes",
 ]
@@ -54,18 +57,36 @@ def band_rows(lo: int, hi: int, rows: int, rng) -> np.ndarray:
     return np.sort(rng.choice(pos, size=int(rows), replace=False))
 
 
+def effective_multiplier(s_self: float, s_cross: float, n: float) -> float:
+    """The learned-score theory's critical multiplier of a head, ``gamma_c_eff ln n``
+    (docs/real-transformer.md#reading-the-theory-off-a-head): the multiplier of the trained
+    scores at which the mean self-weight is 1/2 when the ``n - 1`` other scores are replaced by
+    their mean; 1 is a head trained exactly at that scale (docs/training.md#is-the-trained-scale-critical).
+    ``n`` is rounded to an integer; ``nan`` below 3 keys, ``inf`` where the self-score does not
+    win on average."""
+    n = int(round(float(n)))
+    if n < 3 or not (np.isfinite(s_self) and np.isfinite(s_cross)):
+        return float("nan")
+    return float(gamma_c_eff(s_self, s_cross, n) * np.log(n))
+
+
 def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
     """Every head of one layer's record, per position band: lambda(s) on the band's query rows
-    (pairs within the band), lambda(inf) (the argmax map) and rho_hat, the mean cosine of the
-    band's normalised query rows [choice] (docs/training.md#the-trained-heads-on-the-phase-diagram)."""
+    (pairs within the band), lambda(inf) (the argmax map), rho_hat, the mean cosine of the
+    band's normalised query rows [choice], and the effective scores: the mean over the band's
+    rows of the own key's trained score (``s_self``) and of the mean score of the keys before it
+    (``s_cross``), with ``n_keys`` the rows' mean number of keys seen
+    (docs/training.md#the-trained-heads-on-the-phase-diagram)."""
     X = record.inputs
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     out = []
     for b, rows in enumerate(rows_by_band):
         hi = int(edges[b + 1])
         rho = mean_cosine(Y[rows])
+        before = np.arange(hi)[None, :] < rows[:, None]  # the other keys a row sees
         for h in range(record.q.shape[0]):
-            res = head_curves(Y[:hi], causal_scores(record, h, rows, hi), rows, multipliers)
+            S = causal_scores(record, h, rows, hi)
+            res = head_curves(Y[:hi], S, rows, multipliers)
             out.append(
                 {
                     "band": b,
@@ -73,6 +94,9 @@ def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
                     "rho_hat": rho,
                     "lambda": res["lambda"],
                     "lambda_inf": res["lambda_inf"],
+                    "s_self": float(S[np.arange(rows.size), rows].mean()),
+                    "s_cross": float((np.where(before, S, 0.0).sum(1) / rows).mean()),
+                    "n_keys": float((rows + 1).mean()),
                 }
             )
     return out
@@ -93,7 +117,7 @@ def _windows(weights, text, text_part, heldout, cfg, vocab, windows, length):
     return [held[w * length : (w + 1) * length] for w in range(windows)]
 
 
-def _critical(ms, lam, lam_inf, rho):
+def critical_multipliers(ms, lam, lam_inf, rho):
     """s* per definition; ``nan`` where rho_hat lies outside (0, 1), where Paper A's critical
     level is not defined [choice]."""
     if not 0.0 < rho < 1.0:
@@ -151,10 +175,18 @@ def probe_lm(
             lam = np.mean([r["lambda"] for r in rs], axis=0)
             lam_inf = float(np.mean([r["lambda_inf"] for r in rs]))
             rho = float(np.mean([r["rho_hat"] for r in rs]))
+            eff = {k: float(np.mean([r[k] for r in rs])) for k in ("s_self", "s_cross", "n_keys")}
+            eff["s_eff"] = effective_multiplier(eff["s_self"], eff["s_cross"], eff["n_keys"])
             key = {"variant": v, "seed": int(seed), "layer": layer, "head": h, "band": b}
             key.update({"lo": int(edges[b]), "hi": int(edges[b + 1])})
             heads.append(
-                {**key, "rho_hat": rho, "lambda_inf": lam_inf, **_critical(ms, lam, lam_inf, rho)}
+                {
+                    **key,
+                    "rho_hat": rho,
+                    "lambda_inf": lam_inf,
+                    **critical_multipliers(ms, lam, lam_inf, rho),
+                    **eff,
+                }
             )
             curves += [{**key, "multiplier": m, "lambda": x} for m, x in zip(ms, lam, strict=True)]
     out = {"heads": pd.DataFrame(heads), "curves": pd.DataFrame(curves)}

@@ -209,6 +209,7 @@ GRIDS: dict[str, Range] = {
     "transformer.multipliers": Range(low=0.0),
     "transformer.global.multipliers": Range(low=0.0),
     "training.lm.probes.multipliers": Range(low=0.0),
+    "training.retrieval.probes.multipliers": Range(low=0.0),
     # trained models (issue 44; docs/training.md)
     "training.retrieval.test_n": Range(low=2, low_open=False, integer=True),
     # the explorer's theory grid (issue 29; docs/explorer.md): d-nodes in the theory's range
@@ -358,6 +359,8 @@ VALUES: dict[str, Range] = {
     "training.retrieval.weight_decay": Range(low=0.0, low_open=False),
     "training.retrieval.log_every": Range(low=1, low_open=False, integer=True),
     "training.retrieval.examples": Range(low=8, low_open=False, integer=True),
+    "training.retrieval.probes.contexts": Range(low=1, low_open=False, integer=True),
+    "training.retrieval.probes.rows": Range(low=2, low_open=False, integer=True),
     "training.lm.heldout": Range(low=0.0, high=1.0),
     "training.lm.d": Range(low=4, low_open=False, integer=True),
     "training.lm.heads": Range(low=1, low_open=False, integer=True),

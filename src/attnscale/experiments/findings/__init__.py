@@ -31,6 +31,7 @@ from attnscale.experiments.findings import (
     sharpness_fixed_norm,
     theory_points,
     training,
+    training_heads,
     transformer,
     transformer_definitions,
 )
@@ -324,6 +325,14 @@ SECTIONS = [
         training.probe_findings,
         {"summary": "training_probes_summary"},
     ),
+    (
+        "training-heads",
+        "Does the log n rule help a trained model? (the retrieval heads; the critical scale)",
+        "figures/training/heads.png",
+        "training.md#the-retrieval-heads-on-the-phase-diagram",
+        training_heads.heads_findings,
+        {"summary": "training_heads_summary", "critical": "training_heads_critical"},
+    ),
 ]
 
 
@@ -424,6 +433,8 @@ def findings(
     training_lm_summary: pd.DataFrame,
     training_lm_comparisons: pd.DataFrame,
     training_probes_summary: pd.DataFrame,
+    training_heads_summary: pd.DataFrame,
+    training_heads_critical: pd.DataFrame,
     configuration: str,
 ) -> dict:
     """Entry of rule ``findings``: every finding of the run, computed from its tables.
