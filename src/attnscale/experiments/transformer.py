@@ -256,7 +256,9 @@ def global_scaling(
         lw, sww, rw = [], [], []
         for s in ms:
             _, recs = m.adapter.forward(ids, multipliers=s)
-            res = [probes.layer_probes(rec, r, [s], descriptors=False, text=False) for rec in recs]
+            res = [
+                probes.layer_probes(rec, r, [s], descriptors=False, text_keys=False) for rec in recs
+            ]
             lw.append([x["lambda"][:, 0] for x in res])
             sww.append([x["self_weight"][:, 0] for x in res])
             rw.append([x["rho_hat"] for x in res])

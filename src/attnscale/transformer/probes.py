@@ -214,7 +214,7 @@ def layer_probes(
     descriptors: bool = True,
     bands: int = 0,
     fixed_rows=None,
-    text: bool = True,
+    text_keys: bool = True,
 ) -> dict:
     """Every head of one layer on the query ``rows``: the curves of :func:`head_curves` and the
     descriptors the theory reads off the head at the trained scale
@@ -225,7 +225,7 @@ def layer_probes(
     :class:`attnscale.transformer.architectures.LayerRecord`). ``bands``: position bands of
     :func:`head_curves`; ``fixed_rows``: if given, lambda also on these query rows (all of them),
     as ``lambda_fixed`` and ``lambda_fixed_inf`` (docs/real-transformer.md#n-apart-from-position);
-    ``text``: the text-key curves of :func:`head_curves` (left out if false).
+    ``text_keys``: the text-key curves of :func:`head_curves` (left out if false).
 
     Returns arrays over heads: every key of :func:`head_curves` (heads, ...); with
     ``descriptors``: ``s_self``, ``s_cross``, ``sd_self``, ``sd_cross``, ``rho_q``, ``rho_k``
@@ -241,7 +241,7 @@ def layer_probes(
     for h in range(H):
         Qm = record.q[h] / np.sqrt(dh)
         Km = record.k[h]
-        res = head_curves(Y, Qm[rows] @ Km.T, rows, multipliers, bands=bands, text=text)
+        res = head_curves(Y, Qm[rows] @ Km.T, rows, multipliers, bands=bands, text=text_keys)
         if fixed_rows is not None:
             fx = head_curves(Y, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers, text=False)
             res["lambda_fixed"], res["lambda_fixed_inf"] = fx["lambda"], fx["lambda_inf"]
