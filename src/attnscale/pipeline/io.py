@@ -25,6 +25,7 @@ __all__ = [
     "git_commit",
     "provenance",
     "provenance_columns",
+    "provenance_arrays",
     "PROVENANCE_COLUMNS",
     "provenance_of",
     "spawn_key_text",
@@ -165,6 +166,17 @@ def provenance_columns(
 
 #: The provenance columns of a results table, in their order (:func:`provenance_columns`).
 PROVENANCE_COLUMNS = ("root_seed", "spawn_key", "params_hash", "attnscale_version", "git_commit")
+
+
+def provenance_arrays(root_seed: int, key) -> dict:
+    """:func:`provenance` of a random draw as ``npz`` entries: the one place a draw file's
+    provenance is written (docs/pipeline.md#reliability-and-provenance). ``root_seed``,
+    ``attnscale_version`` and ``git_commit`` as strings, ``spawn_key`` as an int64 array; no
+    ``params_hash`` (a draw is named by its spawn key alone)."""
+    p = provenance(root_seed, key, {})
+    out = {k: np.str_(p[k]) for k in PROVENANCE_COLUMNS if k != "params_hash"}
+    out["spawn_key"] = np.asarray(p["spawn_key"], dtype=np.int64)
+    return out
 
 
 def provenance_of(table) -> dict:
