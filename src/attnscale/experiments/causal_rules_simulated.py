@@ -24,7 +24,7 @@ from attnscale.layer.causal import angle_ratio as causal_lambda
 from attnscale.layer.causal import attention as causal
 from attnscale.layer.causal import theory as causal_theory
 from attnscale.layer.scores import scaling_rules
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 
 from .summaries import mean_se_table
 
@@ -192,4 +192,6 @@ def rules_simulated_summary(*, data) -> pd.DataFrame:
     missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of rules_simulated; columns missing: {missing}")
-    return mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+    return with_job_provenance(
+        mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+    )

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.experiments.regimes_common import PROV
+from attnscale.pipeline.io import with_job_provenance
 
 __all__ = ["SUMMARY_COLUMNS", "EXPONENT_COLUMNS", "critical_scale_table", "local_exponent_table"]
 
@@ -94,7 +95,8 @@ def critical_scale_table(*, simulations, theory, read_off_sim, read_off_theory) 
         [read_off_theory.assign(source="theory"), read_off_sim.assign(source="simulation")],
         ignore_index=True,
     )
-    return {"table": table, "read_off": ro, "exponent": local_exponent_table(table)}
+    exponent = with_job_provenance(local_exponent_table(table))
+    return {"table": table, "read_off": ro, "exponent": exponent}
 
 
 def _lookup(sims: pd.DataFrame, pts: pd.DataFrame, kind: str) -> np.ndarray:
