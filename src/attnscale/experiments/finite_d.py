@@ -32,7 +32,7 @@ from attnscale.core.validation import check_int, check_real, check_rhos, check_v
 from attnscale.layer import tokens
 from attnscale.layer.scores import weight_stats
 from attnscale.layer.theory import gamma_c
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 
 from .paper_a_tokens import check_draws
 
@@ -310,7 +310,7 @@ def intermediate_phase(
                 }
             )
         )
-    return pd.concat(out, ignore_index=True)
+    return with_job_provenance(pd.concat(out, ignore_index=True))
 
 
 def _draw_means(tok: dict, r: float, betas, m: int, mass: float) -> tuple:

@@ -17,7 +17,7 @@ from scipy import stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
-from attnscale.pipeline.io import provenance_columns, spawn_key_text
+from attnscale.pipeline.io import provenance_columns, spawn_key_text, with_job_provenance
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import marked_poisson as mp
 from attnscale.sphere import theory as st
@@ -171,7 +171,7 @@ def critical_output_law(
             samples.append(_ecdf_rows(d, g, n, "finite_n", r, plot_points, key))
         progress.step()
     return {
-        "ecdf": pd.concat(samples, ignore_index=True),
+        "ecdf": with_job_provenance(pd.concat(samples, ignore_index=True)),
         "summary": pd.DataFrame(summ),
     }
 
