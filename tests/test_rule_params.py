@@ -238,3 +238,32 @@ def test_the_adapter_reads_only_the_backend_keys_of_the_configuration(tmp_path):
     run_rule(sm)
     assert (tmp_path / "rules.csv").stat().st_size > 100
     assert cfg.read == {"backend", "backend_memory_gb"}
+
+
+def test_the_adapter_refuses_a_table_without_its_provenance_columns(monkeypatch, tmp_path):
+    """A results table without its provenance columns is refused, naming the rule and the columns
+    (docs/pipeline.md#reliability-and-provenance); the job's provenance, added by the entry with
+    ``with_job_provenance``, is the job's params hash and the seeds its inputs record."""
+    import sys
+    import types
+
+    import pandas as pd
+
+    from attnscale.pipeline.adapter import call
+    from attnscale.pipeline.io import job_provenance, params_hash, with_job_provenance
+
+    mod = types.ModuleType("attnscale._provenance_probe")
+    mod.bare = lambda *, x, root_seed: pd.DataFrame({"x": [x]})
+    mod.stamped = lambda *, data: with_job_provenance(data[["x"]])
+    mod.unseeded = lambda *, x, root_seed: pd.DataFrame({"x": [x], **job_provenance({})})
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    with pytest.raises(ValueError, match=r"rule 'probe'.*\['params_hash', 'attnscale_version'"):
+        call("_provenance_probe:bare", {}, {"x": 1, "root_seed": 7}, "probe")
+    seeded = tmp_path / "seeded.csv"
+    pd.DataFrame({"x": [1], "root_seed": ["5"]}).to_csv(seeded, index=False)
+    out = call("_provenance_probe:stamped", {"data": str(seeded)}, {}, "probe")
+    assert list(out.columns) == ["x", "params_hash", "attnscale_version", "git_commit", "root_seed"]
+    assert out["params_hash"].iloc[0] == params_hash({}) and out["root_seed"].iloc[0] == "5"
+    with pytest.raises(ValueError, match=r"\['root_seed'\]"):  # a seeded job records its seed
+        call("_provenance_probe:unseeded", {}, {"x": 1, "root_seed": 7}, "probe")
+    assert "root_seed" not in job_provenance()  # outside a job: no params, no seeds

@@ -36,6 +36,7 @@ from attnscale.bench.timing import best_time, machine_info
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import tokens
 from attnscale.layer.dense import attention
+from attnscale.pipeline.io import with_job_provenance
 
 __all__ = [
     "machine_info",
@@ -356,7 +357,8 @@ def suite(
         scaling_d=scaling_d,
         log=LOG,
     )
-    return {"csv": df, "md": markdown_table(df) + "\n", "machine": machine_info()}
+    md = markdown_table(df) + "\n"
+    return {"csv": with_job_provenance(df), "md": md, "machine": machine_info()}
 
 
 def markdown_table(df) -> str:

@@ -334,4 +334,6 @@ def z0_spread_table(*, n: int, d: int, rho: float, gamma, draws: int, rows: int,
     out = z0_spread(n, d, float(rho), gam, draws, rows, root_seed)
     for mode in ("gaussian", "fixed_norm"):
         out[f"se_{mode}"] = out[f"sd_{mode}"] / np.sqrt(draws)
-    return out
+    from attnscale.pipeline.io import with_job_provenance
+
+    return with_job_provenance(out)

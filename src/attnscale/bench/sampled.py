@@ -31,6 +31,7 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import tokens
 from attnscale.layer.sampled import angle_ratio as sampled_lambda
 from attnscale.layer.sampled import eta as sampled_eta
+from attnscale.pipeline.io import with_job_provenance
 
 __all__ = ["TINY", "gemm_peak", "bench_sampled", "run", "suite", "markdown_table", "main"]
 
@@ -161,7 +162,7 @@ def markdown_table(df) -> str:
 def suite(*, ns, ds, m: int, gammas: int, max_gib: float) -> dict:
     """Entry of rule ``benchmark_sampled``: the table, its Markdown and the machine record."""
     df, machine = run(ns=ns, ds=ds, m=m, gammas=gammas, max_gib=max_gib)
-    return {"csv": df, "md": markdown_table(df), "machine": machine}
+    return {"csv": with_job_provenance(df), "md": markdown_table(df), "machine": machine}
 
 
 def main(argv=None) -> int:

@@ -12,6 +12,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from attnscale.pipeline.io import with_job_provenance
+
 __all__ = ["gemm_peak32", "step_time", "suite"]
 
 
@@ -83,4 +85,4 @@ def suite(*, retrieval: dict, lm: dict, repeat: int = 5) -> dict:
         f"| {r.benchmark} | {r.seconds:.4f} | {r.gflops:.2f} | {r.fraction_of_peak:.3f} |\n"
         for r in df.itertuples()
     )
-    return {"csv": df, "md": md}
+    return {"csv": with_job_provenance(df), "md": md}

@@ -18,7 +18,7 @@ from attnscale.layer import theory, tokens
 from attnscale.layer.causal import attention as causal
 from attnscale.layer.causal import theory as causal_theory
 from attnscale.layer.dense import attention
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 
 __all__ = ["causal_lambda", "causal_self_weight", "causal_summary"]
 
@@ -193,4 +193,7 @@ def causal_summary(*, data, self_weight) -> dict:
         sw.groupby(["scaling", "n", "d", "rho", "gamma_factor", "position"], sort=True),
         ["self_weight", "self_weight_simplex"],
     )
-    return {"lambda_summary": lam_out, "self_weight_summary": sw_out}
+    return {
+        "lambda_summary": with_job_provenance(lam_out),
+        "self_weight_summary": with_job_provenance(sw_out),
+    }

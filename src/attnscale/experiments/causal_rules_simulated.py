@@ -24,7 +24,7 @@ from attnscale.layer.causal import angle_ratio as causal_lambda
 from attnscale.layer.causal import attention as causal
 from attnscale.layer.causal import theory as causal_theory
 from attnscale.layer.scores import scaling_rules
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 
 from .summaries import mean_se_table
 
@@ -105,7 +105,6 @@ def rules_simulated(
     chosen = [scaling_rules.rule_by_key(k, "rules") for k in rules]
     params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block, "trials": trials}
     pos = np.arange(1, n + 1, dtype=float)
-    start = n - block
     mid = n - block // 2  # 1-indexed middle position of the block, where finite-d is evaluated
     rows = []
     for rho in rhos:
@@ -114,52 +113,63 @@ def rules_simulated(
         # finite-d theory (averaged over draws at the nominal rho): one call per (n, rho)
         beta_fd = finite_d.critical_beta(n, d, rho)
         sw_fd = np.atleast_1d(finite_d.self_weight(mid, d, rho, grid[:, mid - 1]))
+        shared = {"n": n, "d": d, "rho": rho, "block": block, "grid": grid, "chosen": chosen}
+        shared.update(mid=mid, beta_fd=beta_fd, sw_fd=sw_fd)
         for trial in range(trials):
-            key = draw_key(d, rho, trial)
-            z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
-            X = tokens.from_draw(z0, Z, rho)  # = tokens.near_simplex(n, d, rho, rng), bit for bit
-            del Z
-            r0 = float(np.linalg.norm(z0))
-            sw_given = np.atleast_1d(finite_d.self_weight_given(mid, d, rho, grid[:, mid - 1], r0))
-            rho_hat = tokens.mean_cosine(X)
-            gc_hat = theory.gamma_c(rho_hat)
-            res = causal.query_block(X, grid, start, n, causal=True)
-            Yb = X[start:] / np.linalg.norm(X[start:], axis=1, keepdims=True)
-            prov = provenance_columns(root_seed, key, params)
-            for k, r in enumerate(chosen):
-                a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
-                rows.append(
-                    {
-                        "rule": r.name,
-                        "rule_key": r.key,
-                        "calibration": r.calibration,
-                        "n": n,
-                        "d": d,
-                        "rho": rho,
-                        "trial": trial,
-                        "rho_hat": rho_hat,
-                        "block": block,
-                        "beta_last": float(grid[k, -1]),
-                        "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
-                        "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
-                        "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
-                        "beta_critical_finite_d": beta_fd,
-                        "self_weight": float(res["self_weight"][k].mean()),
-                        "self_weight_cv": float(
-                            res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]
-                        ),
-                        "self_weight_given_finite_d": float(sw_given[k]),
-                        "r0": r0,
-                        "self_weight_simplex": float(a_simplex.mean()),
-                        "self_weight_finite_d": float(sw_fd[k]),
-                        "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
-                        "lambda_block_simplex": causal_theory.causal_simplex_lambda(
-                            rho_hat, grid[k], positions=np.arange(start + 1, n + 1)
-                        ),
-                        **prov,
-                    }
-                )
+            rows += _trial_rows(shared, trial, root_seed, params)
     return pd.DataFrame(rows)
+
+
+def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[dict]:
+    """The rows of one token draw at one rho of :func:`rules_simulated`, one per rule; ``shared``
+    holds what every draw at that rho shares (sizes, the rules' beta grid, the finite-d values)."""
+    n, d, rho, block, grid = (shared[k] for k in ("n", "d", "rho", "block", "grid"))
+    chosen, mid, beta_fd, sw_fd = (shared[k] for k in ("chosen", "mid", "beta_fd", "sw_fd"))
+    start = n - block
+    rows = []
+    key = draw_key(d, rho, trial)
+    z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
+    X = tokens.from_draw(z0, Z, rho)  # = tokens.near_simplex(n, d, rho, rng), bit for bit
+    del Z
+    r0 = float(np.linalg.norm(z0))
+    sw_given = np.atleast_1d(finite_d.self_weight_given(mid, d, rho, grid[:, mid - 1], r0))
+    rho_hat = tokens.mean_cosine(X)
+    gc_hat = theory.gamma_c(rho_hat)
+    res = causal.query_block(X, grid, start, n, causal=True)
+    Yb = X[start:] / np.linalg.norm(X[start:], axis=1, keepdims=True)
+    prov = provenance_columns(root_seed, key, params)
+    for k, r in enumerate(chosen):
+        a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
+        rows.append(
+            {
+                "rule": r.name,
+                "rule_key": r.key,
+                "calibration": r.calibration,
+                "n": n,
+                "d": d,
+                "rho": rho,
+                "trial": trial,
+                "rho_hat": rho_hat,
+                "block": block,
+                "beta_last": float(grid[k, -1]),
+                "gamma_ratio": float(grid[k, -1] * (1.0 - rho) / np.log(n)),
+                "gamma_ratio_hat": float(grid[k, -1] / (gc_hat * np.log(n))),
+                "beta_critical_simplex": theory.gamma_c(rho) * np.log(n),
+                "beta_critical_finite_d": beta_fd,
+                "self_weight": float(res["self_weight"][k].mean()),
+                "self_weight_cv": float(res["self_weight"][k].mean() - sw_given[k] + sw_fd[k]),
+                "self_weight_given_finite_d": float(sw_given[k]),
+                "r0": r0,
+                "self_weight_simplex": float(a_simplex.mean()),
+                "self_weight_finite_d": float(sw_fd[k]),
+                "lambda_block": causal_lambda.pair_ratio_mean(Yb, res["outputs"][k]),
+                "lambda_block_simplex": causal_theory.causal_simplex_lambda(
+                    rho_hat, grid[k], positions=np.arange(start + 1, n + 1)
+                ),
+                **prov,
+            }
+        )
+    return rows
 
 
 def rules_simulated_summary(*, data) -> pd.DataFrame:
@@ -182,4 +192,6 @@ def rules_simulated_summary(*, data) -> pd.DataFrame:
     missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(rows.columns))
     if missing:
         raise ValueError(f"data must be tables of rules_simulated; columns missing: {missing}")
-    return mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+    return with_job_provenance(
+        mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+    )

@@ -32,7 +32,7 @@ from attnscale.core.validation import check_int, check_real, check_rhos, check_v
 from attnscale.layer import tokens
 from attnscale.layer.scores import weight_stats
 from attnscale.layer.theory import gamma_c
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 
 from .paper_a_tokens import check_draws
 
@@ -283,23 +283,8 @@ def intermediate_phase(
         g_star = np.full(rhos.size, np.nan)
     out = []
     for ir, r in enumerate(rhos):
-        per_draw = []  # common random numbers: every rho reuses the same z_0, Z
-        for tok in draws:
-            st = weight_stats.row_weight_stats(
-                tokens.from_draw(np.asarray(tok["z0"]), np.asarray(tok["Z"]), r),
-                betas,
-                rows=np.arange(m),
-                mass=mass,
-            )
-            per_draw.append(
-                (
-                    st["self_weight"].mean(axis=0),
-                    st["n_eff"].mean(axis=0),
-                    st["k_mass"].mean(axis=0),
-                    np.log(st["n_eff"]).mean(axis=0),
-                    st["n_eff_others"].mean(axis=0),
-                )
-            )
+        # common random numbers: every rho reuses the same z_0, Z
+        per_draw = [_draw_means(tok, r, betas, m, mass) for tok in draws]
         mean, se = mean_se(np.array(per_draw))  # over draws of (draws, 5, gammas)
         out.append(
             pd.DataFrame(
@@ -325,4 +310,22 @@ def intermediate_phase(
                 }
             )
         )
-    return pd.concat(out, ignore_index=True)
+    return with_job_provenance(pd.concat(out, ignore_index=True))
+
+
+def _draw_means(tok: dict, r: float, betas, m: int, mass: float) -> tuple:
+    """Means over the first ``m`` query rows of one draw at nominal ``rho = r``: self-weight,
+    ``N_eff``, key count holding ``mass``, ``ln N_eff`` and ``N_eff`` of the other keys."""
+    st = weight_stats.row_weight_stats(
+        tokens.from_draw(np.asarray(tok["z0"]), np.asarray(tok["Z"]), r),
+        betas,
+        rows=np.arange(m),
+        mass=mass,
+    )
+    return (
+        st["self_weight"].mean(axis=0),
+        st["n_eff"].mean(axis=0),
+        st["k_mass"].mean(axis=0),
+        np.log(st["n_eff"]).mean(axis=0),
+        st["n_eff_others"].mean(axis=0),
+    )

@@ -12,6 +12,7 @@ import pandas as pd
 
 from attnscale.core.validation import check_real, check_rhos, check_vector
 from attnscale.layer.theory import gamma_c
+from attnscale.pipeline.io import with_job_provenance
 
 __all__ = [
     "LINE_NODES",
@@ -91,7 +92,8 @@ def figure_line(*, data: pd.DataFrame, points: int = 200) -> pd.DataFrame:
             pd.DataFrame({"d": int(d), "n": n, "rho": rr, "gamma_star": gs, "gamma_star_eta": ge})
         )
     cols = ["d", "n", "rho", "gamma_star", "gamma_star_eta"]
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+    return with_job_provenance(table)
 
 
 def transition_theory(*, n, d, rho, read_off=None) -> pd.DataFrame:
@@ -157,7 +159,7 @@ def transition_theory(*, n, d, rho, read_off=None) -> pd.DataFrame:
                     "gamma_c": gamma_c(r),
                 }
             )
-    return pd.DataFrame(out)
+    return with_job_provenance(pd.DataFrame(out))
 
 
 def theory_given_draw(n: int, d: int, rho: float, betas, r0: float) -> dict:

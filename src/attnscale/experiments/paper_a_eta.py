@@ -148,35 +148,12 @@ def eta_table(
         LOG.warning("rho_hat = %g outside (0, 1): no gamma_c row, theory columns nan", rho_hat)
     betas = theory.beta_of_gamma(gam, n)
     how = choose_method(method, n, d, probes) if rows == "all" else "sampled"
-    key = probe_key(n, d, tok["rho"], tok["trial"])
-    if how == "sampled":
-        key = rows_key(ROWS_STREAM, n, d, tok["trial"])
-        res = sampled_eta.eta_sampled(X, betas, alpha, rows=rows, rng=job_rng(root_seed, key))
-        eta, se, used_probes = res.estimate, res.se, 1
-    elif how == "exact":
-        eta = eta_exact.eta_exact_grid(X, betas, alpha)
-        se = np.zeros_like(eta)
-        used_probes = 0
-    else:
-        eta, se = jacobian.eta_hutchinson_grid(
-            X, betas, alpha, probes=probes, rng=job_rng(root_seed, key), kind=probe_kind
-        )
-        used_probes = probes
+    eta, se, used_probes, key = _eta_values(
+        tok, betas, alpha, how, rows, probes, probe_kind, root_seed
+    )
     w1, w2 = norm_moments(X)
     plateau = eta_plateau(d, alpha, w1, w2)
-    nan = np.full(gam.size, np.nan)
-    lim, simp, simp_w = nan.copy(), nan.copy(), nan.copy()
-    if ok:
-        lim = np.array([theory.eta_limit(rho_hat, g, d, alpha, q_hat) for g in gam])
-        simp = np.array([theory.simplex_eta(n, d, rho_hat, b, alpha, q_hat) for b in betas])
-        simp_w = np.array(
-            [
-                theory.simplex_eta(
-                    n, d, rho_hat, b, alpha, q_hat, mean_inv_norm=w1, mean_inv_sq_norm=w2
-                )
-                for b in betas
-            ]
-        )
+    lim, simp, simp_w = _eta_theory(tok, gam, betas, alpha, w1, w2, ok)
     # provenance: the probe (row) generator's key for Hutchinson (sampled), else the draw's key
     if how in ("hutchinson", "sampled"):
         prov = provenance_columns(root_seed, key, params)
@@ -211,6 +188,47 @@ def eta_table(
     if how == "sampled":
         table.insert(table.columns.get_loc("probes") + 1, "rows", int(rows))
     return table
+
+
+def _eta_values(tok, betas, alpha, how, rows, probes, probe_kind, root_seed):
+    """eta of one draw at ``betas`` by method ``how``: ``(eta, within-draw SE, probes used, key)``,
+    ``key`` the probe (or row) generator's spawn key."""
+    X, n, d = tok["X"], tok["n"], tok["d"]
+    key = probe_key(n, d, tok["rho"], tok["trial"])
+    if how == "sampled":
+        key = rows_key(ROWS_STREAM, n, d, tok["trial"])
+        res = sampled_eta.eta_sampled(X, betas, alpha, rows=rows, rng=job_rng(root_seed, key))
+        eta, se, used_probes = res.estimate, res.se, 1
+    elif how == "exact":
+        eta = eta_exact.eta_exact_grid(X, betas, alpha)
+        se = np.zeros_like(eta)
+        used_probes = 0
+    else:
+        eta, se = jacobian.eta_hutchinson_grid(
+            X, betas, alpha, probes=probes, rng=job_rng(root_seed, key), kind=probe_kind
+        )
+        used_probes = probes
+    return eta, se, used_probes, key
+
+
+def _eta_theory(tok, gam, betas, alpha, w1, w2, ok):
+    """The theory columns of one draw (limit, simplex, simplex at realised norms); nan where the
+    draw has no ``gamma_c`` (``ok`` false)."""
+    n, d, rho_hat, q_hat = tok["n"], tok["d"], tok["rho_hat"], tok["q_hat"]
+    nan = np.full(gam.size, np.nan)
+    lim, simp, simp_w = nan.copy(), nan.copy(), nan.copy()
+    if ok:
+        lim = np.array([theory.eta_limit(rho_hat, g, d, alpha, q_hat) for g in gam])
+        simp = np.array([theory.simplex_eta(n, d, rho_hat, b, alpha, q_hat) for b in betas])
+        simp_w = np.array(
+            [
+                theory.simplex_eta(
+                    n, d, rho_hat, b, alpha, q_hat, mean_inv_norm=w1, mean_inv_sq_norm=w2
+                )
+                for b in betas
+            ]
+        )
+    return lim, simp, simp_w
 
 
 def eta_rows(

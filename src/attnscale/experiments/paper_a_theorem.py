@@ -217,7 +217,7 @@ def theory_rows_all(
     return df
 
 
-def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
+def theorem_table(table: pd.DataFrame) -> pd.DataFrame:
     """Tidy theorem table: one row per (d, n, rho, alpha, gamma_factor, quantity).
 
     ``sim_mean``/``sim_se``: the simulation's mean and standard error over draws;
@@ -238,7 +238,7 @@ def theorem_table(rows: pd.DataFrame) -> pd.DataFrame:
     SEs, from the spread over draws, already include the row sampling.
     """
     out = []
-    for keys, g in rows.groupby(THEORY_KEYS, sort=True):
+    for keys, g in table.groupby(THEORY_KEYS, sort=True):
         t = len(g)
         for qty in QUANTITIES:
             sim = g[qty].to_numpy()

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscale import __version__
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer import tokens
-from attnscale.pipeline.io import git_commit
+from attnscale.pipeline.io import provenance_arrays
 
 __all__ = ["Z0_MODES", "draw_tokens", "tokens_at", "check_draws", "RegeneratedDraws", "job_draws"]
 
@@ -34,7 +33,8 @@ def draw_tokens(*, n: int, d: int, trial: int, root_seed: int) -> dict:
     """Entry of rule ``paper_a_tokens``: the Gaussian draw of one ``(n, d, trial)``.
 
     Returns the npz content: ``z0`` and ``Z`` (:func:`attnscale.layer.tokens.gaussian_draw`) and the
-    provenance (``root_seed`` as a decimal string, ``spawn_key``, package version, git commit).
+    provenance (:func:`attnscale.pipeline.io.provenance_arrays`: ``root_seed`` as a decimal
+    string, ``spawn_key``, package version, git commit).
     The tokens of every ``rho`` are built from it by :func:`tokens_at` (common random numbers,
     docs/paper-a.md#gaussian-near-simplex-tokens).
     """
@@ -46,10 +46,7 @@ def draw_tokens(*, n: int, d: int, trial: int, root_seed: int) -> dict:
         "n": np.int64(n),
         "d": np.int64(d),
         "trial": np.int64(trial),
-        "root_seed": np.str_(str(root_seed)),
-        "spawn_key": np.asarray(key, dtype=np.int64),
-        "attnscale_version": np.str_(__version__),
-        "git_commit": np.str_(git_commit()),
+        **provenance_arrays(root_seed, key),
     }
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_real, check_vector
-from attnscale.pipeline.io import provenance_columns, provenance_of
+from attnscale.pipeline.io import provenance_columns, provenance_of, with_job_provenance
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import keys
 from attnscale.sphere import theory as st
@@ -162,4 +162,4 @@ def heat_drift_summary(*, csvs: list, q, theory_betas) -> dict:
     params = {"q": np.asarray(q, float).tolist(), "theory_betas": tb.tolist()}
     for k, v in provenance_columns(None, None, params).items():
         curve[k] = v  # deterministic quadrature: no seed
-    return {"summary": summ, "curve": curve}
+    return {"summary": summ, "curve": with_job_provenance(curve)}

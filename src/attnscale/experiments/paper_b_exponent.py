@@ -91,14 +91,14 @@ def _cap_curve(k: int, ns, contexts: int, level: float, root_seed: int, key_of) 
     return rows
 
 
-def points_table(rows, root_seed, base: dict, params: dict) -> pd.DataFrame:
-    """The table of one curve: the columns of ``base`` (family, method, d, k, ...), then per row
-    of ``rows`` (one root per ``n``) ``n``, ``beta_star``, its ``se``, the mean and sd of
+def points_table(records, root_seed, base: dict, params: dict) -> pd.DataFrame:
+    """The table of one curve: the columns of ``base`` (family, method, d, k, ...), then per
+    record of ``records`` (one root per ``n``) ``n``, ``beta_star``, its ``se``, the mean and sd of
     ``A_(1)`` at the root, ``slope``, ``keys_kept``, ``tail_bound``, ``attempt`` and the
     provenance of the row's draws (``params`` with its ``n``)
     (docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
     out = []
-    for r in rows:
+    for r in records:
         out.append(
             {
                 **base,

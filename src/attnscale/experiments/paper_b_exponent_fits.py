@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core.validation import check_real
-from attnscale.pipeline.io import provenance
+from attnscale.pipeline.io import provenance, with_job_provenance
 from attnscale.sphere import critical_exponent as ce
 
 __all__ = ["exponent_tables", "exponent_fits"]
@@ -23,7 +23,10 @@ def exponent_tables(*, points, upper_n_min: float) -> dict:
     """All points in one table and their fits: ``{"points": ..., "fits": ...}``
     (docs/paper-b-beyond.md#critical-exponent-across-dimensions)."""
     P = pd.concat(points, ignore_index=True) if isinstance(points, list) else points
-    return {"points": P, "fits": exponent_fits(points=P, upper_n_min=upper_n_min)}
+    return {
+        "points": P,
+        "fits": with_job_provenance(exponent_fits(points=P, upper_n_min=upper_n_min)),
+    }
 
 
 def exponent_fits(*, points, upper_n_min: float) -> pd.DataFrame:

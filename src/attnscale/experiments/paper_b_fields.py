@@ -100,6 +100,24 @@ def vector_fields(
     G = st.score_x1x2(Q)
     rho = st.density_x1x2(Q, d)
     C = np.array([st.c_density(r, d) for r in rho])
+    panels = _panel_table(Q, K, G, rho, C, exps, n, prov)
+    betas = np.unique(np.concatenate([sweep, n**exps]))
+    mean_field = _mean_fields(Q, betas, n, d)  # shared by every context
+    srows = []
+    for r in range(sweep_contexts):
+        if r == 0:
+            Kr, prov_r = K, prov
+        else:
+            key_r = spawn_key(VF_STREAM, n, d, r)
+            Kr = keys.sample_x1x2(n, job_rng(root_seed, key_r), d)
+            prov_r = provenance_columns(root_seed, key_r, {**params, "context": r})
+        srows += _sweep_rows(Q, Kr, G, rho, C, betas, exps, n, d, r, prov_r, mean_field)
+    return {"panels": panels, "sweep": pd.DataFrame(srows)}
+
+
+def _panel_table(Q, K, G, rho, C, exps, n: int, prov: dict) -> pd.DataFrame:
+    """The per-query panel table: displacement and drift at ``beta = n^e`` for each exponent."""
+    n_queries = Q.shape[0]
     lon, lat = _lonlat(Q)
     g_e, g_n = _east_north(Q, G)
     rows = []
@@ -133,41 +151,40 @@ def vector_fields(
                 }
             )
         )
-    panels = pd.concat(rows, ignore_index=True)
+    return pd.concat(rows, ignore_index=True)
 
-    betas = np.unique(np.concatenate([sweep, n**exps]))
-    g2 = np.einsum("ij,ij->i", G, G)
+
+def _mean_fields(Q, betas, n: int, d: int) -> dict:
+    """The tangential ``n = inf`` mean-field output at each beta ``<= n^{2/(d+1)}``."""
     beta_tr = st.drift_transition_beta(n, d)
-    mean_field = {}  # n = inf output at each beta <= n^{2/(d+1)}: shared by every context
+    mean_field = {}
     for beta in betas[betas <= beta_tr * (1 + 1e-9)]:
         M = mean_field_x1x2(Q, beta)
         mean_field[beta] = M - np.einsum("ij,ij->i", M, Q)[:, None] * Q
+    return mean_field
+
+
+def _sweep_rows(Q, Kr, G, rho, C, betas, exps, n, d, r, prov_r, mean_field) -> list:
+    """The sweep rows of context ``r``: one per beta (rms statistics and theory scales)."""
+    g2 = np.einsum("ij,ij->i", G, G)
+    beta_tr = st.drift_transition_beta(n, d)
     srows = []
-    for r in range(sweep_contexts):
-        if r == 0:
-            Kr, prov_r = K, prov
-        else:
-            key_r = spawn_key(VF_STREAM, n, d, r)
-            Kr = keys.sample_x1x2(n, job_rng(root_seed, key_r), d)
-            prov_r = provenance_columns(root_seed, key_r, {**params, "context": r})
-        for beta in betas:
-            srows.append(
-                {
-                    "beta": float(beta),
-                    "n": n,
-                    "context": r,
-                    "is_panel": bool(np.any(np.isclose(beta, n**exps, rtol=1e-12))),
-                    **_sweep_stats(
-                        keys.tangential_displacement(Q, Kr, beta), G, g2, beta, mean_field.get(beta)
-                    ),
-                    "rms_drift_theory": float(np.sqrt(np.mean(g2)) / beta),
-                    "rms_noise_theory": float(np.sqrt(np.mean(st.noise_trace_d3(n, rho)))),
-                    "rms_nearest_theory": float(
-                        np.sqrt(np.mean(st.nearest_key_tangent_ms(n, C, d)))
-                    ),
-                    "beta_drift_transition": beta_tr,
-                    "beta_critical": st.critical_scale(n, d),
-                    **prov_r,
-                }
-            )
-    return {"panels": panels, "sweep": pd.DataFrame(srows)}
+    for beta in betas:
+        srows.append(
+            {
+                "beta": float(beta),
+                "n": n,
+                "context": r,
+                "is_panel": bool(np.any(np.isclose(beta, n**exps, rtol=1e-12))),
+                **_sweep_stats(
+                    keys.tangential_displacement(Q, Kr, beta), G, g2, beta, mean_field.get(beta)
+                ),
+                "rms_drift_theory": float(np.sqrt(np.mean(g2)) / beta),
+                "rms_noise_theory": float(np.sqrt(np.mean(st.noise_trace_d3(n, rho)))),
+                "rms_nearest_theory": float(np.sqrt(np.mean(st.nearest_key_tangent_ms(n, C, d)))),
+                "beta_drift_transition": beta_tr,
+                "beta_critical": st.critical_scale(n, d),
+                **prov_r,
+            }
+        )
+    return srows

@@ -117,16 +117,29 @@ def critical_laws(
     s_max = float((np.log(1e3) / c) ** alpha)
     s_grid = np.linspace(0.0, s_max, grid_points)
     base = {"d": d, "trials": trials, "limit_trials": limit_trials, "method": method}
-
-    def ecdf(sample, grid):
-        return np.searchsorted(np.sort(sample), grid, side="right") / sample.size
-
-    ecdf_rows, summ = [], []
     limits, lim_prov = {}, {}
     for g in gammas:
         key = spawn_key(CRIT_LIMIT_STREAM, d, value_id(g))
         lim_prov[float(g)] = provenance_columns(root_seed, key, {**base, "gamma": float(g)})
         limits[float(g)] = poisson_limit_top_weight(g, c, d, limit_trials, job_rng(root_seed, key))
+    samples = _finite_n_samples(ns, d, gammas, trials, method, base, root_seed)
+    grids = _top_weight_grids(gammas, limits, samples, grid_points)
+    ecdf_rows, summ = _limit_rows(d, gammas, limits, grids, lim_prov, s_grid, limit_trials)
+    for n in ns:
+        e, s = _finite_n_rows(d, n, gammas, samples[n], limits, grids, s_grid, trials)
+        ecdf_rows += e
+        summ += s
+    return {"ecdf": pd.concat(ecdf_rows, ignore_index=True), "summary": pd.DataFrame(summ)}
+
+
+def _ecdf(sample, grid):
+    return np.searchsorted(np.sort(sample), grid, side="right") / sample.size
+
+
+def _finite_n_samples(ns, d, gammas, trials, method, base, root_seed) -> dict:
+    """Per ``n``: the ``A_(1)`` sample at every gamma, the scaled nearest-key sample, the betas and
+    the provenance columns (one generator per ``n``, common random numbers over gamma)."""
+    alpha = st.alpha_exponent(d)
     samples = {}
     progress = Progress("critical-law context sizes", len(ns))
     for n in ns:
@@ -140,15 +153,26 @@ def critical_laws(
         prov = provenance_columns(root_seed, key, {**base, "n": n, "gammas": gammas.tolist()})
         samples[n] = (np.concatenate(A), np.concatenate(s), betas, prov)
         progress.step()
-    # A_(1) grid per gamma: [0, top], top = the 99.9% quantile over all samples, rounded up to
-    # a multiple of 0.05 (so narrow laws, e.g. d = 5 and small gamma, are resolved)
+    return samples
+
+
+def _top_weight_grids(gammas, limits, samples, grid_points) -> dict:
+    """The ``A_(1)`` grid per gamma: [0, top], top = the 99.9% quantile over all samples, rounded
+    up to a multiple of 0.05 (so narrow laws, e.g. d = 5 and small gamma, are resolved)."""
     grids = {}
     for j, g in enumerate(gammas):
         q999 = max(
             [np.quantile(limits[float(g)], 0.999)]
-            + [np.quantile(samples[n][0][:, j], 0.999) for n in ns]
+            + [np.quantile(samples[n][0][:, j], 0.999) for n in samples]
         )
         grids[float(g)] = np.linspace(0.0, min(1.0, np.ceil(q999 / 0.05) * 0.05), grid_points)
+    return grids
+
+
+def _limit_rows(d, gammas, limits, grids, lim_prov, s_grid, limit_trials):
+    """The limits' ECDF rows (Poisson limit per gamma, then the Weibull law) and summary rows."""
+    c = st.c_uniform(d)
+    ecdf_rows, summ = [], []
     for g in gammas:
         w, a_grid, prov = limits[float(g)], grids[float(g)], lim_prov[float(g)]
         ecdf_rows.append(
@@ -160,7 +184,7 @@ def critical_laws(
                     "stat": "top_weight",
                     "source": "poisson_limit",
                     "x": a_grid,
-                    "cdf": ecdf(w, a_grid),
+                    "cdf": _ecdf(w, a_grid),
                     **prov,
                 }
             )
@@ -192,69 +216,28 @@ def critical_laws(
             }
         )
     )
-    for n in ns:
-        A, s, betas, prov = samples[n]
-        for j, g in enumerate(gammas):
-            a_grid = grids[float(g)]
-            ks = stats.ks_2samp(A[:, j], limits[float(g)])
-            ecdf_rows.append(
-                pd.DataFrame(
-                    {
-                        "d": d,
-                        "n": n,
-                        "gamma": float(g),
-                        "stat": "top_weight",
-                        "source": "finite_n",
-                        "x": a_grid,
-                        "cdf": ecdf(A[:, j], a_grid),
-                        **prov,
-                    }
-                )
-            )
-            summ.append(
+    return ecdf_rows, summ
+
+
+def _finite_n_rows(d, n, gammas, sample, limits, grids, s_grid, trials):
+    """The ECDF rows and summary rows of one context size ``n``."""
+    alpha = st.alpha_exponent(d)
+    c = st.c_uniform(d)
+    ecdf_rows, summ = [], []
+    A, s, betas, prov = sample
+    for j, g in enumerate(gammas):
+        a_grid = grids[float(g)]
+        ks = stats.ks_2samp(A[:, j], limits[float(g)])
+        ecdf_rows.append(
+            pd.DataFrame(
                 {
                     "d": d,
                     "n": n,
                     "gamma": float(g),
-                    "beta": float(betas[j]),
                     "stat": "top_weight",
                     "source": "finite_n",
-                    "samples": trials,
-                    "mean": A[:, j].mean(),
-                    "se": mean_se(A[:, j])[1],
-                    "limit_mean": limits[float(g)].mean(),
-                    "limit_se": mean_se(limits[float(g)])[1],
-                    "ks_vs_limit": ks.statistic,
-                    "ks_pvalue": ks.pvalue,
-                    **prov,
-                }
-            )
-        ks_lim = stats.kstest(s, lambda v: 1.0 - st.nearest_key_sf_limit(v, c, d))
-        ks_ex = stats.kstest(s, lambda v, n=n: 1.0 - st.nearest_key_sf_exact_uniform(v, n, d))
-        ecdf_rows.append(
-            pd.DataFrame(
-                {
-                    "d": d,
-                    "n": n,
-                    "gamma": np.nan,
-                    "stat": "nearest_scaled",
-                    "source": "finite_n",
-                    "x": s_grid,
-                    "cdf": ecdf(s, s_grid),
-                    **prov,
-                }
-            )
-        )
-        ecdf_rows.append(
-            pd.DataFrame(
-                {
-                    "d": d,
-                    "n": n,
-                    "gamma": np.nan,
-                    "stat": "nearest_scaled",
-                    "source": "exact_finite_n",
-                    "x": s_grid,
-                    "cdf": 1.0 - st.nearest_key_sf_exact_uniform(s_grid, n, d),
+                    "x": a_grid,
+                    "cdf": _ecdf(A[:, j], a_grid),
                     **prov,
                 }
             )
@@ -263,18 +246,66 @@ def critical_laws(
             {
                 "d": d,
                 "n": n,
-                "gamma": np.nan,
-                "stat": "nearest_scaled",
+                "gamma": float(g),
+                "beta": float(betas[j]),
+                "stat": "top_weight",
                 "source": "finite_n",
                 "samples": trials,
-                "mean": s.mean(),
-                "se": mean_se(s)[1],
-                "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
-                "ks_vs_limit": ks_lim.statistic,
-                "ks_pvalue": ks_lim.pvalue,
-                "ks_vs_exact": ks_ex.statistic,
-                "ks_exact_pvalue": ks_ex.pvalue,
+                "mean": A[:, j].mean(),
+                "se": mean_se(A[:, j])[1],
+                "limit_mean": limits[float(g)].mean(),
+                "limit_se": mean_se(limits[float(g)])[1],
+                "ks_vs_limit": ks.statistic,
+                "ks_pvalue": ks.pvalue,
                 **prov,
             }
         )
-    return {"ecdf": pd.concat(ecdf_rows, ignore_index=True), "summary": pd.DataFrame(summ)}
+    ks_lim = stats.kstest(s, lambda v: 1.0 - st.nearest_key_sf_limit(v, c, d))
+    ks_ex = stats.kstest(s, lambda v, n=n: 1.0 - st.nearest_key_sf_exact_uniform(v, n, d))
+    ecdf_rows.append(
+        pd.DataFrame(
+            {
+                "d": d,
+                "n": n,
+                "gamma": np.nan,
+                "stat": "nearest_scaled",
+                "source": "finite_n",
+                "x": s_grid,
+                "cdf": _ecdf(s, s_grid),
+                **prov,
+            }
+        )
+    )
+    ecdf_rows.append(
+        pd.DataFrame(
+            {
+                "d": d,
+                "n": n,
+                "gamma": np.nan,
+                "stat": "nearest_scaled",
+                "source": "exact_finite_n",
+                "x": s_grid,
+                "cdf": 1.0 - st.nearest_key_sf_exact_uniform(s_grid, n, d),
+                **prov,
+            }
+        )
+    )
+    summ.append(
+        {
+            "d": d,
+            "n": n,
+            "gamma": np.nan,
+            "stat": "nearest_scaled",
+            "source": "finite_n",
+            "samples": trials,
+            "mean": s.mean(),
+            "se": mean_se(s)[1],
+            "limit_mean": special.gamma(1 + alpha) * c ** (-alpha),
+            "ks_vs_limit": ks_lim.statistic,
+            "ks_pvalue": ks_lim.pvalue,
+            "ks_vs_exact": ks_ex.statistic,
+            "ks_exact_pvalue": ks_ex.pvalue,
+            **prov,
+        }
+    )
+    return ecdf_rows, summ

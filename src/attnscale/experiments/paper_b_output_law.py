@@ -17,7 +17,7 @@ from scipy import stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
-from attnscale.pipeline.io import provenance_columns, spawn_key_text
+from attnscale.pipeline.io import provenance_columns, spawn_key_text, with_job_provenance
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import marked_poisson as mp
 from attnscale.sphere import theory as st
@@ -136,20 +136,7 @@ def critical_output_law(
     progress = Progress("output-law gammas", len(gammas))
     for g in (float(v) for v in gammas):
         m2_mecke = mp.critical_output_second_moment(g, c, d)
-        kl = spawn_key(OUT_LIMIT_STREAM, d, value_id(g))
-        lim = np.linalg.norm(
-            mp.critical_output_limit(
-                g, c, d, limit_trials, job_rng(root_seed, kl), max_points=max_points
-            ),
-            axis=1,
-        )
-        k0 = spawn_key(OUT_NULL_STREAM, d, value_id(g))
-        null = np.linalg.norm(
-            mp.critical_output_limit(
-                g, c, d, trials, job_rng(root_seed, k0), max_points=max_points
-            ),
-            axis=1,
-        )
+        lim, kl, null, k0 = _limit_norms(g, c, d, trials, limit_trials, root_seed, max_points)
         ks_null = stats.ks_2samp(null, lim).statistic
         common = {
             "d": d,
@@ -159,7 +146,6 @@ def critical_output_law(
             "ks_null_mean": null_mean,
             "ks_null_q95": null_q95,
         }
-
         summ.append(_summary_row(common, "limit", 0, lim, (root_seed, kl, {**base, "gamma": g})))
         summ.append(
             _summary_row(
@@ -180,19 +166,29 @@ def critical_output_law(
                 ),
                 axis=1,
             )
-            summ.append(
-                _summary_row(
-                    common,
-                    "finite_n",
-                    n,
-                    r,
-                    (root_seed, key, {**base, "gamma": g, "n": n}),
-                    stats.ks_2samp(r, lim),
-                )
-            )
+            prov = (root_seed, key, {**base, "gamma": g, "n": n})
+            summ.append(_summary_row(common, "finite_n", n, r, prov, stats.ks_2samp(r, lim)))
             samples.append(_ecdf_rows(d, g, n, "finite_n", r, plot_points, key))
         progress.step()
     return {
-        "ecdf": pd.concat(samples, ignore_index=True),
+        "ecdf": with_job_provenance(pd.concat(samples, ignore_index=True)),
         "summary": pd.DataFrame(summ),
     }
+
+
+def _limit_norms(g, c, d, trials, limit_trials, root_seed, max_points):
+    """The limit sample of ``|L|`` at ``gamma = g`` (``limit_trials`` samples) and the null sample
+    (``trials`` samples of the limit, for the KS noise level), each with its spawn key."""
+    kl = spawn_key(OUT_LIMIT_STREAM, d, value_id(g))
+    lim = np.linalg.norm(
+        mp.critical_output_limit(
+            g, c, d, limit_trials, job_rng(root_seed, kl), max_points=max_points
+        ),
+        axis=1,
+    )
+    k0 = spawn_key(OUT_NULL_STREAM, d, value_id(g))
+    null = np.linalg.norm(
+        mp.critical_output_limit(g, c, d, trials, job_rng(root_seed, k0), max_points=max_points),
+        axis=1,
+    )
+    return lim, kl, null, k0

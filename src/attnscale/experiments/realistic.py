@@ -115,80 +115,92 @@ def learned_qk(
         "alpha": alpha,
         "variants": variants,
     }
-    ln = np.log(n)
     curves, crit = [], []
     tkey = spawn_key(LEARNED_TOKENS, n, d, trial)
     X = tokens.near_simplex(n, d, rho, job_rng(root_seed, tkey))
     rho_hat, q_hat = tokens.mean_cosine(X), tokens.mean_sq_norm(X)
     gc_hat = theory.gamma_c(rho_hat)
+    draw = {"X": X, "n": n, "d": d, "rho": rho, "trial": trial, "alpha": alpha, "gammas": gammas}
+    draw.update(rho_hat=rho_hat, q_hat=q_hat, gc_hat=gc_hat)
     for kind, value in variants:
         wkey = spawn_key(LEARNED_W, d, trial, KIND_ID[kind], value_id(value, 1000))
         W = _query_key_matrix(kind, value, d, job_rng(root_seed, wkey))
-        _, Qm, Km = learned_scores.query_key_rows(X, W)
-        s_self, s_cross = learned_scores.effective_scores(Qm, Km)
-        sd_self, sd_cross = score_attention.score_spread(Qm, Km)
-        gce = learned_scores.gamma_c_eff(s_self, s_cross)
-        gce_n = learned_scores.gamma_c_eff(s_self, s_cross, n)
-        gcf = learned_scores.gamma_c_fluct(s_self, s_cross, sd_cross, n)
-        gam = np.concatenate([gammas, [gc_hat], [gce] if np.isfinite(gce) else []])
-        extra = ["gamma_c_hat", "gamma_c_eff"][: gam.size - gammas.size]
-        kinds = ["grid"] * gammas.size + extra
-        res = score_attention.layer_grid(X, Qm, Km, gam * ln, alpha)
-        sw = res["self_weight"].mean(axis=1)
-        gap = s_self - s_cross
-        beta_eff = gam * ln * gap / (1.0 - rho_hat)  # same t = e^{beta (s_cross - s_self)}
-        prov = provenance_columns(root_seed, wkey, params)
-        curves.append(
-            pd.DataFrame(
-                {
-                    "n": n,
-                    "d": d,
-                    "rho": rho,
-                    "trial": trial,
-                    "kind": kind,
-                    "value": value,
-                    "rho_hat": rho_hat,
-                    "gamma_kind": kinds,
-                    "gamma": gam,
-                    "beta": gam * ln,
-                    "lambda": res["lambda"],
-                    "self_weight": sw,
-                    "self_weight_eff": [1.0 / (1.0 + (n - 1) * np.exp(-b * gap)) for b in gam * ln],
-                    "lambda_eff": [
-                        theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) if gap > 0 else np.nan
-                        for b in beta_eff
-                    ],
-                    **prov,
-                }
-            )
+        curve, row = _learned_variant(
+            draw, kind, value, W, provenance_columns(root_seed, wkey, params)
         )
-        g_sim = _critical_gamma(Qm, Km, n)
-        crit.append(
-            {
-                "n": n,
-                "d": d,
-                "rho": rho,
-                "trial": trial,
-                "kind": kind,
-                "value": value,
-                "rho_hat": rho_hat,
-                "q_hat": q_hat,
-                "s_self": s_self,
-                "s_cross": s_cross,
-                "sd_self": sd_self,
-                "sd_cross": sd_cross,
-                "gamma_c_hat": gc_hat,
-                "gamma_c_eff": gce,
-                "gamma_c_eff_n": gce_n,
-                "gamma_c_fluct": gcf,
-                "gamma_half_sim": g_sim,
-                "sim_over_eff": g_sim / gce,
-                "sim_over_fluct": g_sim / gcf,
-                "self_weight_at_eff": (sw[gammas.size + 1] if np.isfinite(gce) else np.nan),
-                **prov,
-            }
-        )
+        curves.append(curve)
+        crit.append(row)
     return {"curves": pd.concat(curves, ignore_index=True), "critical": pd.DataFrame(crit)}
+
+
+def _learned_variant(draw: dict, kind: str, value, W, prov: dict):
+    """One ``W`` of :func:`learned_qk` on the shared token draw ``draw``: its curve table and its
+    critical row."""
+    X, n, d, rho, trial, alpha, gammas = (
+        draw[k] for k in ("X", "n", "d", "rho", "trial", "alpha", "gammas")
+    )
+    rho_hat, q_hat, gc_hat = draw["rho_hat"], draw["q_hat"], draw["gc_hat"]
+    ln = np.log(n)
+    _, Qm, Km = learned_scores.query_key_rows(X, W)
+    s_self, s_cross = learned_scores.effective_scores(Qm, Km)
+    sd_self, sd_cross = score_attention.score_spread(Qm, Km)
+    gce = learned_scores.gamma_c_eff(s_self, s_cross)
+    gce_n = learned_scores.gamma_c_eff(s_self, s_cross, n)
+    gcf = learned_scores.gamma_c_fluct(s_self, s_cross, sd_cross, n)
+    gam = np.concatenate([gammas, [gc_hat], [gce] if np.isfinite(gce) else []])
+    extra = ["gamma_c_hat", "gamma_c_eff"][: gam.size - gammas.size]
+    kinds = ["grid"] * gammas.size + extra
+    res = score_attention.layer_grid(X, Qm, Km, gam * ln, alpha)
+    sw = res["self_weight"].mean(axis=1)
+    gap = s_self - s_cross
+    beta_eff = gam * ln * gap / (1.0 - rho_hat)  # same t = e^{beta (s_cross - s_self)}
+    curve = pd.DataFrame(
+        {
+            "n": n,
+            "d": d,
+            "rho": rho,
+            "trial": trial,
+            "kind": kind,
+            "value": value,
+            "rho_hat": rho_hat,
+            "gamma_kind": kinds,
+            "gamma": gam,
+            "beta": gam * ln,
+            "lambda": res["lambda"],
+            "self_weight": sw,
+            "self_weight_eff": [1.0 / (1.0 + (n - 1) * np.exp(-b * gap)) for b in gam * ln],
+            "lambda_eff": [
+                theory.simplex_lambda(n, rho_hat, b, alpha, q_hat) if gap > 0 else np.nan
+                for b in beta_eff
+            ],
+            **prov,
+        }
+    )
+    g_sim = _critical_gamma(Qm, Km, n)
+    row = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "trial": trial,
+        "kind": kind,
+        "value": value,
+        "rho_hat": rho_hat,
+        "q_hat": q_hat,
+        "s_self": s_self,
+        "s_cross": s_cross,
+        "sd_self": sd_self,
+        "sd_cross": sd_cross,
+        "gamma_c_hat": gc_hat,
+        "gamma_c_eff": gce,
+        "gamma_c_eff_n": gce_n,
+        "gamma_c_fluct": gcf,
+        "gamma_half_sim": g_sim,
+        "sim_over_eff": g_sim / gce,
+        "sim_over_fluct": g_sim / gcf,
+        "self_weight_at_eff": (sw[gammas.size + 1] if np.isfinite(gce) else np.nan),
+        **prov,
+    }
+    return curve, row
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,72 +261,83 @@ def attention_sink(
     dkey = spawn_key(SINK_DIRECTION, n, d, trial)
     gam = np.concatenate([gammas, [gc_hat]])
     kinds = ["grid"] * gammas.size + ["gamma_c_hat"]
+    draw = {"n": n, "d": d, "rho": rho, "trial": trial, "alpha": alpha, "rho_hat": rho_hat}
+    draw.update(q_hat=q_hat, gc_hat=gc_hat, gam=gam, kinds=kinds, keep=keep)
+    draw.update(g_nosink=g_nosink, sd_cross=sd_cross)
     for c in c_list:
         Xs = sink.add_sink(X0, c, job_rng(root_seed, dkey))
         Y = Xs / np.linalg.norm(Xs, axis=1, keepdims=True)
         cos_s = Y[1:] @ Y[0]
         c_real, c_sd = float(cos_s.mean()), float(cos_s.std())
         for kap in k_list:
-            Km = sink.sink_keys(Y, kap)
-            res = score_attention.layer_grid(Xs, Y, Km, gam * ln, alpha, keep=keep, col=0)
-            th = [sink.simplex_sink_map(n, rho_hat, c, b, alpha, q_hat, kap) for b in gam * ln]
-            w = [sink.simplex_sink_weights(n, rho_hat, c, b, kap) for b in gam * ln]
             prov = provenance_columns(root_seed, dkey, params)
-            sw = res["self_weight"][:, keep].mean(axis=1)
-            sm = res["col_mass"][:, keep].mean(axis=1)
-            curves.append(
-                pd.DataFrame(
-                    {
-                        "n": n,
-                        "d": d,
-                        "rho": rho,
-                        "trial": trial,
-                        "c_s": c,
-                        "kappa": kap,
-                        "rho_hat": rho_hat,
-                        "gamma_kind": kinds,
-                        "gamma": gam,
-                        "beta": gam * ln,
-                        "lambda": res["lambda"],
-                        "self_weight": sw,
-                        "sink_mass": sm,
-                        "lambda_simplex": [t[2] for t in th],
-                        "self_weight_simplex": [x[0] for x in w],
-                        "sink_mass_simplex": [x[2] for x in w],
-                        **prov,
-                    }
-                )
-            )
-            g_sim = _critical_gamma(Y, Km, n, rows=keep)
-            g_th = sink.simplex_sink_critical_beta(n, rho_hat, c, kap) / ln
-            g_fl = sink.simplex_sink_critical_beta(n, rho_hat, c, kap, sd_cross) / ln
-            crit.append(
-                {
-                    "n": n,
-                    "d": d,
-                    "rho": rho,
-                    "trial": trial,
-                    "c_s": c,
-                    "kappa": kap,
-                    "c_s_realised": c_real,
-                    "c_s_sd": c_sd,
-                    "rho_hat": rho_hat,
-                    "gamma_c_hat": gc_hat,
-                    "gamma_half_nosink_sim": g_nosink,
-                    "sd_cross": sd_cross,
-                    "gamma_half_sim": g_sim,
-                    "gamma_half_simplex": g_th,
-                    "gamma_half_fluct": g_fl,
-                    "sink_mass_at_gc": sm[-1],
-                    "sink_mass_at_gc_simplex": w[-1][2],
-                    "self_weight_at_gc": sw[-1],
-                    "self_weight_at_gc_simplex": w[-1][0],
-                    "lambda_at_gc": res["lambda"][-1],
-                    "lambda_at_gc_simplex": th[-1][2],
-                    **prov,
-                }
-            )
+            curve, row = _sink_case(draw, c, kap, Xs, Y, c_real, c_sd, prov)
+            curves.append(curve)
+            crit.append(row)
     return {"curves": pd.concat(curves, ignore_index=True), "critical": pd.DataFrame(crit)}
+
+
+def _sink_case(draw: dict, c: float, kap: float, Xs, Y, c_real: float, c_sd: float, prov: dict):
+    """One ``(c_s, kappa)`` of :func:`attention_sink`: its curve table and its critical row."""
+    n, d, rho, trial, alpha = (draw[k] for k in ("n", "d", "rho", "trial", "alpha"))
+    rho_hat, q_hat, gc_hat, gam = draw["rho_hat"], draw["q_hat"], draw["gc_hat"], draw["gam"]
+    kinds, keep, g_nosink, sd_cross = (draw[k] for k in ("kinds", "keep", "g_nosink", "sd_cross"))
+    ln = np.log(n)
+    Km = sink.sink_keys(Y, kap)
+    res = score_attention.layer_grid(Xs, Y, Km, gam * ln, alpha, keep=keep, col=0)
+    th = [sink.simplex_sink_map(n, rho_hat, c, b, alpha, q_hat, kap) for b in gam * ln]
+    w = [sink.simplex_sink_weights(n, rho_hat, c, b, kap) for b in gam * ln]
+    sw = res["self_weight"][:, keep].mean(axis=1)
+    sm = res["col_mass"][:, keep].mean(axis=1)
+    curve = pd.DataFrame(
+        {
+            "n": n,
+            "d": d,
+            "rho": rho,
+            "trial": trial,
+            "c_s": c,
+            "kappa": kap,
+            "rho_hat": rho_hat,
+            "gamma_kind": kinds,
+            "gamma": gam,
+            "beta": gam * ln,
+            "lambda": res["lambda"],
+            "self_weight": sw,
+            "sink_mass": sm,
+            "lambda_simplex": [t[2] for t in th],
+            "self_weight_simplex": [x[0] for x in w],
+            "sink_mass_simplex": [x[2] for x in w],
+            **prov,
+        }
+    )
+    g_sim = _critical_gamma(Y, Km, n, rows=keep)
+    g_th = sink.simplex_sink_critical_beta(n, rho_hat, c, kap) / ln
+    g_fl = sink.simplex_sink_critical_beta(n, rho_hat, c, kap, sd_cross) / ln
+    row = {
+        "n": n,
+        "d": d,
+        "rho": rho,
+        "trial": trial,
+        "c_s": c,
+        "kappa": kap,
+        "c_s_realised": c_real,
+        "c_s_sd": c_sd,
+        "rho_hat": rho_hat,
+        "gamma_c_hat": gc_hat,
+        "gamma_half_nosink_sim": g_nosink,
+        "sd_cross": sd_cross,
+        "gamma_half_sim": g_sim,
+        "gamma_half_simplex": g_th,
+        "gamma_half_fluct": g_fl,
+        "sink_mass_at_gc": sm[-1],
+        "sink_mass_at_gc_simplex": w[-1][2],
+        "self_weight_at_gc": sw[-1],
+        "self_weight_at_gc_simplex": w[-1][0],
+        "lambda_at_gc": res["lambda"][-1],
+        "lambda_at_gc_simplex": th[-1][2],
+        **prov,
+    }
+    return curve, row
 
 
 # --------------------------------------------------------------------------------------------

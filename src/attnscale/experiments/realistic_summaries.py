@@ -11,6 +11,7 @@ import pandas as pd
 
 from attnscale.layer import theory
 from attnscale.layer.scores import sink
+from attnscale.pipeline.io import with_job_provenance
 
 from .summaries import mean_se_table
 
@@ -73,7 +74,7 @@ def sink_figure_data(*, curves, critical) -> dict:
     means = mean_se_table(
         grid.groupby(["kappa", "c_s", "gamma"], sort=True), ["self_weight", "sink_mass"]
     )
-    return {"curves": means, "theory": out}
+    return {"curves": with_job_provenance(means), "theory": with_job_provenance(out)}
 
 
 #: One row of the depth figure data per these keys ...
@@ -101,4 +102,4 @@ def depth_summary(*, data) -> pd.DataFrame:
     """
     rows = _frame(data)
     out = mean_se_table(rows.groupby(DEPTH_KEYS, sort=True), DEPTH_COLUMNS)
-    return out.assign(rho_hat0_mean=float(rows["rho_hat0"].mean()))
+    return with_job_provenance(out.assign(rho_hat0_mean=float(rows["rho_hat0"].mean())))

@@ -82,61 +82,63 @@ def rem_points(
     eps = check_real(
         "truncation_eps", truncation_eps, low=0.0, high=1.0, low_open=True, high_open=True
     )
-    out = []
-    for nv in ns:
-        guess = rem_critical_beta(nv, s=1.0, level=level)
-        slope = rem_top_weight_slope(nv, guess)
-        ser = [
-            {
-                "regime": "rem",
-                "series": "rem",
-                "s": s,
-                "guess": guess / s,
-                "grid": beta_grid(guess, slope, grid_points),
-            }
-        ]
-        drawn = []
-        bounds = {}
+    return pd.DataFrame(
+        [_rem_row(nv, s, contexts, level, grid_points, batches, eps, root_seed) for nv in ns]
+    )
 
-        def draw(c, grids, nv=nv, drawn=drawn, bounds=bounds):
-            bmin = float(grids[0][0])
-            if bmin not in bounds:
-                t = rem_truncation_threshold(nv, bmin, eps) if bmin > 0 else None
-                bounds[bmin] = (t, 0.0 if t is None else rem_truncation_bias(nv, t, bmin))
-            t = bounds[bmin][0]
-            rng = job_rng(root_seed, spawn_key(REM_STREAM, nv, c))
-            x = rem_scores(nv, rng) if t is None else rem_scores_above(nv, t, rng)
-            if x.size == 0:  # no score above t (probability Phi(t)^n, inside the bound)
-                return np.zeros(1), np.zeros(0)
-            drawn.append(x.size)
-            top = int(np.argmax(x))
-            gaps = np.delete(x, top) - x[top]
-            return np.zeros(1), gaps
 
-        def evaluate(series, data, grid):
-            return group_weight_grid(
-                data[0], data[1], grid
-            )  # standard scores: beta * s on the grid
-
-        solve_series(ser, contexts, draw, evaluate, level, batches)
-        sres = ser[0]
-        t, bound = bounds[float(sres["grid"][0])]
-        # the grid and root are in units of standard scores: divide by s
-        res = sres["result"]
-        for key in ("beta_star", "se", "se_batches"):
-            res[key] /= s
-        res["slope"] *= s
-        sres["grid"] = sres["grid"] / s
-        sres["keys_drawn"] = float(np.mean(drawn[-contexts:]))
-        sres["truncation_bound"] = bound
-        params = {
-            "n": nv,
+def _rem_row(nv, s, contexts, level, grid_points, batches, eps, root_seed) -> dict:
+    """The simulated row of one context length ``nv`` (see :func:`rem_points`)."""
+    guess = rem_critical_beta(nv, s=1.0, level=level)
+    slope = rem_top_weight_slope(nv, guess)
+    ser = [
+        {
+            "regime": "rem",
+            "series": "rem",
             "s": s,
-            "contexts": contexts,
-            "level": level,
-            "grid_points": grid_points,
-            "truncation_eps": eps,
+            "guess": guess / s,
+            "grid": beta_grid(guess, slope, grid_points),
         }
-        prov = row_provenance(root_seed, spawn_key(REM_STREAM, nv), contexts, params)
-        out.append(simulated_row(sres, nv, contexts, level, prov))
-    return pd.DataFrame(out)
+    ]
+    drawn = []
+    bounds = {}
+
+    def draw(c, grids, nv=nv, drawn=drawn, bounds=bounds):
+        bmin = float(grids[0][0])
+        if bmin not in bounds:
+            t = rem_truncation_threshold(nv, bmin, eps) if bmin > 0 else None
+            bounds[bmin] = (t, 0.0 if t is None else rem_truncation_bias(nv, t, bmin))
+        t = bounds[bmin][0]
+        rng = job_rng(root_seed, spawn_key(REM_STREAM, nv, c))
+        x = rem_scores(nv, rng) if t is None else rem_scores_above(nv, t, rng)
+        if x.size == 0:  # no score above t (probability Phi(t)^n, inside the bound)
+            return np.zeros(1), np.zeros(0)
+        drawn.append(x.size)
+        top = int(np.argmax(x))
+        gaps = np.delete(x, top) - x[top]
+        return np.zeros(1), gaps
+
+    def evaluate(series, data, grid):
+        return group_weight_grid(data[0], data[1], grid)  # standard scores: beta * s on the grid
+
+    solve_series(ser, contexts, draw, evaluate, level, batches)
+    sres = ser[0]
+    t, bound = bounds[float(sres["grid"][0])]
+    # the grid and root are in units of standard scores: divide by s
+    res = sres["result"]
+    for key in ("beta_star", "se", "se_batches"):
+        res[key] /= s
+    res["slope"] *= s
+    sres["grid"] = sres["grid"] / s
+    sres["keys_drawn"] = float(np.mean(drawn[-contexts:]))
+    sres["truncation_bound"] = bound
+    params = {
+        "n": nv,
+        "s": s,
+        "contexts": contexts,
+        "level": level,
+        "grid_points": grid_points,
+        "truncation_eps": eps,
+    }
+    prov = row_provenance(root_seed, spawn_key(REM_STREAM, nv), contexts, params)
+    return simulated_row(sres, nv, contexts, level, prov)

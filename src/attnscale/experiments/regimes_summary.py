@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.experiments.regimes_common import PROV
+from attnscale.pipeline.io import with_job_provenance
 
 __all__ = ["SUMMARY_COLUMNS", "EXPONENT_COLUMNS", "critical_scale_table", "local_exponent_table"]
 
@@ -87,20 +88,33 @@ def critical_scale_table(*, simulations, theory, read_off_sim, read_off_theory) 
         list(simulations) if not isinstance(simulations, pd.DataFrame) else [simulations],
         ignore_index=True,
     )
-    th = theory
-    pts = th[th["role"] == "point"]
+    sim = _simulation_rows(sims, theory[theory["role"] == "point"])
+    thr = _theory_rows(theory)
+    table = pd.concat([sim, thr[SUMMARY_COLUMNS]], ignore_index=True)[SUMMARY_COLUMNS]
+    ro = pd.concat(
+        [read_off_theory.assign(source="theory"), read_off_sim.assign(source="simulation")],
+        ignore_index=True,
+    )
+    exponent = with_job_provenance(local_exponent_table(table))
+    return {"table": table, "read_off": ro, "exponent": exponent}
+
+
+def _lookup(sims: pd.DataFrame, pts: pd.DataFrame, kind: str) -> np.ndarray:
+    """The theory's ``kind`` beta* at each simulated ``(series, n, k)`` (nan where none)."""
     key = ["series", "n", "k"]
+    sub = pts[pts["kind"] == kind][key + ["beta"]].rename(columns={"beta": kind})
+    return (
+        sims[key]
+        .astype({"n": float, "k": float})
+        .merge(sub.astype({"n": float, "k": float}), on=key, how="left")[kind]
+        .to_numpy()
+    )
 
-    def lookup(kind):
-        sub = pts[pts["kind"] == kind][key + ["beta"]].rename(columns={"beta": kind})
-        return (
-            sims[key]
-            .astype({"n": float, "k": float})
-            .merge(sub.astype({"n": float, "k": float}), on=key, how="left")[kind]
-            .to_numpy()
-        )
 
-    pred, lead, first = lookup("prediction"), lookup("leading"), lookup("first_order")
+def _simulation_rows(sims: pd.DataFrame, pts: pd.DataFrame) -> pd.DataFrame:
+    """The simulation rows of the summary, with the predictions at the same ``(series, n, k)``."""
+    key = ["series", "n", "k"]
+    pred, lead, first = (_lookup(sims, pts, k) for k in ("prediction", "leading", "first_order"))
     if np.any(~np.isfinite(pred)):
         missing = sims.loc[~np.isfinite(pred), key].to_dict("records")
         raise ValueError(f"the theory table has no prediction for simulated points {missing}")
@@ -136,6 +150,11 @@ def critical_scale_table(*, simulations, theory, read_off_sim, read_off_theory) 
             **{c: sims[c] for c in PROV},
         }
     )
+    return sim
+
+
+def _theory_rows(th: pd.DataFrame) -> pd.DataFrame:
+    """The theory rows with the simulation-only columns nan (provenance nan where absent)."""
     thr = th.assign(
         beta_se=np.nan,
         beta_se_batches=np.nan,
@@ -159,12 +178,7 @@ def critical_scale_table(*, simulations, theory, read_off_sim, read_off_theory) 
     for c in PROV:
         if c not in thr.columns:
             thr[c] = np.nan
-    table = pd.concat([sim, thr[SUMMARY_COLUMNS]], ignore_index=True)[SUMMARY_COLUMNS]
-    ro = pd.concat(
-        [read_off_theory.assign(source="theory"), read_off_sim.assign(source="simulation")],
-        ignore_index=True,
-    )
-    return {"table": table, "read_off": ro, "exponent": local_exponent_table(table)}
+    return thr
 
 
 def _paired(sims: pd.DataFrame, pred: np.ndarray, first: np.ndarray) -> dict:

@@ -13,6 +13,7 @@ import pandas as pd
 from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.experiments.regimes_common import n_list, ties_k, ties_series
 from attnscale.layer import finite_d
+from attnscale.pipeline.io import with_job_provenance
 from attnscale.regimes.common import check_level
 from attnscale.regimes.gap import finite_d_critical_beta, gap_critical_beta, log_n_breakdown
 from attnscale.regimes.rem import (
@@ -355,7 +356,7 @@ def theory(
     ``{n, d, rho, shift, copy_cosine}``) and :func:`rem_orders` as the outputs ``lines``,
     ``read_off`` and ``rem_orders``."""
     ro = dict(read_off)
-    return {
+    tables = {
         "lines": theory_table(
             n=n,
             theory_n=theory_n,
@@ -378,3 +379,4 @@ def theory(
         ),
         "rem_orders": rem_orders(n=rem_orders_n, factors=rem_orders_factors, s=rem_s, level=level),
     }
+    return {k: with_job_provenance(t) for k, t in tables.items()}

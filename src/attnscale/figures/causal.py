@@ -87,8 +87,24 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     for ax, s in zip(axes[0, :2], ("global", "position"), strict=True):
         mesh = _map(ax, grid, s)
     fig.colorbar(mesh, ax=axes[0, 1], label=r"$\lambda$ (mean over draws)", fraction=0.06, pad=0.03)
+    _lambda_slice(axes[0, 2], lam, grid, slice_rho)
+    crit = sw[np.isclose(sw["gamma_factor"], 1.0)]
+    rho_colours = {r: f"C{k}" for k, r in enumerate(sorted(crit["rho"].unique()))}
+    for ax, s in zip(axes[1, :2], ("global", "position"), strict=True):
+        _self_weight_at_critical(ax, crit[crit["scaling"] == s], s, rho_colours)
+    _sharpness_per_position(axes[1, 2], sw, slice_rho)
+    n_sw, d_sw = int(sw["n"].iloc[0]), int(sw["d"].iloc[0])
+    fig.suptitle(
+        f"Paper A's layer under a causal mask: global vs per-position log scaling "
+        f"(self-weights: n = {n_sw}, d = {d_sw}) (ours)"
+    )
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.9, wspace=0.3, hspace=0.42)
+    add_caption(fig, caption)
+    return fig
 
-    ax = axes[0, 2]
+
+def _lambda_slice(ax, lam, grid, slice_rho: float) -> None:
+    """(c) lambda against gamma at the grid rho nearest ``slice_rho``, with the simplex curves."""
     rho_s = grid["rho"].unique()[np.argmin(np.abs(grid["rho"].unique() - slice_rho))]
     for s in ("global", "position"):
         sub = grid[(grid["scaling"] == s) & (grid["rho"] == rho_s)].sort_values("gamma")
@@ -130,34 +146,35 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     ax.set_title(f"lambda at rho = {rho_s:g} (stars: $\\gamma_c(\\hat\\rho)$, dashed line)")
     ax.legend(fontsize=6.5, loc="upper left")
 
-    crit = sw[np.isclose(sw["gamma_factor"], 1.0)]
-    rho_colours = {r: f"C{k}" for k, r in enumerate(sorted(crit["rho"].unique()))}
-    for ax, s in zip(axes[1, :2], ("global", "position"), strict=True):
-        sub = crit[crit["scaling"] == s]
-        for r, c in rho_colours.items():
-            t = sub[sub["rho"] == r].sort_values("position")
-            _mean_band(
-                ax,
-                t["position"],
-                t["self_weight_mean"],
-                t["self_weight_se"],
-                color=c,
-                lw=1.3,
-                label=f"{r:g}",
-            )
-            ax.plot(t["position"], t["self_weight_simplex_mean"], "--", color=c, lw=1.0)
-        ax.axhline(0.5, color="grey", lw=0.7)
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.02)
-        ax.set_xlabel("query position i (keys seen)")
-        ax.set_ylabel(r"$A_{ii}$ (mean over position bin)")
-        ax.set_title(
-            f"self-weight at $\\gamma_c(\\hat\\rho)$, {SCALING_LABEL[s]}\n"
-            "solid: simulated; dashed: $1/(1+(i-1)e^{\\beta_i(\\hat\\rho-1)})$"
-        )
-        ax.legend(title=r"$\rho$", fontsize=7)
 
-    ax = axes[1, 2]
+def _self_weight_at_critical(ax, sub, s: str, rho_colours: dict) -> None:
+    """(d, e) ``A_ii`` against position at ``gamma_c(rho_hat)`` for scaling ``s``."""
+    for r, c in rho_colours.items():
+        t = sub[sub["rho"] == r].sort_values("position")
+        _mean_band(
+            ax,
+            t["position"],
+            t["self_weight_mean"],
+            t["self_weight_se"],
+            color=c,
+            lw=1.3,
+            label=f"{r:g}",
+        )
+        ax.plot(t["position"], t["self_weight_simplex_mean"], "--", color=c, lw=1.0)
+    ax.axhline(0.5, color="grey", lw=0.7)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("query position i (keys seen)")
+    ax.set_ylabel(r"$A_{ii}$ (mean over position bin)")
+    ax.set_title(
+        f"self-weight at $\\gamma_c(\\hat\\rho)$, {SCALING_LABEL[s]}\n"
+        "solid: simulated; dashed: $1/(1+(i-1)e^{\\beta_i(\\hat\\rho-1)})$"
+    )
+    ax.legend(title=r"$\rho$", fontsize=7)
+
+
+def _sharpness_per_position(ax, sw, slice_rho: float) -> None:
+    """(f) ``A_ii`` against position at several ``gamma / gamma_c``, both scalings."""
     rho_w = sw["rho"].unique()[np.argmin(np.abs(sw["rho"].unique() - slice_rho))]
     sub = sw[sw["rho"] == rho_w]
     factors = sorted(sub["gamma_factor"].unique())
@@ -175,11 +192,3 @@ def plot_causal(*, data, self_weight, caption: str, slice_rho: float = 0.5):
     ax.set_ylabel(r"$A_{ii}$ (simulated, mean over draws)")
     ax.set_title(f"sharpness per position, rho = {rho_w:g}")
     ax.legend(title=r"$\gamma/\gamma_c$, scaling", fontsize=6.5, loc="lower left")
-    n_sw, d_sw = int(sw["n"].iloc[0]), int(sw["d"].iloc[0])
-    fig.suptitle(
-        f"Paper A's layer under a causal mask: global vs per-position log scaling "
-        f"(self-weights: n = {n_sw}, d = {d_sw}) (ours)"
-    )
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.9, wspace=0.3, hspace=0.42)
-    add_caption(fig, caption)
-    return fig

@@ -41,36 +41,7 @@ def plot_rules_simulated(*, data, caption: str):
     for row, rho in zip(axes, rhos, strict=True):
         agg = df[df["rho"] == rho]
         for r in names:
-            a = agg[agg["rule"] == r].sort_values("n")
-            c = colours[r]
-            # no error bar (not a nan one) where a single draw has no standard error
-            # the self-weight with z_0 as a control variate: same expectation, far smaller SE
-            sw_se, lam_se = a["self_weight_cv_se"].fillna(0.0), a["lambda_block_se"].fillna(0.0)
-            row[0].plot(a["n"], a["gamma_ratio_mean"], "-o", ms=3, color=c, lw=1.2, label=r)
-            row[1].errorbar(
-                a["n"],
-                a["self_weight_cv_mean"],
-                yerr=sw_se,
-                fmt="-o",
-                ms=3,
-                color=c,
-                lw=1.2,
-                capsize=2,
-                label=r,
-            )
-            row[1].plot(a["n"], a["self_weight_simplex_mean"], "--", color=c, lw=0.9)
-            row[1].plot(a["n"], a["self_weight_finite_d_mean"], ":", color=c, lw=1.4)
-            row[2].errorbar(
-                a["n"],
-                a["lambda_block_mean"],
-                yerr=lam_se,
-                fmt="-o",
-                ms=3,
-                color=c,
-                lw=1.2,
-                capsize=2,
-            )
-            row[2].plot(a["n"], a["lambda_block_simplex_mean"], "--", color=c, lw=0.9)
+            _rule_lines(row, agg[agg["rule"] == r].sort_values("n"), colours[r], r)
         row[0].axhline(
             1.0,
             color="k",
@@ -118,3 +89,35 @@ def plot_rules_simulated(*, data, caption: str):
     )
     add_caption(fig, caption)
     return fig
+
+
+def _rule_lines(row, a: pd.DataFrame, c: str, r: str) -> None:
+    """One rule's curves in the three panels ``row`` of one rho."""
+    # no error bar (not a nan one) where a single draw has no standard error
+    # the self-weight with z_0 as a control variate: same expectation, far smaller SE
+    sw_se, lam_se = a["self_weight_cv_se"].fillna(0.0), a["lambda_block_se"].fillna(0.0)
+    row[0].plot(a["n"], a["gamma_ratio_mean"], "-o", ms=3, color=c, lw=1.2, label=r)
+    row[1].errorbar(
+        a["n"],
+        a["self_weight_cv_mean"],
+        yerr=sw_se,
+        fmt="-o",
+        ms=3,
+        color=c,
+        lw=1.2,
+        capsize=2,
+        label=r,
+    )
+    row[1].plot(a["n"], a["self_weight_simplex_mean"], "--", color=c, lw=0.9)
+    row[1].plot(a["n"], a["self_weight_finite_d_mean"], ":", color=c, lw=1.4)
+    row[2].errorbar(
+        a["n"],
+        a["lambda_block_mean"],
+        yerr=lam_se,
+        fmt="-o",
+        ms=3,
+        color=c,
+        lw=1.2,
+        capsize=2,
+    )
+    row[2].plot(a["n"], a["lambda_block_simplex_mean"], "--", color=c, lw=0.9)

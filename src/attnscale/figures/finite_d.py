@@ -76,99 +76,128 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str, regimes=None):
         gridspec_kw={"height_ratios": [1.5, 1.0]},
     )
     for j, rho in enumerate(rhos):
-        ax, az = axes[0, j], axes[1, j]
-        gc = gamma_c(rho)
-        grid = th[(th["rho"] == rho) & (th["kind"] == "grid")]
-        for d, g in grid.groupby("d", sort=True):
-            g = g.sort_values("n")
-            col = colours[d]
-            ax.plot(g["n"], g["gamma_star"], "-", color=col, lw=1.3, label=f"d = {d}")
-            az.plot(g["n"], g["gamma_star"] / gc, "-", color=col, lw=1.3)
-            ln = np.log(g["n"].to_numpy(dtype=float))
-            pw = g["beta_power"].to_numpy(dtype=float) / ln
-            keep = np.isfinite(pw) & (ln >= d / 2.0)
-            if keep.any():
-                ax.plot(g["n"].to_numpy()[keep], pw[keep], ":", color=col, lw=1.2)
-            r = reg[np.isclose(reg["rho"].astype(float), rho) & (reg["d"] == d)].sort_values("n")
-            if not r.empty:
-                for a, scale in ((ax, 1.0), (az, gc)):
-                    a.errorbar(
-                        r["n"],
-                        r["gamma_sim"] / scale,
-                        yerr=2.0 * r["gamma_sim_se"] / scale,
-                        fmt="D",
-                        ms=3.6,
-                        color=col,
-                        mfc="white",
-                        mec=col,
-                        mew=1.0,
-                        capsize=2,
-                        elinewidth=0.8,
-                        zorder=5,
-                    )
-            s = pts[(pts["rho"] == rho) & (pts["d"] == d)].sort_values("n")
-            if not s.empty:
-                for a, scale in ((ax, 1.0), (az, gc)):
-                    a.errorbar(
-                        s["n"],
-                        s["gamma_star"] / scale,
-                        yerr=2.0 * s["gamma_star_se"].fillna(0.0) / scale,
-                        fmt="o",
-                        ms=3.5,
-                        color=col,
-                        mec="k",
-                        mew=0.4,
-                        capsize=2,
-                        elinewidth=0.8,
-                        zorder=5,
-                    )
-        ax.axhline(gc, color="k", ls="--", lw=1.0)
-        az.axhline(1.0, color="k", ls="--", lw=1.0)
-        ro = th[(th["rho"] == rho) & (th["kind"] == "read_off")]
-        for k, (_, r) in enumerate(ro.iterrows()):
-            for a, scale in ((ax, 1.0), (az, gc)):
-                a.plot(
-                    r["n"],
-                    r["gamma_star"] / scale,
-                    marker="*",
-                    ms=13,
-                    color="crimson",
-                    mec="k",
-                    zorder=6,
-                )
-            ax.annotate(
-                f"d = {int(r['d'])}, n = {int(r['n'])}:\n"
-                rf"$\gamma^* = {r['gamma_star']:.3f}$, "
-                rf"$\gamma^*/\gamma_c = {r['gamma_star'] / gc:.3f}$",
-                (r["n"], r["gamma_star"]),
-                xytext=(0.97, 0.93 - 0.14 * k),
-                textcoords="axes fraction",
-                ha="right",
-                va="top",
-                fontsize=7.5,
-                arrowprops={"arrowstyle": "->", "color": "crimson", "lw": 0.8},
-                bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "crimson", "lw": 0.6},
-            )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        n_all = pd.concat([th["n"], pts["n"]]) if not pts.empty else th["n"]
-        if not reg.empty:
-            n_all = pd.concat([n_all, reg["n"]])
-        ax.set_xlim(0.8 * n_all.min(), 1.25 * n_all.max())
-        top = min(grid["gamma_star"].max() * 1.3, 60.0 * gc)
-        ax.set_ylim(0.8 * gc, top)
-        ticks = [t for t in (1, 1.5, 2, 3, 5, 10, 20, 50, 100) if 0.8 * gc <= t <= top]
-        ax.set_yticks(ticks)
-        ax.set_yticklabels([f"{t:g}" for t in ticks])
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(rf"$\rho = {rho:g}$  ($\gamma_c = {gc:g}$)")
-        ax.grid(True, which="major", lw=0.3, alpha=0.5)
-        az.set_ylim(*ZOOM)
-        az.grid(True, which="major", lw=0.3, alpha=0.5)
-        az.set_xlabel("context length n")
+        _transition_column(axes[0, j], axes[1, j], rho, th, pts, reg, colours)
     axes[0, 0].set_ylabel(r"critical $\gamma^* = \beta^*(n, d, \rho)\,/\,\ln n$")
     axes[1, 0].set_ylabel(r"$\gamma^*/\gamma_c$ (zoom)")
-    h, lab = axes[0, 0].get_legend_handles_labels()
+    _transition_legend(fig, axes[0, 0], reg, rhos)
+    fig.suptitle(
+        r"Where is the transition at finite $d$? Critical $\gamma^*(n, d)$ (ours)", y=0.995
+    )
+    width = fig.get_figwidth()
+    top = 0.86 if len(rhos) > 1 else 0.8
+    fig.subplots_adjust(
+        left=1.1 / width, right=1 - 0.2 / width, top=top, bottom=0.17, wspace=0.18, hspace=0.06
+    )
+    add_caption(fig, caption)
+    return fig
+
+
+def _transition_column(ax, az, rho, th, pts, reg, colours) -> None:
+    """One ``rho`` column of :func:`plot_transition`: ``gamma*`` (top) and its zoom (bottom)."""
+    gc = gamma_c(rho)
+    grid = th[(th["rho"] == rho) & (th["kind"] == "grid")]
+    for d, g in grid.groupby("d", sort=True):
+        _transition_series(ax, az, d, g, colours[d], gc, reg, pts, rho)
+    ax.axhline(gc, color="k", ls="--", lw=1.0)
+    az.axhline(1.0, color="k", ls="--", lw=1.0)
+    ro = th[(th["rho"] == rho) & (th["kind"] == "read_off")]
+    _read_off(ax, az, ro, gc)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    n_all = pd.concat([th["n"], pts["n"]]) if not pts.empty else th["n"]
+    if not reg.empty:
+        n_all = pd.concat([n_all, reg["n"]])
+    ax.set_xlim(0.8 * n_all.min(), 1.25 * n_all.max())
+    top = min(grid["gamma_star"].max() * 1.3, 60.0 * gc)
+    ax.set_ylim(0.8 * gc, top)
+    ticks = [t for t in (1, 1.5, 2, 3, 5, 10, 20, 50, 100) if 0.8 * gc <= t <= top]
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_title(rf"$\rho = {rho:g}$  ($\gamma_c = {gc:g}$)")
+    ax.grid(True, which="major", lw=0.3, alpha=0.5)
+    az.set_ylim(*ZOOM)
+    az.grid(True, which="major", lw=0.3, alpha=0.5)
+    az.set_xlabel("context length n")
+
+
+def _transition_series(ax, az, d, g, col, gc, reg, pts, rho) -> None:
+    """One ``d``: the exact ``gamma*`` line, the rho = 0 power law, the regimes' diamonds and the
+    simulated points with 2 SE error bars, in both rows."""
+    g = g.sort_values("n")
+    ax.plot(g["n"], g["gamma_star"], "-", color=col, lw=1.3, label=f"d = {d}")
+    az.plot(g["n"], g["gamma_star"] / gc, "-", color=col, lw=1.3)
+    ln = np.log(g["n"].to_numpy(dtype=float))
+    pw = g["beta_power"].to_numpy(dtype=float) / ln
+    keep = np.isfinite(pw) & (ln >= d / 2.0)
+    if keep.any():
+        ax.plot(g["n"].to_numpy()[keep], pw[keep], ":", color=col, lw=1.2)
+    r = reg[np.isclose(reg["rho"].astype(float), rho) & (reg["d"] == d)].sort_values("n")
+    if not r.empty:
+        for a, scale in ((ax, 1.0), (az, gc)):
+            a.errorbar(
+                r["n"],
+                r["gamma_sim"] / scale,
+                yerr=2.0 * r["gamma_sim_se"] / scale,
+                fmt="D",
+                ms=3.6,
+                color=col,
+                mfc="white",
+                mec=col,
+                mew=1.0,
+                capsize=2,
+                elinewidth=0.8,
+                zorder=5,
+            )
+    s = pts[(pts["rho"] == rho) & (pts["d"] == d)].sort_values("n")
+    if not s.empty:
+        for a, scale in ((ax, 1.0), (az, gc)):
+            a.errorbar(
+                s["n"],
+                s["gamma_star"] / scale,
+                yerr=2.0 * s["gamma_star_se"].fillna(0.0) / scale,
+                fmt="o",
+                ms=3.5,
+                color=col,
+                mec="k",
+                mew=0.4,
+                capsize=2,
+                elinewidth=0.8,
+                zorder=5,
+            )
+
+
+def _read_off(ax, az, ro, gc) -> None:
+    """Star and annotate the read-off heads ``ro`` in both rows."""
+    for k, (_, r) in enumerate(ro.iterrows()):
+        for a, scale in ((ax, 1.0), (az, gc)):
+            a.plot(
+                r["n"],
+                r["gamma_star"] / scale,
+                marker="*",
+                ms=13,
+                color="crimson",
+                mec="k",
+                zorder=6,
+            )
+        ax.annotate(
+            f"d = {int(r['d'])}, n = {int(r['n'])}:\n"
+            rf"$\gamma^* = {r['gamma_star']:.3f}$, "
+            rf"$\gamma^*/\gamma_c = {r['gamma_star'] / gc:.3f}$",
+            (r["n"], r["gamma_star"]),
+            xytext=(0.97, 0.93 - 0.14 * k),
+            textcoords="axes fraction",
+            ha="right",
+            va="top",
+            fontsize=7.5,
+            arrowprops={"arrowstyle": "->", "color": "crimson", "lw": 0.8},
+            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "crimson", "lw": 0.6},
+        )
+
+
+def _transition_legend(fig, ax, reg, rhos) -> None:
+    """The figure legend of :func:`plot_transition` (handles of ``ax`` and the line kinds)."""
+    h, lab = ax.get_legend_handles_labels()
     h += [
         plt.Line2D([], [], color="k", ls="--"),
         plt.Line2D([], [], color="k", ls=":"),
@@ -188,16 +217,6 @@ def plot_transition(*, data, theory: pd.DataFrame, caption: str, regimes=None):
         lab.append(rf"one query row per context, $n \leq {top_txt}$ (regimes page), $\pm 2$ SE")
     ncol = (len(lab) + 1) // 2 if len(rhos) > 1 else 2
     fig.legend(h, lab, loc="upper center", ncol=ncol, fontsize=7, bbox_to_anchor=(0.5, 0.965))
-    fig.suptitle(
-        r"Where is the transition at finite $d$? Critical $\gamma^*(n, d)$ (ours)", y=0.995
-    )
-    width = fig.get_figwidth()
-    top = 0.86 if len(rhos) > 1 else 0.8
-    fig.subplots_adjust(
-        left=1.1 / width, right=1 - 0.2 / width, top=top, bottom=0.17, wspace=0.18, hspace=0.06
-    )
-    add_caption(fig, caption)
-    return fig
 
 
 def plot_intermediate(*, data, caption: str):

@@ -67,29 +67,8 @@ def heatmap_panels(
         n = int(sub["n"].iloc[0])
         fd = line[line["d"] == d] if line is not None else line
         if fd is not None and len(fd):
-            rf, gs = fd["rho"].to_numpy(), fd["gamma_star"].to_numpy()
-            ok = (gs >= gammas.min()) & (gs <= gammas.max())
-            ax.plot(
-                rf[ok],
-                gs[ok],
-                "-",
-                color="#ff4fd8",
-                lw=1.1,
-                label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)",
-            )
+            drew_eta = _finite_d_lines(ax, fd, gammas, eta_line) or drew_eta
             drew_fd = True
-            if eta_line and "gamma_star_eta" in fd:
-                ge = fd["gamma_star_eta"].to_numpy()
-                ok = (ge >= gammas.min()) & (ge <= gammas.max())
-                ax.plot(
-                    rf[ok],
-                    ge[ok],
-                    "-",
-                    color="#ffb000",
-                    lw=1.1,
-                    label=r"finite $d$: $\eta$ at 1/4 of its limit (ours)",
-                )
-                drew_eta = True
         ax.set_yscale("log")
         ax.set_xlabel(r"$\rho$ (nominal)")
         ax.set_title(f"d = {d}, n = {n}")
@@ -118,6 +97,34 @@ def heatmap_panels(
         )
     add_caption(fig, caption)
     return fig
+
+
+def _finite_d_lines(ax, fd: pd.DataFrame, gammas, eta_line: bool) -> bool:
+    """The finite-d critical line of ``fd`` (and with ``eta_line`` eta's line) within the gamma
+    range; returns whether it drew eta's line."""
+    rf, gs = fd["rho"].to_numpy(), fd["gamma_star"].to_numpy()
+    ok = (gs >= gammas.min()) & (gs <= gammas.max())
+    ax.plot(
+        rf[ok],
+        gs[ok],
+        "-",
+        color="#ff4fd8",
+        lw=1.1,
+        label=r"finite $d$: $\gamma^*(n, d, \rho)$ (ours)",
+    )
+    if eta_line and "gamma_star_eta" in fd:
+        ge = fd["gamma_star_eta"].to_numpy()
+        ok = (ge >= gammas.min()) & (ge <= gammas.max())
+        ax.plot(
+            rf[ok],
+            ge[ok],
+            "-",
+            color="#ffb000",
+            lw=1.1,
+            label=r"finite $d$: $\eta$ at 1/4 of its limit (ours)",
+        )
+        return True
+    return False
 
 
 def plot_figure1(*, data: pd.DataFrame, caption: str, line: pd.DataFrame | None = None):

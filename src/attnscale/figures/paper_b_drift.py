@@ -22,7 +22,22 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     Cv = curve.sort_values("beta")
     n = int(S["n"].iloc[0])
     fig, axes = plt.subplots(1, 3, figsize=(12.0, 3.9))
-    ax = axes[0]
+    c1 = _ratio_panel(axes[0], S, Cv, n)
+    _correction_panel(axes[1], S, Cv, c1)
+    _normal_panel(axes[2], S, Cv)
+    fig.suptitle(
+        r"Paper B, heat-equation drift (ours): $\beta P_q \mathrm{ATT}_n(q) \to \nabla_S \log\rho(q)$, "
+        r"$\rho \propto e^{x_1 x_2}$ on $S^2$, $q = (1,1,1)/\sqrt{3}$",
+        y=0.99,
+    )
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=0.3, wspace=0.3)
+    counts = ", ".join(f"{b:g}: {int(c)}" for b, c in zip(S["beta"], S["contexts"], strict=True))
+    add_caption(fig, f"{caption} Contexts per beta (beta: contexts): {counts}.")
+    return fig
+
+
+def _ratio_panel(ax, S, Cv, n: int) -> float:
+    """The ratio to ``grad_S log rho``; returns the quadrature's large-beta slope ``c1``."""
     ax.plot(
         Cv["beta"],
         Cv["ratio_quadrature"],
@@ -58,7 +73,11 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     ax.set_ylabel(r"$\langle \beta P_q \mathrm{ATT}_n, g\rangle / |g|^2$")
     ax.set_title(r"ratio to $g = \nabla_S \log\rho(q)$ (red = 1)", loc="left")
     ax.legend(loc="lower right", fontsize=6.3)
-    ax = axes[1]
+    return c1
+
+
+def _correction_panel(ax, S, Cv, c1: float) -> None:
+    """The ``O(1/beta)`` correction, simulation against quadrature."""
     ax.plot(
         Cv["beta"], Cv["correction_quadrature"], "-", color="tab:blue", lw=1.2, label="quadrature"
     )
@@ -80,7 +99,10 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     ax.set_ylabel(r"$\beta\,(\mathrm{ratio} - 1)$")
     ax.set_title(r"the $O(1/\beta)$ correction", loc="left")
     ax.legend(loc="lower right", fontsize=6.5)
-    ax = axes[2]
+
+
+def _normal_panel(ax, S, Cv) -> None:
+    """The normal part and the in-plane perpendicular component."""
     ax.plot(Cv["beta"], Cv["normal_quadrature"], "-", color="tab:blue", lw=1.2, label="quadrature")
     ax.errorbar(
         S["beta"],
@@ -110,12 +132,3 @@ def plot_heat_drift(*, summary: pd.DataFrame, curve: pd.DataFrame, caption: str)
     ax.set_ylabel(r"$\beta\,(\langle \mathrm{ATT}_n, q\rangle - 1)$")
     ax.set_title(r"normal part $\to -1/\alpha = -1$ (red)", loc="left")
     ax.legend(loc="center right", fontsize=6.5)
-    fig.suptitle(
-        r"Paper B, heat-equation drift (ours): $\beta P_q \mathrm{ATT}_n(q) \to \nabla_S \log\rho(q)$, "
-        r"$\rho \propto e^{x_1 x_2}$ on $S^2$, $q = (1,1,1)/\sqrt{3}$",
-        y=0.99,
-    )
-    fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=0.3, wspace=0.3)
-    counts = ", ".join(f"{b:g}: {int(c)}" for b, c in zip(S["beta"], S["contexts"], strict=True))
-    add_caption(fig, f"{caption} Contexts per beta (beta: contexts): {counts}.")
-    return fig

@@ -48,9 +48,44 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     apply_style()
     fig, axes = plt.subplots(1, 3, figsize=(13.0, 5.0))
     fig.subplots_adjust(left=0.06, right=0.99, top=0.92, bottom=0.24, wspace=0.28)
+    _uniform_deviation(axes[0], fits)
+    U = _compensated(axes[1], points)
+    _subspheres(axes[2], points, fits, U)
+    add_caption(fig, caption)
+    return fig
 
-    # (a) deviation of the fitted exponent, uniform keys
-    ax = axes[0]
+
+def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
+    """``beta*(n)`` of RoPE-rotated keys (ours): one panel per d with the content concentration
+    ``kappa`` as colour and the slope ``2/(d-1)`` for reference; the pure-power-law exponents
+    against ``d``; the ratio to the ``kappa = 0`` curve (uniform keys in law); and the repeated
+    content key at long ``n`` with the derived orbit slope ``2/r``
+    (docs/paper-b-beyond.md#rope-like-keys).
+    """
+    apply_style()
+    R = points[points["family"] == "rope"].copy()
+    L = points[points["family"] == "rope_long"].copy()
+    R["kpd"] = R["kappa"] / R["d"]
+    ds = sorted(R["d"].unique())
+    kpds = sorted(R["kpd"].unique())
+    pal = {kp: plt.get_cmap("tab10")(i) for i, kp in enumerate(kpds)}
+    ncol = max(3, len(ds))
+    fig = plt.figure(figsize=(13.0, 8.4))
+    gs = fig.add_gridspec(
+        2, ncol, left=0.06, right=0.99, top=0.95, bottom=0.16, hspace=0.38, wspace=0.3
+    )
+    for j, d in enumerate(ds):
+        _rope_panel(fig.add_subplot(gs[0, j]), R, d, j, kpds, pal, fits)
+    nxt = len(ds)
+    _rope_exponents(fig.add_subplot(gs[1, 0]), fits, kpds, pal, ds, nxt)
+    _rope_ratio(fig.add_subplot(gs[1, 1]), R, kpds, pal, ds, nxt)
+    _rope_long(fig.add_subplot(gs[1, 2:]), L, fits, nxt)
+    add_caption(fig, caption, size=6.5)
+    return fig
+
+
+def _uniform_deviation(ax, fits) -> None:
+    """(a) deviation of the fitted exponent, uniform keys, three fit models."""
     offs = {"correction": -0.15, "plain": 0.0, "upper": 0.15}
     cols = {"correction": "k", "plain": "tab:orange", "upper": "tab:blue"}
     for model, off in offs.items():
@@ -74,8 +109,9 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best")
 
-    # (b) compensated beta*, relative to the largest n
-    ax = axes[1]
+
+def _compensated(ax, points) -> pd.DataFrame:
+    """(b) compensated beta*, relative to the largest n; returns the uniform-key points."""
     U = points[points["family"] == "uniform"].sort_values(["d", "n"])
     ds = sorted(U["d"].unique())
     pal = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(1, len(ds))))
@@ -101,9 +137,11 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     ax.set_title("(b) compensated critical scale (ours)")
     if ds:
         ax.legend(ncol=2, loc="best")
+    return U
 
-    # (c) sub-spheres
-    ax = axes[2]
+
+def _subspheres(ax, points, fits, U) -> None:
+    """(c) keys on great sub-spheres, with the uniform keys of the ambient d for reference."""
     S = points[points["family"] == "subsphere"]
     ks = sorted(S["k"].unique())
     pal = [plt.get_cmap("tab10")(i) for i in range(len(ks) + 1)]
@@ -151,73 +189,54 @@ def plot_exponent(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     ax.set_title("(c) keys on a great sub-sphere $S^{k-1}$ (ours)")
     if ks:
         ax.legend(fontsize=5.5, loc="upper left")
-    add_caption(fig, caption)
-    return fig
 
 
-def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
-    """``beta*(n)`` of RoPE-rotated keys (ours): one panel per d with the content concentration
-    ``kappa`` as colour and the slope ``2/(d-1)`` for reference; the pure-power-law exponents
-    against ``d``; the ratio to the ``kappa = 0`` curve (uniform keys in law); and the repeated
-    content key at long ``n`` with the derived orbit slope ``2/r``
-    (docs/paper-b-beyond.md#rope-like-keys).
-    """
-    apply_style()
-    R = points[points["family"] == "rope"].copy()
-    L = points[points["family"] == "rope_long"].copy()
-    R["kpd"] = R["kappa"] / R["d"]
-    ds = sorted(R["d"].unique())
-    kpds = sorted(R["kpd"].unique())
-    pal = {kp: plt.get_cmap("tab10")(i) for i, kp in enumerate(kpds)}
+def _klabel(kpd) -> str:
+    """The legend label of a content concentration ``kappa / d``."""
+    if np.isinf(kpd):
+        return r"$\kappa=\infty$: one repeated content key"
+    if kpd == 0:
+        return r"$\kappa=0$: uniform content (= uniform keys in law)"
+    return rf"$\kappa={kpd:g}\,d$: vMF content"
 
-    def klabel(kpd):
-        if np.isinf(kpd):
-            return r"$\kappa=\infty$: one repeated content key"
-        if kpd == 0:
-            return r"$\kappa=0$: uniform content (= uniform keys in law)"
-        return rf"$\kappa={kpd:g}\,d$: vMF content"
 
-    ncol = max(3, len(ds))
-    fig = plt.figure(figsize=(13.0, 8.4))
-    gs = fig.add_gridspec(
-        2, ncol, left=0.06, right=0.99, top=0.95, bottom=0.16, hspace=0.38, wspace=0.3
-    )
-    for j, d in enumerate(ds):
-        ax = fig.add_subplot(gs[0, j])
-        for kpd in kpds:
-            g = R[(R["d"] == d) & (R["kpd"] == kpd)].sort_values("n")
-            ax.errorbar(
-                g["n"],
-                g["beta_star"],
-                yerr=2 * g["se"],
-                fmt="o-",
-                ms=3,
-                lw=1,
-                capsize=1.5,
-                color=pal[kpd],
-            )
-            txt = _fit_text(fits, ("plain",), family="rope", d=d, kappa=float(g["kappa"].iloc[0]))
-            ax.text(
-                0.97,
-                0.04 + 0.08 * kpds.index(kpd),
-                txt.replace("fit", "slope"),
-                color=pal[kpd],
-                transform=ax.transAxes,
-                ha="right",
-                fontsize=6.5,
-            )
-        g0 = R[(R["d"] == d) & (R["kpd"] == kpds[0])].sort_values("n")
-        nn = np.geomspace(g0["n"].min(), g0["n"].max(), 20)
-        ax.plot(nn, g0["beta_star"].iloc[0] * (nn / nn[0]) ** (2.0 / (d - 1)), ":", color="0.3")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(f"({chr(97 + j)}) d = {d}, RoPE base {g0['base'].iloc[0]:g} (ours)")
-        ax.set_xlabel("n (positions)")
-        if j == 0:
-            ax.set_ylabel(r"$\beta^*(n)$ ($\pm$2 SE)")
-    nxt = len(ds)
-    # exponents against d
-    ax = fig.add_subplot(gs[1, 0])
+def _rope_panel(ax, R, d, j, kpds, pal, fits) -> None:
+    """One d: ``beta*(n)`` per content concentration with its slope, and ``2/(d-1)`` dotted."""
+    for kpd in kpds:
+        g = R[(R["d"] == d) & (R["kpd"] == kpd)].sort_values("n")
+        ax.errorbar(
+            g["n"],
+            g["beta_star"],
+            yerr=2 * g["se"],
+            fmt="o-",
+            ms=3,
+            lw=1,
+            capsize=1.5,
+            color=pal[kpd],
+        )
+        txt = _fit_text(fits, ("plain",), family="rope", d=d, kappa=float(g["kappa"].iloc[0]))
+        ax.text(
+            0.97,
+            0.04 + 0.08 * kpds.index(kpd),
+            txt.replace("fit", "slope"),
+            color=pal[kpd],
+            transform=ax.transAxes,
+            ha="right",
+            fontsize=6.5,
+        )
+    g0 = R[(R["d"] == d) & (R["kpd"] == kpds[0])].sort_values("n")
+    nn = np.geomspace(g0["n"].min(), g0["n"].max(), 20)
+    ax.plot(nn, g0["beta_star"].iloc[0] * (nn / nn[0]) ** (2.0 / (d - 1)), ":", color="0.3")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title(f"({chr(97 + j)}) d = {d}, RoPE base {g0['base'].iloc[0]:g} (ours)")
+    ax.set_xlabel("n (positions)")
+    if j == 0:
+        ax.set_ylabel(r"$\beta^*(n)$ ($\pm$2 SE)")
+
+
+def _rope_exponents(ax, fits, kpds, pal, ds, nxt) -> None:
+    """The pure-power-law exponents against d."""
     f = fits[(fits["family"] == "rope") & (fits["model"] == "plain")]
     for kpd in kpds:
         sel = np.isinf(f["kappa"]) if np.isinf(kpd) else np.isclose(f["kappa"], kpd * f["d"])
@@ -230,7 +249,7 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
             ms=4,
             capsize=2,
             color=pal[kpd],
-            label=klabel(kpd),
+            label=_klabel(kpd),
         )
     dd = np.linspace(min(ds), max(ds), 100)
     ax.plot(dd, 2.0 / (dd - 1), ":", color="0.3", label=r"$2/(d-1)$")
@@ -239,8 +258,10 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     ax.set_ylabel(r"pure-power-law exponent ($\pm$2 SE)")
     ax.set_title(f"({chr(97 + nxt)}) fitted exponent, n range of (a)-(d) (ours)")
     ax.legend(fontsize=6, loc="upper right")
-    # ratio to kappa = 0
-    ax = fig.add_subplot(gs[1, 1])
+
+
+def _rope_ratio(ax, R, kpds, pal, ds, nxt) -> None:
+    """The ratio to the ``kappa = 0`` curve."""
     styles = ["-", "--", "-.", ":"]
     for kpd in kpds[1:]:
         for i, d in enumerate(ds):
@@ -266,8 +287,10 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     ax.set_title(f"({chr(98 + nxt)}) relative to uniform keys (ours)")
     if len(kpds) > 1:
         ax.legend(title="line style", fontsize=6, loc="upper right")
-    # repeated key at long n
-    ax = fig.add_subplot(gs[1, 2:])
+
+
+def _rope_long(ax, L, fits, nxt) -> None:
+    """The repeated content key at long n, with the orbit slope ``2/r`` and ``2/(d-1)``."""
     for i, d in enumerate(sorted(L["d"].unique())):
         g = L[L["d"] == d].sort_values("n")
         c = ("navy", "darkred", "darkgreen", "indigo")[i % 4]
@@ -310,5 +333,3 @@ def plot_rope(*, points: pd.DataFrame, fits: pd.DataFrame, caption: str):
     ax.set_title(f"({chr(99 + nxt)}) one repeated content key, long contexts (ours)")
     if not L.empty:
         ax.legend(fontsize=6, loc="upper left")
-    add_caption(fig, caption, size=6.5)
-    return fig

@@ -137,75 +137,8 @@ def plot_critical_laws(*, ecdf: list, summary: list, caption: str):
             for k, nv in enumerate(ns)
         }
         for j, g in enumerate(gammas):
-            ax = axes[i, j]
-            tw = e[(e["stat"] == "top_weight") & np.isclose(e["gamma"], g)]
-            for nv in ns:
-                sub = tw[(tw["source"] == "finite_n") & (tw["n"] == nv)]
-                ks = s[(s["stat"] == "top_weight") & (s["n"] == nv) & np.isclose(s["gamma"], g)]
-                ax.step(
-                    sub["x"],
-                    sub["cdf"],
-                    where="post",
-                    color=cols[nv],
-                    lw=1.1,
-                    label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})",
-                )
-            lim = tw[tw["source"] == "poisson_limit"]
-            # where a finite-n ECDF falls (pointwise, +-2 SE) if its law is the limit's
-            m_f = int(
-                s.loc[(s["source"] == "finite_n") & (s["stat"] == "top_weight"), "samples"].iloc[0]
-            )
-            m_l = int(s.loc[s["source"] == "poisson_limit", "samples"].iloc[0])
-            half = 2 * np.sqrt(lim["cdf"] * (1 - lim["cdf"]) * (1 / m_f + 1 / m_l))
-            ax.fill_between(
-                lim["x"],
-                lim["cdf"] - half,
-                lim["cdf"] + half,
-                color="0.6",
-                alpha=0.35,
-                lw=0,
-                step="post",
-            )
-            ax.plot(lim["x"], lim["cdf"], "k--", lw=1.2, label=r"Poisson limit ($\pm$2 SE band)")
-            ax.set_xlim(0, float(tw["x"].max()))
-            ax.set_ylim(0, 1)
-            beta_lab = rf"$\beta = {g:g}\, n^{{{'1' if d == 3 else '1/2'}}}$"
-            ax.set_title(f"d = {d}, {beta_lab}", loc="left")
-            ax.set_xlabel(r"$A_{(1)}$")
-            if j == 0:
-                ax.set_ylabel("ECDF")
-            ax.legend(loc="best", fontsize=6)
-        ax = axes[i, -1]
-        nk = e[e["stat"] == "nearest_scaled"]
-        for nv in ns:
-            sub = nk[(nk["source"] == "finite_n") & (nk["n"] == nv)]
-            ex = nk[(nk["source"] == "exact_finite_n") & (nk["n"] == nv)]
-            ks = s[(s["stat"] == "nearest_scaled") & (s["n"] == nv)]
-            ax.step(
-                sub["x"],
-                1 - sub["cdf"],
-                where="post",
-                color=cols[nv],
-                lw=1.1,
-                label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})",
-            )
-            ax.plot(ex["x"], 1 - ex["cdf"], ":", color=cols[nv], lw=0.9)
-        wl = nk[nk["source"] == "weibull_limit"]
-        m_f = int(s.loc[(s["stat"] == "nearest_scaled"), "samples"].iloc[0])
-        sf = 1 - wl["cdf"]
-        half = 2 * np.sqrt(sf * (1 - sf) / m_f)
-        ax.fill_between(
-            wl["x"], np.maximum(sf - half, 1e-4), sf + half, color="0.6", alpha=0.35, lw=0
-        )
-        ax.plot(wl["x"], sf, "k--", lw=1.2, label=r"Weibull $e^{-C s^{1/\alpha}}$ ($\pm$2 SE)")
-        ax.set_yscale("log")
-        ax.set_ylim(1e-3, 1.05)
-        ax.set_xlim(0, float(wl["x"].max()))
-        ax.set_xlabel(r"$s$")
-        ax.set_ylabel(r"$P(n^{\alpha} T_{(1)} > s)$")
-        ax.set_title(f"d = {d}, nearest key", loc="left")
-        ax.plot([], [], ":", color="0.4", label="exact finite n")
-        ax.legend(loc="lower left", fontsize=6)
+            _top_weight_panel(axes[i, j], e, s, d, j, g, ns, cols)
+        _nearest_panel(axes[i, -1], e, s, d, ns, cols)
     fig.suptitle(
         r"Paper B, critical laws (ours): $A_{(1)}$ at $\beta = \gamma n^{\alpha}$ and the nearest key, uniform keys",
         y=0.995,
@@ -218,3 +151,74 @@ def plot_critical_laws(*, ecdf: list, summary: list, caption: str):
     n_lim = int(Sm.loc[Sm["source"] == "poisson_limit", "samples"].min())
     add_caption(fig, f"{caption} Contexts per ECDF: {counts}; limit samples per gamma: {n_lim}.")
     return fig
+
+
+def _top_weight_panel(ax, e, s, d, j, g, ns, cols) -> None:
+    """The ECDF of ``A_(1)`` per n against the Poisson limit at one (d, gamma)."""
+    tw = e[(e["stat"] == "top_weight") & np.isclose(e["gamma"], g)]
+    for nv in ns:
+        sub = tw[(tw["source"] == "finite_n") & (tw["n"] == nv)]
+        ks = s[(s["stat"] == "top_weight") & (s["n"] == nv) & np.isclose(s["gamma"], g)]
+        ax.step(
+            sub["x"],
+            sub["cdf"],
+            where="post",
+            color=cols[nv],
+            lw=1.1,
+            label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})",
+        )
+    lim = tw[tw["source"] == "poisson_limit"]
+    # where a finite-n ECDF falls (pointwise, +-2 SE) if its law is the limit's
+    m_f = int(s.loc[(s["source"] == "finite_n") & (s["stat"] == "top_weight"), "samples"].iloc[0])
+    m_l = int(s.loc[s["source"] == "poisson_limit", "samples"].iloc[0])
+    half = 2 * np.sqrt(lim["cdf"] * (1 - lim["cdf"]) * (1 / m_f + 1 / m_l))
+    ax.fill_between(
+        lim["x"],
+        lim["cdf"] - half,
+        lim["cdf"] + half,
+        color="0.6",
+        alpha=0.35,
+        lw=0,
+        step="post",
+    )
+    ax.plot(lim["x"], lim["cdf"], "k--", lw=1.2, label=r"Poisson limit ($\pm$2 SE band)")
+    ax.set_xlim(0, float(tw["x"].max()))
+    ax.set_ylim(0, 1)
+    beta_lab = rf"$\beta = {g:g}\, n^{{{'1' if d == 3 else '1/2'}}}$"
+    ax.set_title(f"d = {d}, {beta_lab}", loc="left")
+    ax.set_xlabel(r"$A_{(1)}$")
+    if j == 0:
+        ax.set_ylabel("ECDF")
+    ax.legend(loc="best", fontsize=6)
+
+
+def _nearest_panel(ax, e, s, d, ns, cols) -> None:
+    """The scaled nearest key's survival function per n against the Weibull law."""
+    nk = e[e["stat"] == "nearest_scaled"]
+    for nv in ns:
+        sub = nk[(nk["source"] == "finite_n") & (nk["n"] == nv)]
+        ex = nk[(nk["source"] == "exact_finite_n") & (nk["n"] == nv)]
+        ks = s[(s["stat"] == "nearest_scaled") & (s["n"] == nv)]
+        ax.step(
+            sub["x"],
+            1 - sub["cdf"],
+            where="post",
+            color=cols[nv],
+            lw=1.1,
+            label=f"n = {nv:,} (KS {float(ks['ks_vs_limit'].iloc[0]):.3f})",
+        )
+        ax.plot(ex["x"], 1 - ex["cdf"], ":", color=cols[nv], lw=0.9)
+    wl = nk[nk["source"] == "weibull_limit"]
+    m_f = int(s.loc[(s["stat"] == "nearest_scaled"), "samples"].iloc[0])
+    sf = 1 - wl["cdf"]
+    half = 2 * np.sqrt(sf * (1 - sf) / m_f)
+    ax.fill_between(wl["x"], np.maximum(sf - half, 1e-4), sf + half, color="0.6", alpha=0.35, lw=0)
+    ax.plot(wl["x"], sf, "k--", lw=1.2, label=r"Weibull $e^{-C s^{1/\alpha}}$ ($\pm$2 SE)")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-3, 1.05)
+    ax.set_xlim(0, float(wl["x"].max()))
+    ax.set_xlabel(r"$s$")
+    ax.set_ylabel(r"$P(n^{\alpha} T_{(1)} > s)$")
+    ax.set_title(f"d = {d}, nearest key", loc="left")
+    ax.plot([], [], ":", color="0.4", label="exact finite n")
+    ax.legend(loc="lower left", fontsize=6)

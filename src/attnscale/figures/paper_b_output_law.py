@@ -39,93 +39,9 @@ def plot_output_law(*, ecdf: list, summary: list, caption: str):
     for i, d in enumerate(ds):
         e, s = E[E["d"] == d], S[S["d"] == d]
         for j, g in enumerate(gammas):
-            ax = axes[i, j]
-            sub = e[np.isclose(e["gamma"], g)]
-            fin = sub[sub["source"] == "finite_n"]
-            sns.ecdfplot(data=fin, x="norm", hue="n", palette=pal, lw=1.1, ax=ax, legend=False)
-            sns.ecdfplot(
-                data=sub[sub["source"] == "limit"], x="norm", color="k", ls="--", lw=1.3, ax=ax
-            )
-            ks = s[np.isclose(s["gamma"], g) & (s["source"] == "finite_n")].set_index("n")
-            for nv in ns:
-                ax.plot(
-                    [],
-                    [],
-                    color=pal[nv],
-                    label=f"n = {_n_label(nv)} (KS {ks.loc[nv, 'ks_vs_limit']:.3f})",
-                )
-            ax.plot([], [], "k--", label="marked-Poisson limit")
-            ax.set_xlim(0, float(sub["norm"].quantile(0.995)))
-            ax.set_xlabel(r"$|L_n| = n^{1/(d-1)}\,|P_q(\mathrm{ATT}_n(q) - q)|$")
-            ax.set_ylabel("ECDF" if j == 0 else "")
-            ax.set_title(rf"d = {d}, $\beta = {g:g}\,n^{{2/(d-1)}}$", loc="left")
-            ax.legend(loc="lower right", fontsize=5.8)
-        # KS distance against n, with the noise level of the two-sample KS at these sizes
-        ax = axes[i, -2]
-        r0 = s.iloc[0]
-        ax.axhspan(
-            0, r0["ks_null_q95"], color="0.85", lw=0, label="95% noise level (Kolmogorov law)"
-        )
-        ax.axhline(r0["ks_null_mean"], color="0.5", ls="--", lw=0.9, label="mean noise level")
-        for k, g in enumerate(gammas):
-            sg = s[np.isclose(s["gamma"], g)]
-            fin = sg[sg["source"] == "finite_n"].sort_values("n")
-            rep = sg[sg["source"] == "limit_repeat"]
-            ax.plot(
-                fin["n"],
-                fin["ks_vs_limit"],
-                "o-",
-                color=f"C{k}",
-                ms=3.5,
-                lw=1,
-                label=rf"$\gamma$ = {g:g}",
-            )
-            ax.plot(
-                np.full(len(rep), n_right), rep["ks_vs_limit"], "s", color=f"C{k}", mfc="none", ms=5
-            )
-        ax.plot([], [], "s", color="0.3", mfc="none", label="limit vs limit (right)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("n (keys)")
-        ax.set_ylabel("KS distance to the limit")
-        ax.set_title(f"d = {d}: KS against n", loc="left")
-        ax.legend(loc="upper right", fontsize=5.8)
-        # second moment over the Mecke value
-        ax = axes[i, -1]
-        for k, g in enumerate(gammas):
-            sg = s[np.isclose(s["gamma"], g)]
-            fin = sg[sg["source"] == "finite_n"].sort_values("n")
-            lim = sg[sg["source"] == "limit"]
-            m = float(sg["m2_mecke"].iloc[0])
-            ax.errorbar(
-                fin["n"] * (1 + 0.08 * (k - 1)),
-                fin["m2_mean"] / m,
-                yerr=2 * fin["m2_se"] / m,
-                fmt="o-",
-                color=f"C{k}",
-                ms=3.5,
-                lw=1,
-                capsize=1.5,
-                label=rf"$\gamma$ = {g:g}: $E|L|^2$ = {m:.4g}",
-            )
-            ax.errorbar(
-                n_right * (1 + 0.08 * (k - 1)),
-                lim["m2_mean"] / m,
-                yerr=2 * lim["m2_se"] / m,
-                fmt="s",
-                mfc="none",
-                color=f"C{k}",
-                ms=5,
-                capsize=1.5,
-            )
-        ax.axhline(1.0, color="k", ls="--", lw=0.9)
-        ax.plot([], [], "s", color="0.3", mfc="none", label="limit simulation (right)")
-        ax.set_xscale("log")
-        ax.set_xlabel("n (keys)")
-        ax.set_ylabel(r"$E|L_n|^2$ / Mecke value ($\pm$2 SE)")
-        ax.set_title(f"d = {d}: second moment", loc="left")
-        ax.legend(loc="best", fontsize=5.8)
+            _ecdf_panel(axes[i, j], e, s, d, j, g, ns, pal)
+        _ks_panel(axes[i, -2], s, d, gammas, n_right)
+        _moment_panel(axes[i, -1], s, d, gammas, n_right)
     fig.suptitle(
         r"Paper B, critical output law (ours): $n^{1/(d-1)} P_q(\mathrm{ATT}_n(q) - q)$ against "
         r"the marked-Poisson limit $\sum_i W_i z_i$, uniform keys",
@@ -139,3 +55,93 @@ def plot_output_law(*, ecdf: list, summary: list, caption: str):
     )
     add_caption(fig, f"{caption} {counts}")
     return fig
+
+
+def _ecdf_panel(ax, e, s, d, j, g, ns, pal) -> None:
+    """The ECDF of ``|L_n|`` per n against the limit at one (d, gamma), KS distances in the legend."""
+    sub = e[np.isclose(e["gamma"], g)]
+    fin = sub[sub["source"] == "finite_n"]
+    sns.ecdfplot(data=fin, x="norm", hue="n", palette=pal, lw=1.1, ax=ax, legend=False)
+    sns.ecdfplot(data=sub[sub["source"] == "limit"], x="norm", color="k", ls="--", lw=1.3, ax=ax)
+    ks = s[np.isclose(s["gamma"], g) & (s["source"] == "finite_n")].set_index("n")
+    for nv in ns:
+        ax.plot(
+            [],
+            [],
+            color=pal[nv],
+            label=f"n = {_n_label(nv)} (KS {ks.loc[nv, 'ks_vs_limit']:.3f})",
+        )
+    ax.plot([], [], "k--", label="marked-Poisson limit")
+    ax.set_xlim(0, float(sub["norm"].quantile(0.995)))
+    ax.set_xlabel(r"$|L_n| = n^{1/(d-1)}\,|P_q(\mathrm{ATT}_n(q) - q)|$")
+    ax.set_ylabel("ECDF" if j == 0 else "")
+    ax.set_title(rf"d = {d}, $\beta = {g:g}\,n^{{2/(d-1)}}$", loc="left")
+    ax.legend(loc="lower right", fontsize=5.8)
+
+
+def _ks_panel(ax, s, d, gammas, n_right) -> None:
+    """KS distance against n, with the noise level of the two-sample KS at these sizes."""
+    r0 = s.iloc[0]
+    ax.axhspan(0, r0["ks_null_q95"], color="0.85", lw=0, label="95% noise level (Kolmogorov law)")
+    ax.axhline(r0["ks_null_mean"], color="0.5", ls="--", lw=0.9, label="mean noise level")
+    for k, g in enumerate(gammas):
+        sg = s[np.isclose(s["gamma"], g)]
+        fin = sg[sg["source"] == "finite_n"].sort_values("n")
+        rep = sg[sg["source"] == "limit_repeat"]
+        ax.plot(
+            fin["n"],
+            fin["ks_vs_limit"],
+            "o-",
+            color=f"C{k}",
+            ms=3.5,
+            lw=1,
+            label=rf"$\gamma$ = {g:g}",
+        )
+        ax.plot(
+            np.full(len(rep), n_right), rep["ks_vs_limit"], "s", color=f"C{k}", mfc="none", ms=5
+        )
+    ax.plot([], [], "s", color="0.3", mfc="none", label="limit vs limit (right)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("n (keys)")
+    ax.set_ylabel("KS distance to the limit")
+    ax.set_title(f"d = {d}: KS against n", loc="left")
+    ax.legend(loc="upper right", fontsize=5.8)
+
+
+def _moment_panel(ax, s, d, gammas, n_right) -> None:
+    """The second moment over the Mecke value (+-2 SE), the limit simulation on the right."""
+    for k, g in enumerate(gammas):
+        sg = s[np.isclose(s["gamma"], g)]
+        fin = sg[sg["source"] == "finite_n"].sort_values("n")
+        lim = sg[sg["source"] == "limit"]
+        m = float(sg["m2_mecke"].iloc[0])
+        ax.errorbar(
+            fin["n"] * (1 + 0.08 * (k - 1)),
+            fin["m2_mean"] / m,
+            yerr=2 * fin["m2_se"] / m,
+            fmt="o-",
+            color=f"C{k}",
+            ms=3.5,
+            lw=1,
+            capsize=1.5,
+            label=rf"$\gamma$ = {g:g}: $E|L|^2$ = {m:.4g}",
+        )
+        ax.errorbar(
+            n_right * (1 + 0.08 * (k - 1)),
+            lim["m2_mean"] / m,
+            yerr=2 * lim["m2_se"] / m,
+            fmt="s",
+            mfc="none",
+            color=f"C{k}",
+            ms=5,
+            capsize=1.5,
+        )
+    ax.axhline(1.0, color="k", ls="--", lw=0.9)
+    ax.plot([], [], "s", color="0.3", mfc="none", label="limit simulation (right)")
+    ax.set_xscale("log")
+    ax.set_xlabel("n (keys)")
+    ax.set_ylabel(r"$E|L_n|^2$ / Mecke value ($\pm$2 SE)")
+    ax.set_title(f"d = {d}: second moment", loc="left")
+    ax.legend(loc="best", fontsize=5.8)

@@ -20,16 +20,35 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
     D = phase
     Lm = limit.sort_values("gamma")
     d = int(D["d"].iloc[0])
-    alpha = st.alpha_exponent(d)
     grid = D[D["kind"] == "grid"]
     lines = D[D["kind"] == "line"]
+    fig, axes = plt.subplots(1, 3, figsize=(12.4, 4.3), gridspec_kw={"width_ratios": [1.25, 1, 1]})
+    line_gammas, levels = _heat_map(fig, axes[0], grid, lines, Lm, d)
+    _critical_lines(axes[1], lines, line_gammas, levels, Lm)
+    _subcritical_collapse(axes[2], grid, Lm)
+    fig.subplots_adjust(left=0.06, right=0.985, top=0.86, bottom=0.3, wspace=0.32)
+    fig.suptitle(
+        rf"Paper B, phase diagram of the top weight $A_{{(1)}}$ (uniform keys on $S^{{{d - 1}}}$)",
+        y=0.985,
+    )
+    counts = (
+        f"Contexts: {int(D['trials'].iloc[0])} per heat-map cell and per line point; "
+        f"{int(Lm['trials'].iloc[0])} limit samples per gamma."
+    )
+    add_caption(fig, f"{caption} {counts}")
+    return fig
+
+
+def _heat_map(fig, ax, grid, lines, Lm, d):
+    """The heat map of mean ``A_(1)`` over ``(n, beta)`` with the lines ``beta = gamma n^alpha``
+    and the simulated contours at the Poisson limit's values; returns the lines' gammas and
+    those values."""
+    alpha = st.alpha_exponent(d)
     ns = np.sort(grid["n"].unique())
     betas = np.sort(grid["beta"].unique())
     Z = grid.pivot_table(index="beta", columns="n", values="top_weight_mean").reindex(
         index=betas, columns=ns
     )
-    fig, axes = plt.subplots(1, 3, figsize=(12.4, 4.3), gridspec_kw={"width_ratios": [1.25, 1, 1]})
-    ax = axes[0]
     mesh = ax.pcolormesh(
         cell_edges(ns, True),
         cell_edges(betas, True),
@@ -81,8 +100,11 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
         fontsize=7.5,
     )
     fig.colorbar(mesh, ax=ax, label=r"$E\,A_{(1)}$", pad=0.02)
-    # along the lines beta = gamma n^alpha
-    ax = axes[1]
+    return line_gammas, levels
+
+
+def _critical_lines(ax, lines, line_gammas, levels, Lm) -> None:
+    """Along the lines ``beta = gamma n^alpha``: simulation against the Poisson limit."""
     for i, g in enumerate(line_gammas):
         sub = lines[np.isclose(lines["gamma"], g)].sort_values("n")
         c = f"C{i}"
@@ -107,8 +129,11 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
     ax.set_ylabel(r"$E\,A_{(1)}$ at $\beta = \gamma n^{1/2}$ ($\pm$2 SE)")
     ax.set_title("critical lines: simulation vs Poisson limit (dashed)", loc="left")
     ax.legend(loc="upper left", ncol=3, fontsize=6.5)
-    # subcritical collapse
-    ax = axes[2]
+
+
+def _subcritical_collapse(ax, grid, Lm) -> None:
+    """The top weight over its subcritical asymptote, per n and in the limit."""
+    ns = np.sort(grid["n"].unique())
     sel = ns[ns >= 100][:: max(1, len(ns[ns >= 100]) // 5)]
     cmap = plt.get_cmap("viridis")
     for j, nv in enumerate(sel):
@@ -130,14 +155,3 @@ def plot_phase_diagram(*, phase: pd.DataFrame, limit: pd.DataFrame, caption: str
     ax.set_ylabel(r"$E\,A_{(1)} \,/\, (\beta^2 / 1.5 n)$")
     ax.set_title(r"subcritical asymptote $\beta^2/(1.5n)$ (red = 1)", loc="left")
     ax.legend(loc="upper right", fontsize=6.3)
-    fig.subplots_adjust(left=0.06, right=0.985, top=0.86, bottom=0.3, wspace=0.32)
-    fig.suptitle(
-        rf"Paper B, phase diagram of the top weight $A_{{(1)}}$ (uniform keys on $S^{{{d - 1}}}$)",
-        y=0.985,
-    )
-    counts = (
-        f"Contexts: {int(D['trials'].iloc[0])} per heat-map cell and per line point; "
-        f"{int(Lm['trials'].iloc[0])} limit samples per gamma."
-    )
-    add_caption(fig, f"{caption} {counts}")
-    return fig

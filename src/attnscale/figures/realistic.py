@@ -198,7 +198,22 @@ def plot_sink(*, curves, critical, theory, caption: str):
     pal = {k: f"C{j}" for j, k in enumerate(kappas)}
     rho_hat = float(theory["rho_hat_mean"].iloc[0])
     gc = float(theory["gamma_c"].iloc[0])
-    ax = axes[0]
+    _sink_mass_panel(axes[0], critical, theory, kappas, pal)
+    _sink_critical_panel(axes[1], critical, theory, kappas, pal, gc)
+    _sink_weights_panel(axes[2], curves, kappas[-1])
+    d = int(critical["d"].iloc[0])
+    fig.suptitle(
+        rf"Attention sink at position 1: cosine $c_s$, key factor $\kappa$; n = {n}, d = {d}, "
+        rf"$\hat\rho$ = {rho_hat:.3f} (ours)",
+        y=0.995,
+    )
+    fig.subplots_adjust(left=0.06, right=0.9, top=0.86, bottom=0.36, wspace=0.3)
+    add_caption(fig, caption)
+    return fig
+
+
+def _sink_mass_panel(ax, critical, theory, kappas, pal) -> None:
+    """(a) mass absorbed by the sink at ``gamma_c(rho_hat)`` against ``c_s``."""
     for k in kappas:
         ck = critical[critical["kappa"] == k]
         ax.plot(
@@ -218,7 +233,10 @@ def plot_sink(*, curves, critical, theory, caption: str):
     ax.set_ylabel(r"mean sink mass $A_{is}$ at $\gamma_c(\hat\rho)$")
     ax.set_title(r"(a) mass absorbed at $\gamma_c$")
     ax.legend(fontsize=6, loc="upper left")
-    ax = axes[1]
+
+
+def _sink_critical_panel(ax, critical, theory, kappas, pal, gc: float) -> None:
+    """(b) the critical gamma against the sink score ``kappa c_s``."""
     sims = critical["gamma_half_sim"].to_numpy(dtype=float)
     top = 1.25 * max(gc, float(np.nanmax(np.where(np.isfinite(sims), sims, np.nan))))
     line = theory[theory["line"] == "critical"]
@@ -251,8 +269,10 @@ def plot_sink(*, curves, critical, theory, caption: str):
     ax.set_ylabel(r"critical $\gamma$ (mean $A_{ii} = 1/2$)")
     ax.set_title("(b) critical line")
     ax.legend(fontsize=6, loc="upper left")
-    ax = axes[2]
-    kbig = kappas[-1]
+
+
+def _sink_weights_panel(ax, curves, kbig: float) -> None:
+    """(c) self-weight and sink mass against gamma for the largest ``kappa``."""
     sub = curves[curves["kappa"] == kbig]
     cs_show = [c for c in sorted(sub["c_s"].unique()) if c >= 0]
     cp = _colours(cs_show)
@@ -275,15 +295,6 @@ def plot_sink(*, curves, critical, theory, caption: str):
     ax.set_ylabel("attention weight")
     ax.set_title(rf"(c) weights against $\gamma$, $\kappa$ = {kbig:g}")
     ax.legend(fontsize=5.5, loc="center left", ncol=1, bbox_to_anchor=(1.0, 0.5))
-    d = int(critical["d"].iloc[0])
-    fig.suptitle(
-        rf"Attention sink at position 1: cosine $c_s$, key factor $\kappa$; n = {n}, d = {d}, "
-        rf"$\hat\rho$ = {rho_hat:.3f} (ours)",
-        y=0.995,
-    )
-    fig.subplots_adjust(left=0.06, right=0.9, top=0.86, bottom=0.36, wspace=0.3)
-    add_caption(fig, caption)
-    return fig
 
 
 def plot_depth(*, data, caption: str):

@@ -405,6 +405,32 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, e
         a.set_xscale("log")
         a.grid(True, which="major", lw=0.3, alpha=0.5)
         a.set_xlabel("context length n")
+    style_h, style_l = _style_legend()
+    fig.legend(
+        handles + style_h,
+        labels + style_l,
+        loc="upper center",
+        ncol=4,
+        fontsize=6.8,
+        bbox_to_anchor=(0.5, 0.975),
+        frameon=False,
+    )
+    fig.suptitle(
+        r"What sets the order of the critical scale? $\log n$ with a gap, $\sqrt{\log n}$ "
+        r"without, $n^{2/(d-1)}$ once $\ln n \gg d$, $(1-\kappa)\,\gamma_c$ with $n^\kappa$ ties "
+        r"(ours)",
+        y=0.995,
+    )
+    width = fig.get_figwidth()
+    fig.subplots_adjust(
+        left=0.7 / width, right=1 - 0.2 / width, top=0.855, bottom=0.13, wspace=0.26, hspace=0.3
+    )
+    add_caption(fig, caption)
+    return fig
+
+
+def _style_legend() -> tuple[list, list]:
+    """The legend entries of the line styles (simulation, predictions, theories, breakdown)."""
     rem = COLOURS["rem"]
     style_h = [
         plt.Line2D([], [], color="0.5", marker="o", ms=4.5, ls="", mec="k", mew=0.4),
@@ -429,24 +455,4 @@ def plot_regimes(*, table: pd.DataFrame, read_off: pd.DataFrame, caption: str, e
         r"finite $d$: Paper B's power law $\propto n^{2/(d-1)}$",
         r"$\ln(n-1) = d/(2(1+\rho-\rho^2/2))$: the first-order ($\log n$) theory ends",
     ]
-    fig.legend(
-        handles + style_h,
-        labels + style_l,
-        loc="upper center",
-        ncol=4,
-        fontsize=6.8,
-        bbox_to_anchor=(0.5, 0.975),
-        frameon=False,
-    )
-    fig.suptitle(
-        r"What sets the order of the critical scale? $\log n$ with a gap, $\sqrt{\log n}$ "
-        r"without, $n^{2/(d-1)}$ once $\ln n \gg d$, $(1-\kappa)\,\gamma_c$ with $n^\kappa$ ties "
-        r"(ours)",
-        y=0.995,
-    )
-    width = fig.get_figwidth()
-    fig.subplots_adjust(
-        left=0.7 / width, right=1 - 0.2 / width, top=0.855, bottom=0.13, wspace=0.26, hspace=0.3
-    )
-    add_caption(fig, caption)
-    return fig
+    return style_h, style_l

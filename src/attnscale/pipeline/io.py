@@ -8,6 +8,7 @@ under its final name. No wall-clock time is recorded anywhere.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import json
@@ -25,6 +26,11 @@ __all__ = [
     "git_commit",
     "provenance",
     "provenance_columns",
+    "provenance_arrays",
+    "job_context",
+    "job_provenance",
+    "with_job_provenance",
+    "recorded_seeds",
     "PROVENANCE_COLUMNS",
     "provenance_of",
     "spawn_key_text",
@@ -165,6 +171,79 @@ def provenance_columns(
 
 #: The provenance columns of a results table, in their order (:func:`provenance_columns`).
 PROVENANCE_COLUMNS = ("root_seed", "spawn_key", "params_hash", "attnscale_version", "git_commit")
+
+
+def provenance_arrays(root_seed: int, key) -> dict:
+    """:func:`provenance` of a random draw as ``npz`` entries: the one place a draw file's
+    provenance is written (docs/pipeline.md#reliability-and-provenance). ``root_seed``,
+    ``attnscale_version`` and ``git_commit`` as strings, ``spawn_key`` as an int64 array; no
+    ``params_hash`` (a draw is named by its spawn key alone)."""
+    p = provenance(root_seed, key, {})
+    out = {k: np.str_(p[k]) for k in PROVENANCE_COLUMNS if k != "params_hash"}
+    out["spawn_key"] = np.asarray(p["spawn_key"], dtype=np.int64)
+    return out
+
+
+#: The running job's params and the root seeds its inputs record (set by the adapter around
+#: the entry function, :func:`job_context`), for :func:`job_provenance`.
+_JOB = contextvars.ContextVar("attnscale_job", default=({}, ()))
+
+
+@contextlib.contextmanager
+def job_context(params: dict, seeds=()):
+    """Within this block :func:`job_provenance` describes the job of ``params`` whose inputs
+    record ``seeds`` (the adapter runs every entry function in one, docs/pipeline.md#how-a-rule-runs)."""
+    token = _JOB.set((dict(params), tuple(seeds)))
+    try:
+        yield
+    finally:
+        _JOB.reset(token)
+
+
+def job_provenance(params: dict | None = None, seeds=None) -> dict:
+    """The provenance columns of a table a job computes from other tables or without random draws
+    (a summary, a figure's data, a theory table; docs/pipeline.md#reliability-and-provenance), in
+    this order: ``params_hash`` (of ``params``), ``attnscale_version``, ``git_commit`` and
+    ``root_seed``: ``params``'s ``root_seed``, else the ``seeds`` its inputs record
+    (:func:`recorded_seeds`) joined with ``;`` (no column when there is none). ``params`` and
+    ``seeds`` default to the running job's (:func:`job_context`; outside a job ``{}`` and none)."""
+    job_params, job_seeds = _JOB.get()
+    params = job_params if params is None else params
+    seeds = job_seeds if seeds is None else seeds
+    p = provenance(params.get("root_seed"), None, params)
+    out = {k: p[k] for k in ("params_hash", "attnscale_version", "git_commit")}
+    seed = p["root_seed"] if p["root_seed"] is not None else ";".join(seeds) or None
+    if seed is not None:
+        out["root_seed"] = seed
+    return out
+
+
+def with_job_provenance(df):
+    """``df`` with the :func:`job_provenance` columns it lacks, appended in that order (a table
+    with ``params_hashes``, merged from several jobs, keeps them for ``params_hash``): how an
+    entry function gives the provenance of the running job to a table it computes from other
+    tables or without random draws (docs/pipeline.md#reliability-and-provenance)."""
+    have = set(df.columns) | ({"params_hash"} if "params_hashes" in df.columns else set())
+    extra = {k: v for k, v in job_provenance().items() if k not in have}
+    return df.assign(**extra) if extra else df
+
+
+def recorded_seeds(*inputs) -> list[str]:
+    """The root seeds recorded in ``inputs`` (tables' ``root_seed`` columns, npz entries, lists of
+    either), sorted, for :func:`job_provenance`."""
+    seeds: set[str] = set()
+
+    def visit(obj):
+        if isinstance(obj, list | tuple):
+            for o in obj:
+                visit(o)
+        elif hasattr(obj, "columns") and "root_seed" in obj.columns:
+            seeds.update(str(v) for v in obj["root_seed"].dropna().unique())
+        elif isinstance(obj, dict) and "root_seed" in obj:
+            seeds.add(str(obj["root_seed"]))
+
+    visit(list(inputs))
+    return sorted(seeds)
 
 
 def provenance_of(table) -> dict:

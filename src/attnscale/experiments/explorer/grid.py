@@ -38,6 +38,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.core.validation import check_int, check_real
+from attnscale.pipeline.io import with_job_provenance
 
 __all__ = [
     "N_MAX",
@@ -197,7 +198,7 @@ def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> p
                     "g": gs[-1],
                 }
             )
-    return pd.DataFrame(rows)
+    return with_job_provenance(pd.DataFrame(rows))
 
 
 def heldout_points(count: int, rho_max: float, root_seed: int) -> list[tuple[int, int, float]]:
@@ -226,7 +227,7 @@ def heldout_theory(*, points: int, rho_max: float, root_seed: int) -> pd.DataFra
         {"d": d, "n": n, "rho": rho, "beta_star": finite_d.critical_beta(n, d, rho)}
         for d, n, rho in heldout_points(points, rho_max, root_seed)
     ]
-    return pd.DataFrame(rows, columns=["d", "n", "rho", "beta_star"])
+    return with_job_provenance(pd.DataFrame(rows, columns=["d", "n", "rho", "beta_star"]))
 
 
 # --------------------------------------------------------------------------- interpolation

@@ -111,48 +111,61 @@ def angle_ratio_grid_rows(
     threads = tile_threads(br, n)
     for g0 in range(0, m, group):
         Bg = B[g0 : g0 + group]
-        G_ = Bg.shape[0]
-        Yc = np.empty((n, G_, d))
-        Yflat = Yc.reshape(n, G_ * d)
-        num = np.zeros(G_)
-        near_i, near_j = [], []
-        for s, e in blocks:
-            blk = RowBlock(Y, s, e, causal, threads)
-            # ---- pass 1: normalised outputs of rows s..e-1 for every beta of the group ----
-            for k in range(G_):
-                E, z = blk.weights(Bg[k], buf[: e - s, : blk.kend])
-                # contiguous GEMM output, then one copy (see attention.angle_ratio_grid: a
-                # power-of-two row stride in the (token, beta, coordinate) layout is slow)
-                o = obuf[: e - s]
-                np.matmul(E, Y[: blk.kend], out=o)
-                o /= z[:, None]
-                if alpha:
-                    o += alpha * X[s:e]
-                Yc[s:e, k, :] = o
-            blkY = Yc[s:e]
-            blkY /= np.sqrt(np.einsum("nkd,nkd->nk", blkY, blkY))[:, :, None]
-            # ---- pass 2: pairs (i, j) with j < i, i in the block ----
-            # 1 - <y_i, y_j> = (1 - rowmax) - M in one pass (upper triangle masked next)
-            D = np.subtract(1.0 - blk.rowmax, blk.M[:, :e])
-            tri = np.triu(np.ones((e - s, e - s), dtype=bool))  # j >= i inside the block
-            D[:, s:e][tri] = np.inf
-            near = np.nonzero(D < NEAR_PAIR_TOL)
-            D[near] = np.inf
-            np.divide(1.0, D, out=D)
-            num += D.sum()
-            near_i.append(near[0] + s)
-            near_j.append(near[1])
-            WY = (D @ Yflat[:e]).reshape(e - s, G_, d)
-            num -= np.einsum("nkd,nkd->k", WY, blkY)
-        ii = np.concatenate(near_i)
-        jj = np.concatenate(near_j)
-        n_pairs = total_pairs - ii.size
-        if ii.size:
-            sums, kept, n_excl = near_pair_sums(Y, Yc, ii, jj)
-            n_near = kept + n_excl
-            num += sums
-            n_pairs += kept
-        lam[g0 : g0 + G_] = num / n_pairs if n_pairs > 0 else np.nan
+        num, n_pairs, near = _group_sums(Y, X, Bg, blocks, causal, threads, alpha, buf, obuf)
+        if near is not None:
+            n_near, n_excl = near
+        lam[g0 : g0 + Bg.shape[0]] = num / n_pairs if n_pairs > 0 else np.nan
     if return_diagnostics:
         return lam, {"n_pairs": total_pairs, "n_near_pairs": n_near, "n_excluded_pairs": n_excl}
     return lam
+
+
+def _group_sums(Y, X, Bg, blocks, causal, threads, alpha, buf, obuf):
+    """One group of betas of :func:`angle_ratio_grid_rows`: the weighted pair sums (the two fused
+    passes per row block, then the near pairs exactly), the pair count, and
+    ``(n_near, n_excluded)`` where there are near pairs (else ``None``)."""
+    n, d = Y.shape
+    total_pairs = n * (n - 1) // 2
+    G_ = Bg.shape[0]
+    Yc = np.empty((n, G_, d))
+    Yflat = Yc.reshape(n, G_ * d)
+    num = np.zeros(G_)
+    near_i, near_j = [], []
+    for s, e in blocks:
+        blk = RowBlock(Y, s, e, causal, threads)
+        # ---- pass 1: normalised outputs of rows s..e-1 for every beta of the group ----
+        for k in range(G_):
+            E, z = blk.weights(Bg[k], buf[: e - s, : blk.kend])
+            # contiguous GEMM output, then one copy (see attention.angle_ratio_grid: a
+            # power-of-two row stride in the (token, beta, coordinate) layout is slow)
+            o = obuf[: e - s]
+            np.matmul(E, Y[: blk.kend], out=o)
+            o /= z[:, None]
+            if alpha:
+                o += alpha * X[s:e]
+            Yc[s:e, k, :] = o
+        blkY = Yc[s:e]
+        blkY /= np.sqrt(np.einsum("nkd,nkd->nk", blkY, blkY))[:, :, None]
+        # ---- pass 2: pairs (i, j) with j < i, i in the block ----
+        # 1 - <y_i, y_j> = (1 - rowmax) - M in one pass (upper triangle masked next)
+        D = np.subtract(1.0 - blk.rowmax, blk.M[:, :e])
+        tri = np.triu(np.ones((e - s, e - s), dtype=bool))  # j >= i inside the block
+        D[:, s:e][tri] = np.inf
+        near = np.nonzero(D < NEAR_PAIR_TOL)
+        D[near] = np.inf
+        np.divide(1.0, D, out=D)
+        num += D.sum()
+        near_i.append(near[0] + s)
+        near_j.append(near[1])
+        WY = (D @ Yflat[:e]).reshape(e - s, G_, d)
+        num -= np.einsum("nkd,nkd->k", WY, blkY)
+    ii = np.concatenate(near_i)
+    jj = np.concatenate(near_j)
+    n_pairs = total_pairs - ii.size
+    near_counts = None
+    if ii.size:
+        sums, kept, n_excl = near_pair_sums(Y, Yc, ii, jj)
+        near_counts = (kept + n_excl, n_excl)
+        num += sums
+        n_pairs += kept
+    return num, n_pairs, near_counts

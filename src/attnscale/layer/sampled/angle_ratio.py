@@ -353,16 +353,7 @@ def angle_ratio_sampled(
     sample = resolve_rows(n, rows, rng, strata, head, causal)
     idx, m = sample.rows, sample.m
     br = min(br, m)
-    if on_jax:
-        from attnscale.layer.sampled import angle_ratio_jax as sampled_lambda_jax
-
-        def outputs(brow):
-            return sampled_lambda_jax.sampled_outputs(X, r, idx, brow, alpha, bool(causal))
-    else:
-
-        def outputs(brow):
-            return _outputs(X, r, idx, brow, alpha, causal, br, key_block)
-
+    outputs = _outputs_of(X, r, idx, alpha, causal, br, key_block, on_jax)
     Ys = unit_rows(X, r, idx)
     group = int(max(1, min(Bm.shape[0], budget // (m * d))))
     ests, ses = [], []
@@ -375,6 +366,21 @@ def angle_ratio_sampled(
     return SampledLambda(
         np.concatenate(ests), np.concatenate(ses), m, m * (m - 1) // 2, n_near, n_excl, sample
     )
+
+
+def _outputs_of(X, r, idx, alpha, causal, br, key_block, on_jax: bool):
+    """The function ``beta rows -> outputs of the sampled rows`` of the chosen backend."""
+    if on_jax:
+        from attnscale.layer.sampled import angle_ratio_jax as sampled_lambda_jax
+
+        def outputs(brow):
+            return sampled_lambda_jax.sampled_outputs(X, r, idx, brow, alpha, bool(causal))
+    else:
+
+        def outputs(brow):
+            return _outputs(X, r, idx, brow, alpha, causal, br, key_block)
+
+    return outputs
 
 
 def pair_statistics(Ys, Yp, sample: RowSample, block_rows: int):
