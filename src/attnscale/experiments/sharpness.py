@@ -26,7 +26,7 @@ from attnscale.core.validation import check_int, check_vector
 from attnscale.layer import finite_d, theory
 from attnscale.layer.observables import REGISTRY
 from attnscale.layer.sampled.observables import eta_normalised, observables_sampled
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import provenance_columns, with_job_provenance_all
 from attnscale.pipeline.runtime import Progress
 
 from .paper_a_tokens import draw_tokens, tokens_at
@@ -170,4 +170,6 @@ def sharpness_curves(
             tables[i, trial] = table
             progress.step()
         del draw
-    return pd.concat([tables[k] for k in sorted(tables)], ignore_index=True)
+    return with_job_provenance_all(
+        pd.concat([tables[k] for k in sorted(tables)], ignore_index=True)
+    )

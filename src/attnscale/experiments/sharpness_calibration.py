@@ -23,7 +23,7 @@ from attnscale.layer import theory
 from attnscale.layer.observables import REGISTRY
 from attnscale.layer.sampled.observables import observables_sampled
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
-from attnscale.pipeline.io import spawn_key_text
+from attnscale.pipeline.io import spawn_key_text, with_job_provenance_all
 
 from .sharpness import OBSERVABLES
 
@@ -133,4 +133,4 @@ def calibration(
                     "spawn_key": spawn_key_text(key),
                 }
             )
-    return pd.DataFrame(out)
+    return with_job_provenance_all(pd.DataFrame(out))

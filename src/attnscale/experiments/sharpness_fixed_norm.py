@@ -19,7 +19,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.validation import check_int, check_vector
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import PROVENANCE_COLUMNS, provenance_columns
 
 from .paper_a_tokens import draw_tokens, tokens_at
 from .sharpness import draw_curves
@@ -78,6 +78,7 @@ def fixed_norm_transitions(
         tables.append(draw_curves(tok, 1.0, x, rows, probes, job_rng(root_seed, key)))
         del tok
     out = sharpness_summary(data=pd.concat(tables, ignore_index=True))["transitions"]
+    out = out.drop(columns=[c for c in PROVENANCE_COLUMNS if c in out.columns])
     params = {"n": n, "d": d, "rho": rho, "x": x.tolist(), "rows": rows, "probes": probes}
     params["draws"] = draws
     for col, val in provenance_columns(root_seed, keys, params).items():

@@ -37,6 +37,7 @@ from attnscale.core.crossings import crossing_gradient, crossing_se, first_cross
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
 from attnscale.layer.observables import REGISTRY, critical_level, get
+from attnscale.pipeline.io import with_job_provenance_all
 
 __all__ = [
     "LEVELS",
@@ -320,8 +321,10 @@ def sharpness_summary(*, data, finite_d_theory=None) -> dict:
             g, n, d, np.sort(g["x"].unique())
         )
     transitions = transition_rows(rows, theory_of)
-    return {
-        "curves": curve_summary(rows, theory_of),
-        "transitions": transitions,
-        "trends": local_slopes(transitions),
-    }
+    return with_job_provenance_all(
+        {
+            "curves": curve_summary(rows, theory_of),
+            "transitions": transitions,
+            "trends": local_slopes(transitions),
+        }
+    )

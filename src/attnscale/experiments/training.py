@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
+from attnscale.pipeline.io import with_job_provenance_all
 from attnscale.training import checkpoint, evaluate, prediction
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -81,7 +82,9 @@ def train_retrieval(*, variant: str, seeds: list, root_seed: int, model: dict, s
         log=LOG,
     )
     vocab = {"keys": cfg["keys"], "values": cfg["values"], "kind": "integer ids"}
-    return checkpoint_outputs(trained, seeds, cfg, schedule, vocab, variant, root_seed)
+    return with_job_provenance_all(
+        checkpoint_outputs(trained, seeds, cfg, schedule, vocab, variant, root_seed)
+    )
 
 
 def evaluate_retrieval(
@@ -134,7 +137,7 @@ def evaluate_retrieval(
         df["n_tail"] = tail
         df["checkpoint_sha256"] = digest
         df["root_seed"] = str(root_seed)
-    return out
+    return with_job_provenance_all(out)
 
 
 #: The retrieval metrics summarised over seeds and compared between variants.
@@ -165,7 +168,7 @@ def summarise_retrieval(*, metrics: list, prediction: list, curves: list) -> dic
     for df in out.values():
         df["n_train"] = n_train
         df["checkpoint_sha256"] = sha
-    return out
+    return with_job_provenance_all(out)
 
 
 def checkpoint_outputs(trained, seeds, cfg: dict, schedule, vocab: dict, variant: str, root_seed):

@@ -12,6 +12,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments.training import checkpoint_outputs
+from attnscale.pipeline.io import with_job_provenance_all
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -84,7 +85,9 @@ def train_lm(*, variant, seeds, root_seed, text, text_part, heldout, model, sche
         log=LOG,
     )
     vocab = {"kind": "characters", "chars": chars}
-    return checkpoint_outputs(trained, seeds, cfg, schedule, vocab, variant, root_seed)
+    return with_job_provenance_all(
+        checkpoint_outputs(trained, seeds, cfg, schedule, vocab, variant, root_seed)
+    )
 
 
 def bands(context: int, factor: int = 16) -> np.ndarray:
@@ -141,7 +144,7 @@ def evaluate_lm(
     df["windows"] = windows
     df["checkpoint_sha256"] = digest
     df["root_seed"] = str(root_seed)
-    return df
+    return with_job_provenance_all(df)
 
 
 def summarise_lm(*, losses: list, curves: list) -> dict:
@@ -157,4 +160,4 @@ def summarise_lm(*, losses: list, curves: list) -> dict:
     for df in out.values():
         df["context"] = int(M["context"].iloc[0])
         df["checkpoint_sha256"] = sha
-    return out
+    return with_job_provenance_all(out)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer.tokens import mean_cosine
+from attnscale.pipeline.io import with_job_provenance_all
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -202,7 +203,7 @@ def probe_lm(
         else np.nan
         for r in out["heads"].itertuples()
     ]
-    return out
+    return with_job_provenance_all(out)
 
 
 def _ratios(H: pd.DataFrame) -> pd.DataFrame:
@@ -244,4 +245,4 @@ def summarise_probes(*, heads: list, curves: list) -> dict:
     for df in out.values():
         df["n_train"] = int(H["n_train"].iloc[0])
         df["checkpoint_sha256"] = sha
-    return out
+    return with_job_provenance_all(out)

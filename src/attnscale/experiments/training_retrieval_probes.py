@@ -26,6 +26,7 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments.training_probes import critical_multipliers, effective_multiplier
 from attnscale.layer.dense.attention import softmax_rows
 from attnscale.layer.tokens import mean_cosine
+from attnscale.pipeline.io import with_job_provenance_all
 from attnscale.training import checkpoint
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -179,10 +180,12 @@ def probe_retrieval(*, weights, variant, seeds, ns, contexts, rows, multipliers,
             df["root_seed"] = str(root_seed)
         heads.append(H)
         curves.append(C)
-    return {
-        "heads": pd.concat(heads, ignore_index=True),
-        "curves": pd.concat(curves, ignore_index=True),
-    }
+    return with_job_provenance_all(
+        {
+            "heads": pd.concat(heads, ignore_index=True),
+            "curves": pd.concat(curves, ignore_index=True),
+        }
+    )
 
 
 #: The statistics of the trained scale against the critical one at n_train.
@@ -261,7 +264,7 @@ def summarise_retrieval_probes(*, heads: list, curves: list, lm_heads: pd.DataFr
     for df in out.values():
         df["n_train"] = n_train
         df["checkpoint_sha256"] = sha
-    return out
+    return with_job_provenance_all(out)
 
 
 def lm_at_train(heads: pd.DataFrame) -> pd.DataFrame:

@@ -145,27 +145,6 @@ def write_outputs(result, outputs: dict[str, str]) -> None:
         save_figure(fig, png, pdf)
 
 
-#: Entry functions whose tables still get the provenance columns they lack from the adapter
-#: (:func:`attnscale.pipeline.io.with_job_provenance`, as every table did before issue 42): their
-#: modules belong to other branches of that issue; an entry leaves this set when it calls that
-#: function on its tables itself.
-ADAPTER_PROVENANCE = frozenset(
-    {
-        "experiments.sharpness:sharpness_curves",
-        "experiments.sharpness_summary:sharpness_summary",
-        "experiments.sharpness_calibration:calibration",
-        "experiments.training:train_retrieval",
-        "experiments.training:evaluate_retrieval",
-        "experiments.training:summarise_retrieval",
-        "experiments.training_lm:train_lm",
-        "experiments.training_lm:evaluate_lm",
-        "experiments.training_lm:summarise_lm",
-        "experiments.training_probes:probe_lm",
-        "experiments.training_probes:summarise_probes",
-    }
-)
-
-
 def check_provenance(df, params: dict, seeds: list[str], *, rule: str, output: str | None = None):
     """``df`` if it carries the provenance columns every results table has
     (docs/pipeline.md#reliability-and-provenance): a parameter hash (``params_hash``, or
@@ -205,7 +184,7 @@ def call(entry: str, inputs: dict, params: dict, rule: str | None = None):
     names the rule in its message, default the entry)."""
     fn = entry_function(entry)
     kwargs = {k: load_input(v) for k, v in inputs.items() if k != "lib"}
-    from attnscale.pipeline.io import job_context, recorded_seeds, with_job_provenance
+    from attnscale.pipeline.io import job_context, recorded_seeds
 
     seeds = recorded_seeds(*kwargs.values())
     overlap = set(kwargs) & set(params)
@@ -221,8 +200,6 @@ def call(entry: str, inputs: dict, params: dict, rule: str | None = None):
         result = fn(**kwargs)
 
         def check(df, name):
-            if entry in ADAPTER_PROVENANCE:
-                return with_job_provenance(df)
             return check_provenance(df, params, seeds, rule=rule or entry, output=name)
 
         if _is_table(result):

@@ -30,6 +30,7 @@ __all__ = [
     "job_context",
     "job_provenance",
     "with_job_provenance",
+    "with_job_provenance_all",
     "recorded_seeds",
     "PROVENANCE_COLUMNS",
     "provenance_of",
@@ -226,6 +227,20 @@ def with_job_provenance(df):
     have = set(df.columns) | ({"params_hash"} if "params_hashes" in df.columns else set())
     extra = {k: v for k, v in job_provenance().items() if k not in have}
     return df.assign(**extra) if extra else df
+
+
+def with_job_provenance_all(result):
+    """:func:`with_job_provenance` on a table, or on every table among the values of a dict (the
+    other values, such as checkpoint files, unchanged): for entry functions that return several
+    outputs (docs/pipeline.md#reliability-and-provenance)."""
+    if hasattr(result, "columns") and hasattr(result, "to_csv"):
+        return with_job_provenance(result)
+    if isinstance(result, dict):
+        return {
+            k: with_job_provenance(v) if hasattr(v, "columns") and hasattr(v, "to_csv") else v
+            for k, v in result.items()
+        }
+    return result
 
 
 def recorded_seeds(*inputs) -> list[str]:
