@@ -9,9 +9,13 @@ marks exactly the rules whose code imports it."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import modulefinder
 import re
 import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -65,6 +69,37 @@ def test_closure_follows_relative_and_function_level_imports(tmp_path):
     ]
     with pytest.raises(ValueError, match="no module"):
         deps.lib_files("nope:f", src=tmp_path, root=tmp_path)
+
+
+def test_import_cache_is_keyed_by_content_and_kept_between_processes(tmp_path):
+    """The parsed imports are kept in ``.snakemake/attnscale-imports.json`` beside ``src``'s
+    parent, by the SHA-256 of each file's bytes: a second process reads them instead of parsing,
+    and an edited file (other bytes) is parsed afresh whatever its time stamp."""
+    pkg = tmp_path / "src" / "attnscale"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("")
+    (pkg / "c.py").write_text("")
+    code = (
+        "import sys; from pathlib import Path; from attnscale.pipeline import deps; "
+        "print(','.join(deps.closure('attnscale.a', Path(sys.argv[1]))))"
+    )
+    run = [sys.executable, "-c", code, str(tmp_path / "src")]
+    first = subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
+    assert first == "attnscale,attnscale.a,attnscale.b"
+    cache = json.loads((tmp_path / ".snakemake/attnscale-imports.json").read_text())
+    key = hashlib.sha256(b"from . import b\n").hexdigest()
+    assert cache[key] == [[None, 1, ["b"]]]
+    # a planted entry for a's bytes is what the next process reads: no parse
+    cache[key] = [[None, 1, ["c"]]]
+    (tmp_path / ".snakemake/attnscale-imports.json").write_text(json.dumps(cache))
+    second = subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
+    assert second == "attnscale,attnscale.a,attnscale.c"
+    # other bytes: parsed afresh
+    (pkg / "a.py").write_text("from . import b  # edited\n")
+    third = subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
+    assert third == "attnscale,attnscale.a,attnscale.b"
 
 
 def rule_entries() -> dict[str, str]:

@@ -11,7 +11,11 @@ imports it, directly or transitively, and nothing else. Nothing is imported or e
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
+import hashlib
+import json
+import os
 from pathlib import Path
 
 __all__ = ["jobs_to_run", "module_file", "direct_imports", "closure", "lib_files"]
@@ -44,12 +48,57 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+#: The parsed ``import`` statements of every file version seen, by the SHA-256 of its bytes,
+#: kept between processes in the repository's ``.snakemake/`` (each Snakemake parse and dry run
+#: needs the closure of every rule; parsing ~200 files cost ~1 CPU-s a time). Keyed by content,
+#: never by time stamps: an edited file is parsed afresh.
+CACHE_NAME = ".snakemake/attnscale-imports.json"
+
+
 @functools.cache
-def _import_nodes(path: str, mtime_ns: int, size: int) -> tuple[ast.stmt, ...]:
-    """The ``import`` statements of a file at any depth, parsed once per file version (the
-    workflow asks for the closure of every rule's entry module; they share most files)."""
-    tree = ast.parse(Path(path).read_text(), path)
-    return tuple(n for n in _statements(tree.body) if isinstance(n, (ast.Import, ast.ImportFrom)))
+def _disk_cache(src: Path) -> dict:
+    path = src.parent / CACHE_NAME
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    cache = data if isinstance(data, dict) else {}
+    atexit.register(_save, path, cache, len(cache))
+    return cache
+
+
+def _save(path: Path, cache: dict, known: int) -> None:
+    """Write the cache back if this process parsed a file it did not hold (atomically; a
+    repository that cannot be written is left alone)."""
+    if len(cache) == known:
+        return
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, separators=(",", ":"), sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+@functools.cache
+def _import_nodes(path: str, mtime_ns: int, size: int, src: Path = SRC) -> tuple[tuple, ...]:
+    """The ``import`` statements of a file at any depth, as ``(module or None, level, names)``
+    (``None``: ``import names``), parsed once per file version (the workflow asks for the
+    closure of every rule's entry module; they share most files)."""
+    raw = Path(path).read_bytes()
+    cache = _disk_cache(Path(src))
+    key = hashlib.sha256(raw).hexdigest()
+    if key not in cache:
+        tree = ast.parse(raw.decode(), path)
+        cache[key] = [
+            [None, 0, [a.name for a in n.names]]
+            if isinstance(n, ast.Import)
+            else [n.module, n.level, [a.name for a in n.names]]
+            for n in _statements(tree.body)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+        ]
+    return tuple((m, lev, tuple(names)) for m, lev, names in cache[key])
 
 
 def _statements(body: list[ast.stmt]):
@@ -84,20 +133,18 @@ def _direct_imports(module: str, src: Path, path: str, mtime_ns: int, size: int)
     once per process (a Snakemake parse spent ~1 s here before)."""
     pkg = _package_of(module, Path(path))
     found: set[str] = set()
-    for node in _import_nodes(path, mtime_ns, size):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = pkg.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            # "from pkg import name": name may be a submodule or an attribute of pkg
-            names = [target] + [f"{target}.{a.name}" for a in node.names]
+    for module_name, level, imported in _import_nodes(path, mtime_ns, size, src):
+        if module_name is None and level == 0:  # import a.b, c
+            names = list(imported)
         else:
-            continue
+            if level:
+                base = pkg.split(".")
+                base = base[: len(base) - (level - 1)]
+                target = ".".join(base + ([module_name] if module_name else []))
+            else:
+                target = module_name or ""
+            # "from pkg import name": name may be a submodule or an attribute of pkg
+            names = [target] + [f"{target}.{a}" for a in imported]
         for name in names:
             if name.split(".")[0] != PACKAGE:
                 continue
