@@ -562,32 +562,6 @@ def test_config_error_is_a_config_error_for_bad_names():
 
 # --------------------------------------------------------------------------- paper scale
 @pytest.mark.workflow
-def test_paper_scale_configuration_dry_runs(tmp_path):
-    """``snakemake -n --configfile config/paper-scale.yaml`` builds the whole DAG
-    (docs/gpu.md#paper-scale-configuration); the default configuration keeps numpy."""
-    import yaml
-
-    from conftest import REPO, copy_repo, jobs_to_run, snakemake
-
-    work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "-n", "--quiet", "rules", "--configfile", "config/paper-scale.yaml")
-    jobs = jobs_to_run(proc.stdout)
-    over = yaml.safe_load((REPO / "config/paper-scale.yaml").read_text())
-    assert over["backend"] == "jax"
-    assert yaml.safe_load((REPO / "config.yaml").read_text())["backend"] == "numpy"
-    assert jobs["paper_a_lambda"] == len(over["paper_a"]["d"]) * 5  # 35 rho in chunks of 7
-    assert jobs["paper_a_eta"] == jobs["paper_a_lambda"]
-    assert jobs["finite_d_transition_points"] == len(over["finite_d"]["transition"]["d"])
-    assert jobs["causal_rules_simulated"] == len(over["causal"]["rules_simulated"]["n"])
-    assert (
-        max(over["finite_d"]["transition"]["n"])
-        == max(over["causal"]["rules_simulated"]["n"])
-        == 2**20
-    )
-    assert "all" in jobs
-
-
-@pytest.mark.workflow
 def test_finite_d_large_n_check_dry_runs(tmp_path):
     """``config/finite-d-large-n.yaml`` (docs/gpu.md#the-finite-d-check-at-large-n) schedules
     exactly the one transition job it is for, at n = 2^20, on the default numpy backend."""

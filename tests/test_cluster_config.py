@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO, copy_repo, snakemake
+from conftest import REPO, copy_repo, jobs_to_run, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -156,6 +156,9 @@ def test_gpu_profile_is_the_cpu_profile_plus_one_gpu_per_heavy_rule():
 
 
 def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
+    """``config/paper-scale.yaml`` builds its whole DAG (docs/gpu.md#paper-scale-configuration)
+    through the GPU profile, which asks a GPU for the JAX kernels' jobs only; the default
+    configuration keeps numpy. (One dry run for both claims: a whole-DAG parse costs ~5 CPU-s.)"""
     work = copy_repo(tmp_path / "repo")
     proc = snakemake(
         work,
@@ -172,6 +175,20 @@ def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
     assert "gpu=1" in job[: job.index("Shell command")]
     job = out[out.index("rule paper_b_exponent_sphere:") :]
     assert "gpu=" not in job[: job.index("Shell command")]
+    jobs = jobs_to_run(proc.stdout)
+    over = yaml.safe_load((REPO / "config/paper-scale.yaml").read_text())
+    assert over["backend"] == "jax"
+    assert yaml.safe_load((REPO / "config.yaml").read_text())["backend"] == "numpy"
+    assert jobs["paper_a_lambda"] == len(over["paper_a"]["d"]) * 5  # 35 rho in chunks of 7
+    assert jobs["paper_a_eta"] == jobs["paper_a_lambda"]
+    assert jobs["finite_d_transition_points"] == len(over["finite_d"]["transition"]["d"])
+    assert jobs["causal_rules_simulated"] == len(over["causal"]["rules_simulated"]["n"])
+    assert (
+        max(over["finite_d"]["transition"]["n"])
+        == max(over["causal"]["rules_simulated"]["n"])
+        == 2**20
+    )
+    assert "all" in jobs
 
 
 def test_every_job_asks_for_its_rules_resources_whatever_the_site_defaults(tmp_path):
