@@ -110,17 +110,12 @@ def split_outputs(Y, S, multipliers):
     m, n = S.shape
     ms = np.asarray(multipliers, dtype=np.float64)
     K = ms.size
-    St = ms[:, None, None] * S[None, :, 1 : n - 1]
-    top = St.max(axis=2, keepdims=True)
-    At = np.exp(St - top)
-    mass = At.sum(axis=2, keepdims=True)
-    At /= mass
-    out_text = (At.reshape(-1, n - 2) @ Y[1 : n - 1]).reshape(K, m, -1)
-    logs = np.stack(
-        [(top + np.log(mass))[..., 0], ms[:, None] * S[None, :, 0], ms[:, None] * S[None, :, n - 1]]
-    )
-    P = np.exp(logs - logs.max(axis=0, keepdims=True))
-    P /= P.sum(axis=0, keepdims=True)
+    St = (ms[:, None, None] * S[None, :, 1 : n - 1]).reshape(-1, n - 2)
+    At, block = softmax_rows(St, log_mass=True)
+    out_text = (At @ Y[1 : n - 1]).reshape(K, m, -1)
+    At = At.reshape(K, m, n - 2)
+    logs = [block, (ms[:, None] * S[None, :, 0]).ravel(), (ms[:, None] * S[None, :, n - 1]).ravel()]
+    P = softmax_rows(np.stack(logs, axis=1)).T.reshape(3, K, m)
     out = P[0][..., None] * out_text + P[1][..., None] * Y[0] + P[2][..., None] * Y[n - 1]
 
     def weights(rows):

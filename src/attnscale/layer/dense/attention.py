@@ -59,10 +59,16 @@ def default_block_rows(n: int, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> in
     return int(max(1, min(n, block_entries // n)))
 
 
-def softmax_rows(S: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of a score matrix, shifted by each row's maximum (overflow-free)."""
-    E = np.exp(S - S.max(axis=1, keepdims=True))
-    E /= E.sum(axis=1, keepdims=True)
+def softmax_rows(S: np.ndarray, *, log_mass: bool = False):
+    """Row-wise softmax of a score matrix, shifted by each row's maximum (overflow-free); with
+    ``log_mass``, also each row's ``ln sum_j e^{S_ij}`` (the softmax's log-normaliser), as
+    ``(A, log_mass)``."""
+    top = S.max(axis=1, keepdims=True)
+    E = np.exp(S - top)
+    mass = E.sum(axis=1, keepdims=True)
+    E /= mass
+    if log_mass:
+        return E, (top + np.log(mass))[:, 0]
     return E
 
 
