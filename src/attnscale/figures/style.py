@@ -94,13 +94,21 @@ def add_caption(fig, text: str, *, x: float = 0.01, y: float = 0.005, size: floa
     return caption
 
 
+def _lay_out(fig) -> None:
+    """Lay ``fig`` out as a save would (text extents, ticks, legends' places) without
+    rasterising it: :meth:`matplotlib.figure.Figure.draw_without_rendering`, with the canvas's
+    own renderer, so the extents are those of the saved figure at ``fig.dpi``. The checks below
+    only measure; rasterising each of their drawings cost most of a figure job's time."""
+    fig.draw_without_rendering()
+
+
 def text_items(fig, *, skip=(), draw: bool = True) -> list[tuple[str, object]]:
     """Every piece of text a reader sees on ``fig`` after drawing it, with its extent in pixels:
     figure texts (captions, titles), each axes' titles, axis labels, offset texts, the tick labels
     drawn and its texts, and each legend as one box; ``(name, Bbox)`` pairs, the artists in
     ``skip`` left out. ``draw=False`` reuses the last drawing (nothing changed since)."""
     if draw:
-        fig.canvas.draw()
+        _lay_out(fig)
     r = fig.canvas.get_renderer()
     out, seen = [], {id(a) for a in skip}
 
@@ -219,7 +227,7 @@ def legend_collisions(fig, *, draw: bool = True) -> list[str]:
     of :func:`_data_points` that lie inside the legend's box by more than ``SLACK_PX``; one line
     per legend and axes that it covers (empty if none)."""
     if draw:
-        fig.canvas.draw()
+        _lay_out(fig)
     r = fig.canvas.get_renderer()
     out = []
     axes = [ax for ax in fig.axes if ax.get_visible()]
@@ -279,7 +287,7 @@ def place_legends(fig) -> int:
     covers the least; the check then reports it). A legend anchored outside its axes
     (``bbox_to_anchor``) and figure legends are left where they are. Returns the legends
     moved (docs/pipeline.md#figures-text-never-collides)."""
-    fig.canvas.draw()
+    _lay_out(fig)
     r = fig.canvas.get_renderer()
     moved = 0
     for ax in fig.axes:
@@ -296,7 +304,7 @@ def place_legends(fig) -> int:
         for _ in range(3 if best[0] > 0 else 0):  # no free place: make room above the data
             # (a raised top can show more data, a bar cut at the old top: up to three times)
             _room_above(ax, leg.get_window_extent(r).height)
-            fig.canvas.draw()
+            _lay_out(fig)
             places = LEGEND_PLACES[:2] + ("upper center",)
             top = _best_place(leg, r, _data_points(ax, r), places, texts)
             if top[0] == 0:
