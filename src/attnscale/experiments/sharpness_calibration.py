@@ -23,7 +23,7 @@ from attnscale.layer import theory
 from attnscale.layer.observables import REGISTRY
 from attnscale.layer.sampled.observables import observables_sampled
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
-from attnscale.pipeline.io import spawn_key_text, with_job_provenance_all
+from attnscale.pipeline.io import provenance_columns, with_job_provenance_all
 
 from .sharpness import OBSERVABLES
 
@@ -130,7 +130,7 @@ def calibration(
                     "ratio": ratio,
                     "ratio_se": float(ratio * rel),
                     "corr_mean": float(np.nanmean(corr)) if q == "width" else np.nan,
-                    "spawn_key": spawn_key_text(key),
+                    **provenance_columns(None, key, {}, only=("spawn_key",)),
                 }
             )
     return with_job_provenance_all(pd.DataFrame(out))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import provenance_columns, with_job_provenance_all
 from attnscale.training import checkpoint, evaluate, prediction
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -185,7 +185,7 @@ def checkpoint_outputs(trained, seeds, cfg: dict, schedule, vocab: dict, variant
                 "step": curve["step"],
                 "loss": curve["loss"],
                 "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
-                "root_seed": str(root_seed),
+                **provenance_columns(root_seed, None, {}, only=("root_seed",)),
             }
         )
         out.update({f"{k}_{seed}": v for k, v in files.items()})
