@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.backend import uses_jax
+from attnscale.core.softmax import softmax_rows
 from attnscale.core.validation import check_int, check_layer_inputs, check_matrix
 from attnscale.layer._threads import split_rows, tile_threads
 from attnscale.layer.causal.blocks import RowBlock, causal_block_rows, lower_mask, row_blocks
@@ -45,9 +46,7 @@ def causal_softmax(S: np.ndarray, beta=1.0) -> np.ndarray:
     b = row_betas(beta, n)
     T = b[:, None] * S
     lower = np.tril(np.ones((n, n), dtype=bool))
-    T = np.where(lower, T, -np.inf)
-    E = np.exp(T - T.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True)
+    return softmax_rows(np.where(lower, T, -np.inf))
 
 
 def forward_rows(
