@@ -40,7 +40,7 @@ def experiment(n: int, d: int, rho: float, draws: int, rows: int, x, seq) -> dic
     correlation over draws)."""
     x = np.asarray(x, dtype=float)
     curves = {o: [] for o in OBSERVABLES}
-    levels = {o: [] for o in OBSERVABLES}
+    critical = {o: [] for o in OBSERVABLES}
     for child in seq.spawn(draws):
         rng = np.random.default_rng(child)
         z0, Z = gaussian_draw(n, d, rng)
@@ -50,10 +50,10 @@ def experiment(n: int, d: int, rho: float, draws: int, rows: int, x, seq) -> dic
         obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, probes=1)
         for o in REGISTRY.values():
             curves[o.name].append(o.step(o.sampled_estimate(obs, X, "probe")[0]))
-            levels[o.name].append(o.critical(rho_hat if o.centre_per_draw else rho))
+            critical[o.name].append(o.critical(rho_hat if o.centre_per_draw else rho))
     out = {}
     for o in REGISTRY.values():
-        lv = levels[o.name]
+        lv = critical[o.name]
         centre = np.array(lv) if o.centre_per_draw else lv[0]
         out[o.name] = crossing_summary(x, np.array(curves[o.name]), centre_level=centre)
     return out

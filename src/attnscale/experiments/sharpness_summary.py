@@ -33,14 +33,18 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
+from attnscale.core.crossings import (
+    WIDTH_FRACTIONS,
+    crossing_gradient,
+    crossing_se,
+    first_crossing,
+)
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
 from attnscale.layer.observables import REGISTRY, critical_level, get
 from attnscale.pipeline.io import with_job_provenance_all
 
 __all__ = [
-    "LEVELS",
     "KEYS",
     "curve_summary",
     "simplex_curve",
@@ -54,8 +58,6 @@ __all__ = [
     "sharpness_summary",
 ]
 
-#: The width's levels of a normalised observable [choice: 10 % and 90 % of the step].
-LEVELS = (0.1, 0.9)
 #: One curve per these keys.
 KEYS = ["d", "rho", "n"]
 
@@ -164,7 +166,7 @@ def theory_crossings(x, F, centre_level: float) -> dict:
     """Width and centre of a theory curve ``F`` on the grid ``x``, read as the simulated ones
     (the same first crossings and linear interpolation): ``{"width", "centre"}``, ``nan`` where a
     level is not crossed inside the grid."""
-    hits = [first_crossing(x, F, v) for v in (*LEVELS, centre_level)]
+    hits = [first_crossing(x, F, v) for v in (*WIDTH_FRACTIONS, centre_level)]
     width = hits[1][0] - hits[0][0] if hits[0] is not None and hits[1] is not None else np.nan
     return {"width": width, "centre": hits[2][0] if hits[2] is not None else np.nan}
 
@@ -173,7 +175,7 @@ def x10_floor(n: int, d: int, rho_hat: float) -> float:
     """Where the tilt's floor alone lifts lambda to the width's lower level:
     ``x = t_L d / ln n`` with ``t_L`` of :func:`attnscale.layer.finite_d.floor_crossing`
     (docs/long-context.md#the-width-explained)."""
-    return finite_d.floor_crossing(LEVELS[0], rho_hat) * d / np.log(n)
+    return finite_d.floor_crossing(WIDTH_FRACTIONS[0], rho_hat) * d / np.log(n)
 
 
 def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
@@ -215,8 +217,8 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
             for name, level, lvls in (
-                ("x10", LEVELS[0], np.full(T, LEVELS[0])),
-                ("x90", LEVELS[1], np.full(T, LEVELS[1])),
+                ("x10", WIDTH_FRACTIONS[0], np.full(T, WIDTH_FRACTIONS[0])),
+                ("x90", WIDTH_FRACTIONS[1], np.full(T, WIDTH_FRACTIONS[1])),
                 ("centre", float(lv.mean()), lv),
             ):
                 hit = first_crossing(x, F, level)
@@ -238,7 +240,7 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             row["width_finite_d"] = fd["width"]
             row["centre_finite_d"] = fd["centre"]
             row["x10_floor"] = x10_floor(n, d, ref["rho_hat"]) if o.floor else np.nan
-            lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
+            lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in WIDTH_FRACTIONS)
             row["width_simplex"] = hi - lo
             row["centre_simplex"] = simplex_crossing(obs, n, d, rho, critical_level(obs, rho))
             out.append(row)

@@ -15,13 +15,13 @@ import numpy as np
 from attnscale.transformer import bootstrap, probes
 from attnscale.transformer.library import first_crossing
 
-__all__ = ["WIDTH_LEVELS", "CURVES", "s_star_array", "width_array", "estimates", "layer_rows"]
+__all__ = ["WIDTH_QUARTILES", "CURVES", "s_star_array", "width_array", "estimates", "layer_rows"]
 
 #: The levels of a transition's width, as fractions of the step [choice: a quarter and three
 #: quarters; the finite-d mean field's lambda has a floor above 10 % at short windows
 #: (docs/long-context.md#the-width-explained), so the sharpness study's 10 % and 90 % would
 #: leave the theory's width undefined there].
-WIDTH_LEVELS = (0.25, 0.75)
+WIDTH_QUARTILES = (0.25, 0.75)
 
 #: The curve sets of a window length: name -> (curve key, limit key, divided by the limit?).
 #: ``band_*``: per position band (:func:`attnscale.transformer.probes.band_masks`);
@@ -49,7 +49,7 @@ def s_star_array(ms, lam, inf, rho, normalise: bool) -> np.ndarray:
 
 def width_array(ms, lam, inf) -> np.ndarray:
     """The transition's width in ``ln s`` of every curve ``lam / inf``: ``ln s_hi - ln s_lo``,
-    the first upward crossings of :data:`WIDTH_LEVELS`; ``nan`` where one is missing."""
+    the first upward crossings of :data:`WIDTH_QUARTILES`; ``nan`` where one is missing."""
     lam = np.asarray(lam, dtype=np.float64)
     shape = lam.shape[:-1]
     inf = np.broadcast_to(inf, shape)
@@ -57,7 +57,7 @@ def width_array(ms, lam, inf) -> np.ndarray:
     for i in np.ndindex(shape):
         if not (np.isfinite(inf[i]) and inf[i] > 0 and np.isfinite(lam[i]).all()):
             continue
-        lo, hi = (first_crossing(ms, lam[i] / inf[i], v, log_x=True) for v in WIDTH_LEVELS)
+        lo, hi = (first_crossing(ms, lam[i] / inf[i], v, log_x=True) for v in WIDTH_QUARTILES)
         if lo is not None and hi is not None:
             out[i] = np.log(hi.x) - np.log(lo.x)
     return out

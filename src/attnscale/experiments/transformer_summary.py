@@ -10,7 +10,7 @@ import pandas as pd
 
 from attnscale.pipeline.io import provenance_columns
 from attnscale.transformer import bootstrap, probes
-from attnscale.transformer.library import critical_level, first_crossing, job_rng, spawn_key
+from attnscale.transformer.library import critical_level, crossing_x, job_rng, spawn_key
 
 from . import transformer_definitions as tdef
 from .transformer_parts import COLUMNS as PART_COLUMNS
@@ -34,10 +34,6 @@ DESCRIPTORS = (
     "lambda_inf",
     "lambda_text_inf",
 )
-
-
-def _x(hit) -> float:
-    return float("nan") if hit is None else hit.x
 
 
 def _finite_se(samples):
@@ -71,7 +67,7 @@ def head_table(run, est, boot, n_train: int, block: int, resamples: int, rng) ->
     lam, sw = run["lambda"], run["self_weight"]
     W, L, H, K = lam.shape
     lam_m, sw_m, rho_m = lam.mean(0), sw.mean(0), run["rho_hat"].mean(0)
-    half = lambda v: _x(first_crossing(ms, v, 0.5, log_x=True))  # noqa: E731
+    half = lambda v: crossing_x(ms, v, 0.5, log_x=True)  # noqa: E731
     s_half = np.apply_along_axis(half, -1, sw_m)
     se_half, frac_half = _finite_se(
         bootstrap.block_bootstrap(
@@ -101,9 +97,7 @@ def head_table(run, est, boot, n_train: int, block: int, resamples: int, rng) ->
             row[col], row[f"{col}_se"] = est[name][ly, h], ses[name][0][ly, h]
         row.update(s_half=s_half[ly, h], s_half_se=se_half[ly, h], s_half_found=frac_half[ly, h])
         row.update(s_half_eff=half_eff, s_half_fluct=half_fl)
-        row["s_star_eff"] = _x(
-            first_crossing(ms, lam_eff, critical_level("lambda", rho_m[ly]), log_x=True)
-        )
+        row["s_star_eff"] = crossing_x(ms, lam_eff, critical_level("lambda", rho_m[ly]), log_x=True)
         row.update(lambda_1=lam_m[ly, h, k1], lambda_1_se=lam_se[ly, h, k1])
         row.update(lambda_ratio_1=ratio_m[ly, h, k1], self_weight_1=sw_m[ly, h, k1])
         row.update(lambda_ratio_first=ratio_m[ly, h, 0], lambda_ratio_last=ratio_m[ly, h, -1])

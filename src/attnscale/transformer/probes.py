@@ -19,8 +19,8 @@ import numpy as np
 from attnscale.transformer.library import (
     angle_ratio_outputs,
     critical_level,
+    crossing_x,
     effective_scores,
-    first_crossing,
     gamma_c_eff,
     gamma_c_fluct,
     mean_cosine,
@@ -263,8 +263,7 @@ def critical_multiplier(multipliers, lam, lam_inf, rho_hat, *, normalise: bool =
         lam = lam / lam_inf
     if not np.isfinite(lam).all():
         return float("nan")
-    hit = first_crossing(multipliers, lam, critical_level("lambda", rho_hat), log_x=True)
-    return float("nan") if hit is None else hit.x
+    return crossing_x(multipliers, lam, critical_level("lambda", rho_hat), log_x=True)
 
 
 def lambda_eff_curve(n: int, rho_hat: float, s_self: float, s_cross: float, multipliers):
