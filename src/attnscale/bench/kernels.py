@@ -66,9 +66,9 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
     C = rng.standard_normal((d, n))
     out_nd = np.empty((n, d))
     out_nn = np.empty((n, n))
-    rows = []
+    records = []
     t = best_time(lambda: np.matmul(A, B, out=out_nd), repeat)
-    rows.append(
+    records.append(
         {
             "benchmark": "gemm",
             "variant": "(n x n) @ (n x d)",
@@ -77,7 +77,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
         }
     )
     t = best_time(lambda: np.matmul(B, C, out=out_nn), repeat)
-    rows.append(
+    records.append(
         {
             "benchmark": "gemm",
             "variant": "(n x d) @ (d x n)",
@@ -87,7 +87,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
     )
     M = -np.abs(rng.standard_normal((n, n)))
     t = best_time(lambda: np.exp(M, out=out_nn), repeat)
-    rows.append(
+    records.append(
         {
             "benchmark": "exp",
             "variant": "exp in place, n x n",
@@ -95,9 +95,9 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
             "gexp_per_s": n * n / t / 1e9,
         }
     )
-    for r in rows:
+    for r in records:
         r.update(n=n, d=d)
-    return rows
+    return records
 
 
 def naive_angle_ratio_grid(X: np.ndarray, betas) -> np.ndarray:
@@ -251,7 +251,7 @@ def scaling_one(n: int, d: int, what: str) -> dict:
 
 
 def bench_scaling(ns, d: int, what: str) -> list[dict]:
-    rows = []
+    records = []
     for n in ns:
         proc = subprocess.run(
             [
@@ -267,8 +267,8 @@ def bench_scaling(ns, d: int, what: str) -> list[dict]:
             text=True,
             check=True,
         )
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    return rows
+        records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return records
 
 
 def run_suite(

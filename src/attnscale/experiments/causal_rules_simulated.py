@@ -106,7 +106,7 @@ def rules_simulated(
     params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block, "trials": trials}
     pos = np.arange(1, n + 1, dtype=float)
     mid = n - block // 2  # 1-indexed middle position of the block, where finite-d is evaluated
-    rows = []
+    records = []
     for rho in rhos:
         rho = float(rho)
         grid = np.vstack([scaling_rules.rule_betas(r, pos, rho) for r in chosen])
@@ -116,8 +116,8 @@ def rules_simulated(
         shared = {"n": n, "d": d, "rho": rho, "block": block, "grid": grid, "chosen": chosen}
         shared.update(mid=mid, beta_fd=beta_fd, sw_fd=sw_fd)
         for trial in range(trials):
-            rows += _trial_rows(shared, trial, root_seed, params)
-    return pd.DataFrame(rows)
+            records += _trial_rows(shared, trial, root_seed, params)
+    return pd.DataFrame(records)
 
 
 def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[dict]:
@@ -126,7 +126,7 @@ def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[
     n, d, rho, block, grid = (shared[k] for k in ("n", "d", "rho", "block", "grid"))
     chosen, mid, beta_fd, sw_fd = (shared[k] for k in ("chosen", "mid", "beta_fd", "sw_fd"))
     start = n - block
-    rows = []
+    records = []
     key = draw_key(d, rho, trial)
     z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
     X = tokens.from_draw(z0, Z, rho)  # = tokens.near_simplex(n, d, rho, rng), bit for bit
@@ -140,7 +140,7 @@ def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[
     prov = provenance_columns(root_seed, key, params)
     for k, r in enumerate(chosen):
         a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
-        rows.append(
+        records.append(
             {
                 "rule": r.name,
                 "rule_key": r.key,
@@ -169,7 +169,7 @@ def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[
                 **prov,
             }
         )
-    return rows
+    return records
 
 
 def rules_simulated_summary(*, data) -> pd.DataFrame:

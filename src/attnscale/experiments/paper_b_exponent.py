@@ -70,7 +70,7 @@ def _solve_dense(T, n: int, guess: float, level: float) -> dict:
 def _cap_curve(k: int, ns, contexts: int, level: float, root_seed: int, key_of) -> list[dict]:
     """``beta*(n)`` along ``ns`` for keys uniform on ``S^{k-1}`` (dense below DENSE_MAX_N,
     exact cap samples above; each ``n`` guesses from the previous one with slope ``2/(k-1)``)."""
-    rows, guess, prev = [], 1.0, None
+    records, guess, prev = [], 1.0, None
     for n in ns:
         n = int(n)
         if prev is not None:
@@ -87,8 +87,8 @@ def _cap_curve(k: int, ns, contexts: int, level: float, root_seed: int, key_of) 
             )
             res.update(keys_kept=res.pop("keys_in_cap"), spawn=key_of(n, res["attempt"]))
         guess, prev = res["beta_star"], n
-        rows.append({"n": n, **res})
-    return rows
+        records.append({"n": n, **res})
+    return records
 
 
 def points_table(records, root_seed, base: dict, params: dict) -> pd.DataFrame:

@@ -112,12 +112,12 @@ def evaluate_retrieval(
         examples,
         head,
     )
-    rows, pred = [], []
+    records, pred = [], []
     for variant in [v for v in VARIANTS if TRAINED_AS[v] == trained]:
         for n in ns:
             rng = job_rng(root_seed, spawn_key("training-retrieval-test", seed, int(n)))
             m = evaluate.retrieval_metrics(params, cfg, variant, int(n), rng, examples, head)
-            rows.append({"variant": variant, "seed": seed, "n": int(n), "head": head, **m})
+            records.append({"variant": variant, "seed": seed, "n": int(n), "head": head, **m})
         prng = job_rng(root_seed, spawn_key("training-retrieval-theory", seed))
         for p in prediction.predict(
             sample["right"],
@@ -131,7 +131,7 @@ def evaluate_retrieval(
         ):
             pred.append({"variant": variant, "seed": seed, **p})
     tail = prediction.tail_length(sample["right"], sample["distractors"])
-    out = {"metrics": pd.DataFrame(rows), "prediction": pd.DataFrame(pred)}
+    out = {"metrics": pd.DataFrame(records), "prediction": pd.DataFrame(pred)}
     for df in out.values():
         df["n_train"] = cfg["n_train"]
         df["n_tail"] = tail

@@ -120,7 +120,7 @@ def evaluate_lm(
         )
     p64 = {k: np.asarray(v, np.float64) for k, v in params.items()}
     edges = bands(T, int(length_factor))
-    rows = []
+    records = []
     for variant in [v for v in VARIANTS if TRAINED_AS[v] == cfg["variant"]]:
         per = np.zeros(L)
         for w in range(windows):
@@ -128,7 +128,7 @@ def evaluate_lm(
             per += D.token_loss(p64, x, variant, cfg, np)[0]
         per /= windows
         for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-            rows.append(
+            records.append(
                 {
                     "variant": variant,
                     "seed": int(cfg["seed"]),
@@ -139,7 +139,7 @@ def evaluate_lm(
                     "loss": per[lo:hi].mean(),
                 }
             )
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     df["context"] = T
     df["windows"] = windows
     df["checkpoint_sha256"] = digest

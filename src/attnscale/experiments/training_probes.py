@@ -223,7 +223,7 @@ def summarise_probes(*, heads: list, curves: list) -> dict:
     heads whose lambda crosses the critical level, the median s* and the median and quartiles
     of the ratio, per definition (``summary``); the curves, concatenated (``curves``)."""
     H = _ratios(pd.concat(heads, ignore_index=True))
-    rows = []
+    records = []
     for (v, b), g in H.groupby(["variant", "band"], sort=False):
         r = {"variant": v, "band": int(b), "lo": int(g["lo"].iloc[0]), "hi": int(g["hi"].iloc[0])}
         r["n_mid"] = float(np.sqrt((max(r["lo"], 1) + 1) * r["hi"]))
@@ -235,8 +235,8 @@ def summarise_probes(*, heads: list, curves: list) -> dict:
             for lab, p in (("q25", 0.25), ("median", 0.5), ("q75", 0.75)):
                 r[f"ratio_{name}_{lab}"] = float(q.quantile(p)) if len(q) else np.nan
         r["learned_factor"] = float(g["learned_factor"].median())
-        rows.append(r)
-    S = pd.DataFrame(rows)
+        records.append(r)
+    S = pd.DataFrame(records)
     order = {v: i for i, v in enumerate(VARIANTS)}
     S = S.sort_values(["variant", "band"], key=lambda c: c.map(order) if c.name == "variant" else c)
     S["seeds"] = H["seed"].nunique()

@@ -117,7 +117,7 @@ def layer_rows(est, boot, ref_est, ref_boot, never, log_rule: float) -> list[dic
     (``ref_est``, ``ref_boot``): the median ratio ``s*(n)/s*(n_ref)`` over heads crossing at both
     and the count of heads closer (in ln) to a constant s* than to the ``log_rule`` factor."""
     L = est.shape[0]
-    rows = []
+    records = []
     for ly in [*range(L), -1]:
         sel = slice(None) if ly < 0 else slice(ly, ly + 1)
         e, b, nv = est[sel].ravel(), boot[:, sel].reshape(boot.shape[0], -1), never[sel].ravel()
@@ -131,7 +131,7 @@ def layer_rows(est, boot, ref_est, ref_boot, never, log_rule: float) -> list[dic
             rmed_b = [
                 np.median(r[np.isfinite(r)]) if np.isfinite(r).any() else np.nan for r in ratio_b
             ]
-            rows.append(
+            records.append(
                 {
                     "layer": ly,
                     "heads": e.size,
@@ -150,4 +150,4 @@ def layer_rows(est, boot, ref_est, ref_boot, never, log_rule: float) -> list[dic
                     "closer_to_constant_se": _sd([closer(r[np.isfinite(r)]) for r in ratio_b]),
                 }
             )
-    return rows
+    return records

@@ -81,7 +81,7 @@ def widths(
     theory's widths in ``ln beta`` (and the simplex's centre)."""
     H = heads[heads["n"] == n]
     D = definitions[(definitions["n"] == n) & (definitions["definition"] == "width")]
-    rows = []
+    records = []
     for ly, g in H.groupby("layer"):
         rho = float(g["rho_hat"].iloc[0])
         m = D[D["layer"] == ly].iloc[0]
@@ -89,7 +89,7 @@ def widths(
         for which in ("d_model", "d_head"):
             d = int(g[which].iloc[0])
             mf = mean_field_levels(n, d, rho)
-            rows.append(
+            records.append(
                 {
                     "n": n,
                     "layer": int(ly),
@@ -105,7 +105,7 @@ def widths(
                     "centre_simplex": sx[2],
                 }
             )
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(records)
     out["over_mean_field"] = out["width"] / out["width_mean_field"]
     out["over_simplex"] = out["width"] / out["width_simplex"]
     return out.assign(**provenance_columns(root_seed, (n,), {"n": int(n)}))

@@ -282,15 +282,15 @@ def output_law_findings(*, summaries) -> list[Finding]:
     def table():
         fin = pick(S, source="finite_n")
         ns = sorted(fin["n"].unique())
-        rows = []
+        records = []
         for (d, g), grp in fin.groupby(["d", "gamma"], sort=True):
             ks = [grp.loc[grp["n"] == n, "ks_vs_limit"] for n in ns]
             rep = pick(S, source="limit_repeat", d=d, gamma=g)["ks_vs_limit"].iloc[0]
-            rows.append([int(d), g, *[float(k.iloc[0]) if len(k) else None for k in ks], rep])
+            records.append([int(d), g, *[float(k.iloc[0]) if len(k) else None for k in ks], rep])
         return {
             "label": "KS distance to the limit sample by n (last column: a second, independent "
             "limit sample, i.e. the noise measured directly)",
-            "value": rows,
+            "value": records,
             "columns": ["d", "gamma", *[f"n = {int(n)}" for n in ns], "limit vs limit"],
             "columns_fmt": ["d", "g", *[".3f"] * len(ns), ".3f"],
         }
@@ -334,13 +334,13 @@ def output_law_findings(*, summaries) -> list[Finding]:
     def mecke():
         lim = S.groupby(["d", "gamma"], sort=True)["m2_mecke"].first()
         gammas = sorted(lim.index.get_level_values("gamma").unique())
-        rows = [
+        records = [
             [int(d), *[lim.get((d, g)) for g in gammas]]
             for d in sorted(lim.index.get_level_values("d").unique())
         ]
         return {
             "label": "E|L|^2 of the limit (Mecke formula, by quadrature) by d and gamma",
-            "value": rows,
+            "value": records,
             "columns": ["d", *[f"gamma = {g:g}" for g in gammas]],
             "columns_fmt": ["d", *[".5g"] * len(gammas)],
         }

@@ -45,10 +45,10 @@ def _variant(kind: str, value: float) -> str:
 
 
 def _learned_table(C):
-    rows = []
+    records = []
     for (kind, value), g in C.groupby(["kind", "value"], sort=False):
         g = g.sort_values("trial")
-        rows.append(
+        records.append(
             [_variant(kind, value), *g["gamma_half_sim"], *g["sim_over_eff"], *g["sim_over_fluct"]]
         )
     k = C["trial"].nunique()
@@ -63,7 +63,7 @@ def _learned_table(C):
         f"d = {int(C['d'].iloc[0])}, rho = {C['rho'].iloc[0]:g}) and its ratio to the "
         "mean-score prediction 1/(s_self - s_cross) and to the prediction with the score "
         "spread sigma",
-        "value": rows,
+        "value": records,
         "columns": cols,
         "columns_fmt": ["", *[".4f"] * (3 * k)],
     }

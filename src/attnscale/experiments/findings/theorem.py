@@ -85,7 +85,7 @@ def _range(col: pd.Series) -> list:
 
 
 def _critical_self_weight(T):
-    rows = []
+    records = []
     for d, sub in T.groupby("d", sort=False):
         s = sub[
             (sub["quantity"] == "self_weight")
@@ -93,13 +93,13 @@ def _critical_self_weight(T):
             & (sub["alpha"] == 0.0)
         ]
         if not s.empty:
-            rows.append([int(d), *_range(s["sim_mean"]), *_range(s["finite_d"])])
-    if not rows:
+            records.append([int(d), *_range(s["sim_mean"]), *_range(s["finite_d"])])
+    if not records:
         raise NotAvailable("no gamma_c rows")
     return {
         "label": "self-weight A_ii at gamma_c(rho_hat) (simplex value 1/2), range over rho: "
         "simulated and finite-d theory",
-        "value": rows,
+        "value": records,
     }
 
 

@@ -390,14 +390,14 @@ _BANDS_COLUMNS = [
 
 
 def _bands_table(t):
-    P, n_max, rows = t["P"], t["n_max"], []
+    P, n_max, records = t["P"], t["n_max"], []
     for dfn in ("paper_a", "normalised"):
         sub = P[
             (P["n"] == n_max) & (P["definition"] == dfn) & (P["layer"] == -1) & (P["band"] >= 0)
         ]
         for r in sub.sort_values("band").itertuples():
             med = BEYOND if not np.isfinite(r.s_star_median) else float(r.s_star_median)
-            rows.append(
+            records.append(
                 [
                     DEFINITION_LABELS[dfn],
                     f"{r.first}-{r.last}",
@@ -409,12 +409,12 @@ def _bands_table(t):
                     r.ratio_median_se,
                 ]
             )
-    if not rows:
+    if not records:
         raise NotAvailable("no position bands")
     return {
         "label": f"s* by band of query positions at n = {n_max}, all heads: heads crossing, "
         "median s* (SE), median s*(band) / s*(first band) over heads crossing in both (SE)",
-        "value": rows,
+        "value": records,
         "columns": [c for c, _ in _BANDS_COLUMNS],
         "columns_fmt": [f for _, f in _BANDS_COLUMNS],
     }
