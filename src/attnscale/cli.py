@@ -226,10 +226,10 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.2f}%"
 
 
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+def _table(records: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[k]) for r in records) for k in range(len(records[0]))]
     out = []
-    for r in rows:
+    for r in records:
         cells = [
             c.rjust(w) if k in right else c.ljust(w)
             for k, (c, w) in enumerate(zip(r, widths, strict=True))

@@ -188,10 +188,10 @@ def rules_simulated_summary(*, data) -> pd.DataFrame:
         ``<col>_mean`` and ``<col>_se`` over draws of every column of :data:`SUMMARY_COLUMNS`
         (:func:`attnscale.experiments.summaries.mean_se_table`; ``nan`` SE for one draw), ``trials``.
     """
-    rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
-    missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(rows.columns))
+    table = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
+    missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(table.columns))
     if missing:
         raise ValueError(f"data must be tables of rules_simulated; columns missing: {missing}")
     return with_job_provenance(
-        mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+        mean_se_table(table.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
     )

@@ -123,11 +123,11 @@ def heat_drift_summary(*, csvs: list, q, theory_betas) -> dict:
     ``curve``: ``beta (ratio - 1)`` (the O(1/beta) correction) and the quadrature over
     ``theory_betas``.
     """
-    rows = pd.concat(csvs, ignore_index=True)
+    table = pd.concat(csvs, ignore_index=True)
     q = np.asarray(q, dtype=float)
     q = q / np.linalg.norm(q)
     out = []
-    for beta, sub in rows.groupby("beta", sort=True):
+    for beta, sub in table.groupby("beta", sort=True):
         th = heat_drift_limit_x1x2(q, beta)
         out.append(
             {

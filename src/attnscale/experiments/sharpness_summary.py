@@ -70,14 +70,14 @@ def _merge(*parts) -> dict:
     return out
 
 
-def curve_summary(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
+def curve_summary(table: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     """Mean curves: one row per ``(d, rho, n, observable, x)`` with the mean over draws, the SE of
     the mean (``max(spread, within-draw floor)``, module docstring), the mean within-draw SE, the
     number of draws, the finite-d theory (``theory_of[(d, rho, n)][observable]`` on the sorted
     grid, :func:`theory_curves`) and, for lambda, the tilt's floor
     (:func:`attnscale.layer.finite_d.lambda_floor` at the draws' mean ``rho_hat``)."""
     out = []
-    for key, g in rows.groupby(KEYS + ["x"], sort=True):
+    for key, g in table.groupby(KEYS + ["x"], sort=True):
         T = g["trial"].nunique()
         d, rho, n, x = int(key[0]), float(key[1]), int(key[2]), float(key[3])
         ref = theory_of[(d, rho, n)]
@@ -178,7 +178,7 @@ def x10_floor(n: int, d: int, rho_hat: float) -> float:
     return finite_d.floor_crossing(WIDTH_FRACTIONS[0], rho_hat) * d / np.log(n)
 
 
-def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
+def transition_rows(table: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     """Width and centre of every transition: one row per ``(d, rho, n, observable)`` with the
     crossings of the 10 %, 90 % and critical levels, the width, each with its delta-method SE, the
     draws' finite-d critical point (mean and SE over draws; and unconditioned), the width and
@@ -186,7 +186,7 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     for lambda where the tilt's floor reaches 10 % (:func:`x10_floor`), and the same width and
     centre for Paper A's finite-n simplex map."""
     out = []
-    for key, g in rows.groupby(KEYS, sort=True):
+    for key, g in table.groupby(KEYS, sort=True):
         d, rho, n = int(key[0]), float(key[1]), int(key[2])
         g = g.sort_values(["trial", "x"])
         trials = np.sort(g["trial"].unique())
@@ -299,7 +299,7 @@ def sharpness_summary(*, data, finite_d_theory=None) -> dict:
         ``curves`` (:func:`curve_summary`), ``transitions`` (:func:`transition_rows`) and
         ``trends`` (:func:`local_slopes`).
     """
-    rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
+    table = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     need = set(
         KEYS
         + [
@@ -313,19 +313,19 @@ def sharpness_summary(*, data, finite_d_theory=None) -> dict:
         + [f"{o.name}_critical" for o in REGISTRY.values() if o.centre_per_draw]
         + [c for o in REGISTRY.values() for c in o.columns]
     )
-    missing = sorted(need - set(rows.columns))
+    missing = sorted(need - set(table.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
     theory_of = {}
-    for key, g in rows.groupby(KEYS, sort=True):
+    for key, g in table.groupby(KEYS, sort=True):
         d, rho, n = int(key[0]), float(key[1]), int(key[2])
         theory_of[(d, rho, n)] = (finite_d_theory or theory_curves)(
             g, n, d, np.sort(g["x"].unique())
         )
-    transitions = transition_rows(rows, theory_of)
+    transitions = transition_rows(table, theory_of)
     return with_job_provenance_all(
         {
-            "curves": curve_summary(rows, theory_of),
+            "curves": curve_summary(table, theory_of),
             "transitions": transitions,
             "trends": local_slopes(transitions),
         }

@@ -41,12 +41,12 @@ __all__ = [
 MASKED = -1e30
 
 
-def causal_scores(record, h: int, rows, hi: int) -> np.ndarray:
-    """Head ``h``'s trained scores ``(m, hi)`` of the query ``rows`` on keys ``0`` to ``hi - 1``,
+def causal_scores(record, h: int, row_idx, hi: int) -> np.ndarray:
+    """Head ``h``'s trained scores ``(m, hi)`` of the query rows ``row_idx`` on keys ``0`` to ``hi - 1``,
     with the keys after each row masked (:data:`MASKED`)."""
-    rows = np.asarray(rows)
-    S = record.scores(h, rows)[:, :hi]
-    return np.where(np.arange(hi)[None, :] <= rows[:, None], S, MASKED)
+    row_idx = np.asarray(row_idx)
+    S = record.scores(h, row_idx)[:, :hi]
+    return np.where(np.arange(hi)[None, :] <= row_idx[:, None], S, MASKED)
 
 
 def band_rows(lo: int, hi: int, rows: int, rng) -> np.ndarray:
@@ -81,13 +81,13 @@ def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
     X = record.inputs
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     out = []
-    for b, rows in enumerate(rows_by_band):
+    for b, row_idx in enumerate(rows_by_band):
         hi = int(edges[b + 1])
-        rho = mean_cosine(Y[rows])
-        before = np.arange(hi)[None, :] < rows[:, None]  # the other keys a row sees
+        rho = mean_cosine(Y[row_idx])
+        before = np.arange(hi)[None, :] < row_idx[:, None]  # the other keys a row sees
         for h in range(record.q.shape[0]):
-            S = causal_scores(record, h, rows, hi)
-            res = head_curves(Y[:hi], S, rows, multipliers)
+            S = causal_scores(record, h, row_idx, hi)
+            res = head_curves(Y[:hi], S, row_idx, multipliers)
             out.append(
                 {
                     "band": b,
@@ -95,9 +95,9 @@ def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
                     "rho_hat": rho,
                     "lambda": res["lambda"],
                     "lambda_inf": res["lambda_inf"],
-                    "s_self": float(S[np.arange(rows.size), rows].mean()),
-                    "s_cross": float((np.where(before, S, 0.0).sum(1) / rows).mean()),
-                    "n_keys": float((rows + 1).mean()),
+                    "s_self": float(S[np.arange(row_idx.size), row_idx].mean()),
+                    "s_cross": float((np.where(before, S, 0.0).sum(1) / row_idx).mean()),
+                    "n_keys": float((row_idx + 1).mean()),
                 }
             )
     return out

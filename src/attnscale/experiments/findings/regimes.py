@@ -76,9 +76,9 @@ def _pm_rows(r) -> str:
 def _largest(t, name):
     """The simulated rows of series ``name`` by ``n``, the row at its largest ``n`` and the head
     of a label about that row."""
-    rows = pick(t["S"], series=name).sort_values("n")
-    r = rows.iloc[-1]
-    return rows, r, f"{_describe(r)}, n = {sci(r['n'])}: "
+    table = pick(t["S"], series=name).sort_values("n")
+    r = table.iloc[-1]
+    return table, r, f"{_describe(r)}, n = {sci(r['n'])}: "
 
 
 def _theory(t, name, kind, n) -> float:

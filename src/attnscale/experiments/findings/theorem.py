@@ -34,8 +34,8 @@ def _draws(T) -> int:
     return int(T["trials"].max())
 
 
-def _of(rows, n) -> str:
-    return f"{int(rows.sum())} of {n}"
+def _of(mask, n) -> str:
+    return f"{int(mask.sum())} of {n}"
 
 
 def _agreement_row(d, sub) -> list:
