@@ -263,15 +263,15 @@ def run(
     import pandas as pd
 
     _jax()
-    rows = gemm_peak(n, d, repeat)
-    peak = max(r["gflops"] for r in rows)
+    records = gemm_peak(n, d, repeat)
+    peak = max(r["gflops"] for r in records)
     log(f"float64 GEMM peak (jnp.matmul): {peak:.1f} GFLOP/s")
-    rows += bench_kernels(n, d, gammas, probes, peak, repeat)
-    for r in rows[-3:]:
+    records += bench_kernels(n, d, gammas, probes, peak, repeat)
+    for r in records[-3:]:
         log(f"{r['benchmark']}: {r['seconds']:.3g} s, {r['fraction_of_gemm_peak']:.2f} of peak")
-    rows += bench_scaling(scaling_n, scaling_d, peak)
+    records += bench_scaling(scaling_n, scaling_d, peak)
     log("scaling: done")
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "suite.csv", index=False)

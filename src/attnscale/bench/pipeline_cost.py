@@ -197,8 +197,8 @@ def main(argv=None) -> int:
 
     cfg = load(yaml.safe_load(Path(args.configfile).read_text()), args.schema)
     with threadpool_limits(limits=args.cores):
-        rows = gemm_peak(1024, 512) + gemm_peak(2048, 512)
-    gemm = max(r["gflops"] for r in rows if r["benchmark"] == "gemm")
+        records = gemm_peak(1024, 512) + gemm_peak(2048, 512)
+    gemm = max(r["gflops"] for r in records if r["benchmark"] == "gemm")
     with threadpool_limits(limits=1):
         exp = max(r["gexp_per_s"] for r in gemm_peak(1024, 32) if r["benchmark"] == "exp")
     seconds = job_seconds(args.benchmarks)

@@ -112,18 +112,18 @@ def _query_rows(regime, name, role, ns, na, d, rho, level, first_order_end=False
         fo += [first_order_at(L, d, rho) for _, L in ends]
         order = np.argsort(fo_n, kind="stable")
         fo_n, fo = [fo_n[i] for i in order], [fo[i] for i in order]
-    rows = _theory_rows(
+    records = _theory_rows(
         regime, name, "prediction", role, ns, finite_d_critical_beta(na, d, rho), **cols
     )
-    rows += _theory_rows(regime, name, "first_order", role, fo_n, fo, **cols)
-    rows += _theory_rows(
+    records += _theory_rows(regime, name, "first_order", role, fo_n, fo, **cols)
+    records += _theory_rows(
         regime, name, "leading", role, ns, gap_critical_beta(na, rho, level=level), **cols
     )
     if rho == 0.0 and regime == "finite_d":
-        rows += _theory_rows(
+        records += _theory_rows(
             regime, name, "power_law", role, ns, finite_d.power_law_beta(na, d), **cols
         )
-    return rows
+    return records
 
 
 def first_order_at(L: float, d: int, rho: float) -> float:

@@ -138,7 +138,7 @@ def _layer_curve_rows(run, n_train: int, block: int, resamples: int, rng) -> tup
     lay_se = bootstrap.bootstrap_se(lay, block, resamples, rng)
     lay_r_se = bootstrap.bootstrap_se(lay_r, block, resamples, rng)
     rho_m = run["rho_hat"].mean(0)
-    rows = [
+    records = [
         {
             "n": n,
             "layer": ly,
@@ -155,7 +155,7 @@ def _layer_curve_rows(run, n_train: int, block: int, resamples: int, rng) -> tup
     ]
     k1 = int(np.argmin(np.abs(np.log(ms))))
     x = lay[:, :, k1].mean(axis=1)
-    return rows, (float(np.corrcoef(x[:-1], x[1:])[0, 1]) if W > 2 else None)
+    return records, (float(np.corrcoef(x[:-1], x[1:])[0, 1]) if W > 2 else None)
 
 
 def definition_table(per_n: dict, n_ref: int) -> list[dict]:

@@ -223,11 +223,11 @@ def heldout_theory(*, points: int, rho_max: float, root_seed: int) -> pd.DataFra
 
     points = check_int("points", points, minimum=0)
     keep_freed_memory()
-    rows = [
+    records = [
         {"d": d, "n": n, "rho": rho, "beta_star": finite_d.critical_beta(n, d, rho)}
         for d, n, rho in heldout_points(points, rho_max, root_seed)
     ]
-    return with_job_provenance(pd.DataFrame(rows, columns=["d", "n", "rho", "beta_star"]))
+    return with_job_provenance(pd.DataFrame(records, columns=["d", "n", "rho", "beta_star"]))
 
 
 # --------------------------------------------------------------------------- interpolation

@@ -277,7 +277,7 @@ def _pm(R):
 def _rules_table(R):
     t = _per_rule_n(R)
     t = t[t["n"] == t["n"].max()]
-    rows = [
+    records = [
         [
             r["rule"],
             r["ratio"],
@@ -291,7 +291,7 @@ def _rules_table(R):
     return {
         "label": f"n = {int(t['n'].iloc[0])}, d = {int(R['d'].iloc[0])}, rho = "
         f"{R['rho'].iloc[0]:g}: mean A_ii of the last {int(R['block'].iloc[0])} queries",
-        "value": rows,
+        "value": records,
         "pm": _pm(R),
     }
 

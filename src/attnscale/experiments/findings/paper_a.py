@@ -170,7 +170,7 @@ def _rules_table(rules):
     if over.empty:
         raise NotAvailable("no overlay n")
     n_o = over.iloc[0]
-    rows = [
+    records = [
         [
             rule,
             float(pick(sub, n=n_o)["gamma_ratio"].iloc[0]),
@@ -180,7 +180,7 @@ def _rules_table(rules):
     ]
     return {
         "label": f"gamma_eff / gamma_c at the overlay n = {int(n_o)} and at n = {sci(nmax)}",
-        "value": rows,
+        "value": records,
     }
 
 

@@ -221,14 +221,14 @@ _SINK_COLUMNS = [
 
 
 def _sink_table(C):
-    rows = [
+    records = [
         [r[col] for _, col, _ in _SINK_COLUMNS]
         for _, r in C.sort_values(["kc", "kappa"]).iterrows()
     ]
     return {
         "label": f"critical gamma with a sink (n = {int(C['n'].iloc[0])}, d = "
         f"{int(C['d'].iloc[0])}, rho = {C['rho'].iloc[0]:g}, one draw), by kappa c_s",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -431,11 +431,11 @@ def _twice(D):
     s = pick(D, alpha=0.0, gamma_factor=2.0).sort_values("layer")
     L = int(s["layer"].max())
     layers = sorted({L // 4, L // 2, 3 * L // 4, L - 4, L - 2, L})
-    rows = [
+    records = [
         [int(r["layer"]), r["delta"], r["delta_simplex"], r["gamma_over_gc_input"]]
         for _, r in s[s["layer"].isin(layers)].iterrows()
     ]
-    return {"label": "alpha = 0, gamma = 2 gamma_c(rho_hat_0): 1 - rho by layer", "value": rows}
+    return {"label": "alpha = 0, gamma = 2 gamma_c(rho_hat_0): 1 - rho by layer", "value": records}
 
 
 def _residual_last(D):

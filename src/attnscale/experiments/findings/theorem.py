@@ -136,8 +136,8 @@ def _residual_eta(T):
 def _failing(T):
     fd = T[T["finite_d"].notna() & (T["alpha"] == 0.0) & ~T["accept_fd"].astype(bool)]
     cols = ["rho", "gamma_factor", "quantity", "sim_mean", "finite_d", "z_fd"]
-    rows = [[int(r["d"]), *(r[c] for c in cols)] for _, r in fd.iterrows()]
-    return {"label": "rows that fail the finite-d criterion", "value": rows}
+    records = [[int(r["d"]), *(r[c] for c in cols)] for _, r in fd.iterrows()]
+    return {"label": "rows that fail the finite-d criterion", "value": records}
 
 
 def _point(T):

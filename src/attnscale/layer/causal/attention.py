@@ -118,7 +118,7 @@ def forward_rows(
         np.matmul(Y[s:e] * b[s:e, None], Y[:kend].T, out=E)
         z = z_all[s:e]
 
-        def rows(r0, r1, E=E, s=s, e=e, z=z):
+        def weigh_rows(r0, r1, E=E, s=s, e=e, z=z):
             Er = E[r0:r1]
             Er -= b[s + r0 : s + r1, None]
             np.exp(Er, out=Er)
@@ -126,7 +126,7 @@ def forward_rows(
                 Er[:, s:e] *= lower[r0:r1, : e - s]
             z[r0:r1] = Er.sum(axis=1)
 
-        split_rows(rows, e - s, kend, threads)
+        split_rows(weigh_rows, e - s, kend, threads)
         aii[s:e] = E[np.arange(e - s), np.arange(s, e)] / z
         np.matmul(E, Y[:kend], out=out[s:e])
         out[s:e] /= z[:, None]

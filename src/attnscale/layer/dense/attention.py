@@ -277,8 +277,8 @@ def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnosti
         gmax = G.max(axis=1, keepdims=True)
         M = G - gmax  # shifted scores / beta (row max 0)
         D = 1.0 - G
-        rows = np.arange(start, stop)
-        D[rows - start, rows] = np.inf  # diagonal: weight 0
+        row_idx = np.arange(start, stop)
+        D[row_idx - start, row_idx] = np.inf  # diagonal: weight 0
         near = np.nonzero(D < NEAR_PAIR_TOL)
         D[near] = np.inf  # near pairs are handled exactly, outside the GEMM
         np.divide(1.0, D, out=D)

@@ -98,7 +98,7 @@ def row_sums(X, r, idx, brow, W, causal: bool) -> dict:
     Y = jnp.asarray(pad_rows(X / r[:, None], N, unit=True))
     rinv2 = jnp.asarray(np.pad(1.0 / r**2, (0, N - n)))
     Q = jnp.asarray(np.concatenate([(X[idx] / r[idx, None])[None], W]))
-    rows = jnp.asarray(idx)
+    row_idx = jnp.asarray(idx)
     nkt = (int(idx[-1]) // t + 1) if causal else N // t
     parts = []
     for g0 in range(0, B, group):
@@ -106,7 +106,7 @@ def row_sums(X, r, idx, brow, W, causal: bool) -> dict:
             Y,
             rinv2,
             Q,
-            rows,
+            row_idx,
             jnp.asarray(brow[g0 : g0 + group]),
             nkt,
             t=t,
