@@ -39,6 +39,7 @@ from attnscale.experiments.finite_d_theory import theory_given_draw
 from attnscale.layer.finite_d.eta import eta_mean_field
 from attnscale.layer.observables import grid_observables
 from attnscale.pipeline.io import git_commit, params_hash
+from conftest import REPO
 
 SEED = 271828182845904523536028747135266249775  # 128 bits: stored as a decimal string
 PROBE_SEED = 20261130  # a different root for the Hutchinson probes, to tell the two apart
@@ -1129,3 +1130,37 @@ def test_provenance_columns_only_and_the_carried_provenance():
     assert {k: agg.loc[0, k] for k in provenance_of(rows, joined=("spawn_key",))} == (
         provenance_of(rows.iloc[:2], joined=("spawn_key",))
     )
+
+
+def test_no_table_column_of_provenance_is_written_outside_the_pipeline():
+    """The provenance columns are written by attnscale.pipeline.io alone (issue 42): no dict key
+    or column assignment named after one in the rest of the library. The exceptions hold the
+    identity of a token draw as read from its file, or summarise the sources a page or a findings
+    file was computed from; they write no results table."""
+    import ast
+
+    from attnscale.pipeline.io import PROVENANCE_COLUMNS, PROVENANCE_JOINED
+
+    src = REPO / "src" / "attnscale"
+    readers = {
+        "experiments/paper_a_tokens.py",
+        "experiments/explorer/data.py",
+        "experiments/findings/__init__.py",
+        "experiments/findings/figures.py",
+    }
+    names = set(PROVENANCE_COLUMNS) | set(PROVENANCE_JOINED.values())
+    bad = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith("pipeline/") or rel in readers:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            keys = node.keys if isinstance(node, ast.Dict) else []
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                keys = [node.slice]
+            bad += [
+                f"{rel}:{node.lineno} {k.value}"
+                for k in keys
+                if isinstance(k, ast.Constant) and k.value in names
+            ]
+    assert not bad, bad

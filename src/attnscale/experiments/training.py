@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.pipeline.io import provenance_columns, with_job_provenance_all
+from attnscale.pipeline.io import provenance_columns, set_provenance, with_job_provenance_all
 from attnscale.training import checkpoint, evaluate, prediction
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -136,7 +136,7 @@ def evaluate_retrieval(
         df["n_train"] = cfg["n_train"]
         df["n_tail"] = tail
         df["checkpoint_sha256"] = digest
-        df["root_seed"] = str(root_seed)
+        set_provenance(df, root_seed, only=("root_seed",))
     return with_job_provenance_all(out)
 
 

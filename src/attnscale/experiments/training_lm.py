@@ -12,7 +12,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments.training import checkpoint_outputs
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import set_provenance, with_job_provenance_all
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -143,7 +143,7 @@ def evaluate_lm(
     df["context"] = T
     df["windows"] = windows
     df["checkpoint_sha256"] = digest
-    df["root_seed"] = str(root_seed)
+    set_provenance(df, root_seed, only=("root_seed",))
     return with_job_provenance_all(df)
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer.tokens import mean_cosine
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import set_provenance, with_job_provenance_all
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -195,7 +195,7 @@ def probe_lm(
         df["n_train"] = T
         df["windows"] = len(wins)
         df["checkpoint_sha256"] = digest
-        df["root_seed"] = str(root_seed)
+        set_provenance(df, root_seed, only=("root_seed",))
     learned = cfg["variant"] == "learned"
     out["heads"]["learned_factor"] = [
         float(params[f"{r.layer}.s"][r.head]) * np.log(T) * np.sqrt(cfg["d"] // cfg["heads"])

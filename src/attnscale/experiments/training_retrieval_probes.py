@@ -26,7 +26,7 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments.training_probes import critical_multipliers, effective_multiplier
 from attnscale.layer.dense.attention import softmax_rows
 from attnscale.layer.tokens import mean_cosine
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import set_provenance, with_job_provenance_all
 from attnscale.training import checkpoint
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -177,7 +177,7 @@ def probe_retrieval(*, weights, variant, seeds, ns, contexts, rows, multipliers,
             df["n_train"] = int(cfg["n_train"])
             df["contexts"] = int(contexts)
             df["checkpoint_sha256"] = digest
-            df["root_seed"] = str(root_seed)
+            set_provenance(df, root_seed, only=("root_seed",))
         heads.append(H)
         curves.append(C)
     return with_job_provenance_all(

@@ -26,6 +26,7 @@ __all__ = [
     "git_commit",
     "provenance",
     "provenance_columns",
+    "set_provenance",
     "provenance_arrays",
     "job_context",
     "job_provenance",
@@ -183,6 +184,14 @@ def provenance_columns(
             raise ValueError(f"only: {sorted(unknown)} not among {PROVENANCE_COLUMNS}")
         out = {k: v for k, v in out.items() if k in only}
     return out
+
+
+def set_provenance(df, root_seed: int | None, key=None, params=None, *, only) -> None:
+    """Set the provenance columns ``only`` of :func:`provenance_columns` on the table ``df`` in
+    place (new columns go last): for a table an entry function builds column by column
+    (docs/pipeline.md#reliability-and-provenance)."""
+    for col, value in provenance_columns(root_seed, key, params or {}, only=only).items():
+        df[col] = value
 
 
 #: The provenance columns of a results table, in their order (:func:`provenance_columns`).
