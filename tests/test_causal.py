@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from attnscale.bench.causal import bench_causal
+from attnscale.core import softmax
 from attnscale.experiments import causal as exp_causal
 from attnscale.layer import _threads, tokens
 from attnscale.layer.causal import angle_ratio as causal_lambda
@@ -158,6 +159,23 @@ def test_causal_softmax_reference(X):
     A = causal.causal_softmax(Y @ Y.T, beta)
     assert np.all(np.triu(A, 1) == 0.0)
     np.testing.assert_allclose(A @ Y, brute_forward(X, beta)[0], atol=TOL)
+
+
+def test_causal_softmax_is_the_one_row_softmax(X):
+    """The causal reference is the library's one row softmax (attnscale.core.softmax) of the
+    masked scores, bit for bit the inline form it replaced; the dense module's name is the same
+    function."""
+    Y = X / np.linalg.norm(X, axis=1, keepdims=True)
+    beta = scalings(len(X))["position"]
+    T = np.where(np.tri(len(X), dtype=bool), beta[:, None] * (Y @ Y.T), -np.inf)
+    E = np.exp(T - T.max(axis=1, keepdims=True))
+    A = causal.causal_softmax(Y @ Y.T, beta)
+    assert np.array_equal(A, E / E.sum(axis=1, keepdims=True))
+    assert np.array_equal(A, softmax.softmax_rows(T))
+    A2, log_mass = softmax.softmax_rows(T, log_mass=True)
+    assert np.array_equal(A2, A)
+    np.testing.assert_allclose(log_mass, np.log(np.exp(T).sum(axis=1)), rtol=1e-13)
+    assert attention.softmax_rows is softmax.softmax_rows
 
 
 @pytest.mark.parametrize("rho", [0.2, 0.7])

@@ -19,9 +19,11 @@ import pytest
 from scipy.special import gamma
 
 from attnscale.core.crossings import (
+    WIDTH_FRACTIONS,
     c4,
     crossing_gradient,
     crossing_summary,
+    crossing_x,
     draw_se,
     first_crossing,
 )
@@ -83,6 +85,24 @@ def test_crossing_gradient_against_finite_differences():
         assert (_gradient(x, Fp, 0.5)[0] - xl) / h == pytest.approx(c, rel=1e-5)
     assert (_gradient(x, F, 0.5 + h)[0] - xl) / h == pytest.approx(cl, rel=1e-5)
     assert _gradient(x, F, 1.5) is None and _gradient(x, F, -0.1) is None
+
+
+def test_crossing_x_is_the_place_of_the_first_crossing_or_nan():
+    """The one crossing-or-nan (the transformer probes and summary use it): the place of
+    :func:`first_crossing` (also in log x), nan when the curve does not cross or starts above."""
+    x = np.array([0.5, 1.0, 2.0, 4.0])
+    F = np.array([0.0, 0.2, 0.6, 0.9])
+    for log_x in (False, True):
+        assert crossing_x(x, F, 0.4, log_x=log_x) == first_crossing(x, F, 0.4, log_x=log_x).x
+    assert crossing_x(x, F, 0.4) == pytest.approx(1.5)
+    assert crossing_x(x, F, 0.4, log_x=True) == pytest.approx(np.sqrt(2.0))
+    assert np.isnan(crossing_x(x, F, 0.95)) and np.isnan(crossing_x(x, F, -0.1))
+    # the width's fractions are the summary's default
+    f = np.vstack([F, F + 0.01])
+    a, b = crossing_summary(x, f), crossing_summary(x, f, fractions=WIDTH_FRACTIONS)
+    assert a.keys() == b.keys()
+    np.testing.assert_array_equal([a[k] for k in a], [b[k] for k in a])  # nan == nan here
+    assert WIDTH_FRACTIONS == (0.1, 0.9)
 
 
 def test_c4_and_draw_se():

@@ -39,6 +39,7 @@ from attnscale.experiments.finite_d_theory import theory_given_draw
 from attnscale.layer.finite_d.eta import eta_mean_field
 from attnscale.layer.observables import grid_observables
 from attnscale.pipeline.io import git_commit, params_hash
+from conftest import REPO
 
 SEED = 271828182845904523536028747135266249775  # 128 bits: stored as a decimal string
 PROBE_SEED = 20261130  # a different root for the Hutchinson probes, to tell the two apart
@@ -1094,3 +1095,73 @@ def test_the_provenance_columns_write_spawn_key_in_one_format():
         assert not re.match(SPAWN_KEY_PATTERN, wrong)
     fixed = provenance_columns(None, None, {"a": 1})
     assert list(fixed) == ["params_hash", "attnscale_version", "git_commit"]
+
+
+def test_provenance_columns_only_and_the_carried_provenance():
+    """The provenance columns are written in one place (attnscale.pipeline.io): ``only`` keeps a
+    subset with the same text, and a summary's carried provenance (first value, or all values
+    joined under the plural name) is the same through ``provenance_of`` and the groupby
+    aggregations."""
+    from attnscale.pipeline.io import (
+        PROVENANCE_COLUMNS,
+        provenance_aggregations,
+        provenance_columns,
+        provenance_of,
+    )
+
+    key = spawn_key("test/stream", 3, 4)
+    full = provenance_columns(7, key, {"a": 1})
+    assert provenance_columns(7, key, {"a": 1}, only=("spawn_key",)) == {
+        "spawn_key": full["spawn_key"]
+    }
+    assert provenance_columns(7, None, {}, only=("root_seed",)) == {"root_seed": "7"}
+    with pytest.raises(ValueError, match="only"):
+        provenance_columns(7, key, {}, only=("seed",))
+    rows = pd.DataFrame(
+        [provenance_columns(7, k, {"a": a}) for k, a in (((2, 1), 1), ((1, 5), 1), ((2, 1), 2))]
+    ).assign(cell=[0, 0, 1])
+    first = provenance_of(rows)
+    assert list(first) == list(PROVENANCE_COLUMNS) and first["spawn_key"] == "2-1"
+    joined = provenance_of(rows, joined=PROVENANCE_COLUMNS)
+    assert joined["spawn_keys"] == "1-5;2-1" and joined["root_seed"] == "7"
+    assert joined["params_hashes"] == ";".join(sorted(set(rows["params_hash"])))
+    agg = rows.groupby("cell").agg(**provenance_aggregations()).reset_index()
+    assert agg.loc[0, "spawn_keys"] == "1-5;2-1" and agg.loc[1, "spawn_keys"] == "2-1"
+    assert {k: agg.loc[0, k] for k in provenance_of(rows, joined=("spawn_key",))} == (
+        provenance_of(rows.iloc[:2], joined=("spawn_key",))
+    )
+
+
+def test_no_table_column_of_provenance_is_written_outside_the_pipeline():
+    """The provenance columns are written by attnscale.pipeline.io alone (issue 42): no dict key
+    or column assignment named after one in the rest of the library. The exceptions hold the
+    identity of a token draw as read from its file, or summarise the sources a page or a findings
+    file was computed from; they write no results table."""
+    import ast
+
+    from attnscale.pipeline.io import PROVENANCE_COLUMNS, PROVENANCE_JOINED
+
+    src = REPO / "src" / "attnscale"
+    readers = {
+        "experiments/paper_a_tokens.py",
+        "experiments/explorer/data.py",
+        "experiments/findings/__init__.py",
+        "experiments/findings/figures.py",
+    }
+    names = set(PROVENANCE_COLUMNS) | set(PROVENANCE_JOINED.values())
+    bad = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        text = path.read_text()
+        if rel.startswith("pipeline/") or rel in readers or not any(c in text for c in names):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            keys = node.keys if isinstance(node, ast.Dict) else []
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                keys = [node.slice]
+            bad += [
+                f"{rel}:{node.lineno} {k.value}"
+                for k in keys
+                if isinstance(k, ast.Constant) and k.value in names
+            ]
+    assert not bad, bad

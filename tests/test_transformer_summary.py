@@ -98,7 +98,7 @@ def test_each_definition_is_the_crossing_of_its_curve(tables):
                 hit = first_crossing(MS, curve, lev, log_x=True)
                 want = np.nan if hit is None else hit.x
                 np.testing.assert_allclose(row[col], want, rtol=1e-12, equal_nan=True)
-            lo, hi = (first_crossing(MS, lam / inf, v, log_x=True) for v in tdef.WIDTH_LEVELS)
+            lo, hi = (first_crossing(MS, lam / inf, v, log_x=True) for v in tdef.WIDTH_QUARTILES)
             want = np.log(hi.x / lo.x) if lo and hi else np.nan
             np.testing.assert_allclose(row["width"], want, rtol=1e-12, equal_nan=True)
 

@@ -226,10 +226,10 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.2f}%"
 
 
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+def _table(records: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[k]) for r in records) for k in range(len(records[0]))]
     out = []
-    for r in rows:
+    for r in records:
         cells = [
             c.rjust(w) if k in right else c.ljust(w)
             for k, (c, w) in enumerate(zip(r, widths, strict=True))
@@ -276,7 +276,7 @@ def format_critical(report: dict) -> str:
     if fo["beta"] is None:
         fo_where = f"no root: ln(n-1) = {lnm1:.2f} > {cross:.2f}"
     rho_here = "" if r["rho"] == 0 else f"; here rho = {r['rho']:g}"
-    rows = [
+    records = [
         ["", "beta", "vs beta*", ""],
         [
             "annealed",
@@ -298,7 +298,7 @@ def format_critical(report: dict) -> str:
             f"rho = 0, ln n >> d{rho_here}",
         ],
     ]
-    out += _table(rows, right={1, 2})
+    out += _table(records, right={1, 2})
     out += [
         "",
         *textwrap.wrap(
@@ -311,14 +311,14 @@ def format_critical(report: dict) -> str:
             break_long_words=False,
         ),
     ]
-    rows = [["rule", "m(n)", "gamma_eff", "ratio", ""]]
+    records = [["rule", "m(n)", "gamma_eff", "ratio", ""]]
     for rule in r["scaling_rules"]:
         name = rule["name"] + (" [absolute]" if rule["calibration"] == "absolute" else "")
         ratio = rule["gamma_eff_over_gamma_star"]
-        rows.append(
+        records.append(
             [name, _num(rule["m"]), _num(rule["gamma_eff"]), _num(ratio, 3), rule["side"] or ""]
         )
-    out += _table(rows, right={1, 2, 3})
+    out += _table(records, right={1, 2, 3})
     if any(rule["calibration"] == "absolute" for rule in r["scaling_rules"]):
         out.append("  [absolute]: beta_n = m(n) on unit-norm scores, no calibration")
     return "\n".join(out)

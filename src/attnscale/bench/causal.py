@@ -56,13 +56,13 @@ def bench_causal(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> l
     X = tokens.near_simplex(n, d, 0.5, job_rng(0, spawn_key("benchmark/causal", n, d)))
     ln_i = np.log(np.arange(1, n + 1, dtype=float))
     beta_rows = 2.0 * ln_i
-    rows = []
+    records = []
     fast = best_time(lambda: causal.forward_rows(X, beta_rows), repeat)
     base = best_time(lambda: dense_masked_forward(X, beta_rows), 1)
     diff = causal.forward_rows(X, beta_rows) - dense_masked_forward(X, beta_rows)
     err = float(np.max(np.abs(diff)))
     gf = 2.0 * n * n * d / fast / 1e9
-    rows.append(
+    records.append(
         {
             "benchmark": "causal_forward",
             "variant": "beta_i = 2 ln i",
@@ -93,7 +93,7 @@ def bench_causal(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> l
 
     base = best_time(baseline, 1)
     err = float(np.max(np.abs(attention.angle_ratio_grid(X, grid, causal=True) - baseline())))
-    rows.append(
+    records.append(
         {
             "benchmark": "causal_lambda_grid",
             "variant": f"{gammas} gammas, beta_i = gamma ln i",
@@ -107,4 +107,4 @@ def bench_causal(n: int, d: int, gammas: int, peak: float, repeat: int = 3) -> l
             "max_abs_diff_vs_baseline": err,
         }
     )
-    return rows
+    return records

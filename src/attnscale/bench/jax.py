@@ -76,7 +76,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
         ("(n x d) @ (d x n)", (n, d), (d, n)),
         (f"square {s} x {s}", (s, s), (s, s)),
     ]
-    rows = []
+    records = []
     mm = jax.jit(jnp.matmul)
     for name, sa, sb in shapes:
         k1, k2, key = jax.random.split(key, 3)
@@ -84,7 +84,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
         B = jax.random.normal(k2, sb, dtype=jnp.float64)
         t, _ = timed(lambda A=A, B=B: mm(A, B).block_until_ready(), repeat)
         flops = 2.0 * sa[0] * sa[1] * sb[1]
-        rows.append(
+        records.append(
             {
                 "benchmark": "gemm",
                 "variant": name,
@@ -94,7 +94,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
                 "gflops": flops / t / 1e9,
             }
         )
-    return rows
+    return records
 
 
 def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat: int = 3) -> list:
@@ -130,11 +130,11 @@ def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat:
             lambda: attention.angle_ratio_grid(X, grid, causal=True, backend="jax"),
         ),
     ]
-    rows = []
+    records = []
     for name, variant, flops, fn in cases:
         t, first = timed(fn, repeat)
         gf = flops / t / 1e9
-        rows.append(
+        records.append(
             {
                 "benchmark": name,
                 "variant": variant,
@@ -146,7 +146,7 @@ def bench_kernels(n: int, d: int, gammas: int, probes: int, peak: float, repeat:
                 "fraction_of_gemm_peak": gf / peak,
             }
         )
-    return rows
+    return records
 
 
 def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
@@ -155,7 +155,7 @@ def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
     from attnscale.layer import tokens
     from attnscale.layer.dense import attention
 
-    rows = []
+    records = []
     for n in ns:
         X = tokens.near_simplex(n, d, 0.5, job_rng(0, spawn_key("benchmark/jax", n, d)))
         beta = 2.0 * np.log(n)
@@ -164,7 +164,7 @@ def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
             lambda X=X, beta=beta: attention.angle_ratio_grid(X, [beta], backend="jax"), repeat
         )
         gf = 4.0 * n * n * d / t / 1e9
-        rows.append(
+        records.append(
             {
                 "benchmark": "scaling_lambda",
                 "variant": "1 gamma",
@@ -178,7 +178,7 @@ def bench_scaling(ns, d: int, peak: float, repeat: int = 1) -> list[dict]:
                 "tile": plan["tile"],
             }
         )
-    return rows
+    return records
 
 
 def machine_info(peak: float | None = None) -> dict:
@@ -263,15 +263,15 @@ def run(
     import pandas as pd
 
     _jax()
-    rows = gemm_peak(n, d, repeat)
-    peak = max(r["gflops"] for r in rows)
+    records = gemm_peak(n, d, repeat)
+    peak = max(r["gflops"] for r in records)
     log(f"float64 GEMM peak (jnp.matmul): {peak:.1f} GFLOP/s")
-    rows += bench_kernels(n, d, gammas, probes, peak, repeat)
-    for r in rows[-3:]:
+    records += bench_kernels(n, d, gammas, probes, peak, repeat)
+    for r in records[-3:]:
         log(f"{r['benchmark']}: {r['seconds']:.3g} s, {r['fraction_of_gemm_peak']:.2f} of peak")
-    rows += bench_scaling(scaling_n, scaling_d, peak)
+    records += bench_scaling(scaling_n, scaling_d, peak)
     log("scaling: done")
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "suite.csv", index=False)

@@ -66,9 +66,9 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
     C = rng.standard_normal((d, n))
     out_nd = np.empty((n, d))
     out_nn = np.empty((n, n))
-    rows = []
+    records = []
     t = best_time(lambda: np.matmul(A, B, out=out_nd), repeat)
-    rows.append(
+    records.append(
         {
             "benchmark": "gemm",
             "variant": "(n x n) @ (n x d)",
@@ -77,7 +77,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
         }
     )
     t = best_time(lambda: np.matmul(B, C, out=out_nn), repeat)
-    rows.append(
+    records.append(
         {
             "benchmark": "gemm",
             "variant": "(n x d) @ (d x n)",
@@ -87,7 +87,7 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
     )
     M = -np.abs(rng.standard_normal((n, n)))
     t = best_time(lambda: np.exp(M, out=out_nn), repeat)
-    rows.append(
+    records.append(
         {
             "benchmark": "exp",
             "variant": "exp in place, n x n",
@@ -95,9 +95,9 @@ def gemm_peak(n: int, d: int, repeat: int = 3) -> list[dict]:
             "gexp_per_s": n * n / t / 1e9,
         }
     )
-    for r in rows:
+    for r in records:
         r.update(n=n, d=d)
-    return rows
+    return records
 
 
 def naive_angle_ratio_grid(X: np.ndarray, betas) -> np.ndarray:
@@ -251,7 +251,7 @@ def scaling_one(n: int, d: int, what: str) -> dict:
 
 
 def bench_scaling(ns, d: int, what: str) -> list[dict]:
-    rows = []
+    records = []
     for n in ns:
         proc = subprocess.run(
             [
@@ -267,8 +267,8 @@ def bench_scaling(ns, d: int, what: str) -> list[dict]:
             text=True,
             check=True,
         )
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    return rows
+        records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return records
 
 
 def run_suite(
@@ -295,32 +295,32 @@ def run_suite(
         if log is not None:
             log.info(msg)
 
-    rows = gemm_peak(lambda_n, lambda_d)
+    records = gemm_peak(lambda_n, lambda_d)
     if (eta_n, eta_d) != (lambda_n, lambda_d):
-        rows += gemm_peak(eta_n, eta_d)
-    peak = {(r["n"], r["d"]): 0.0 for r in rows}
-    for r in rows:
+        records += gemm_peak(eta_n, eta_d)
+    peak = {(r["n"], r["d"]): 0.0 for r in records}
+    for r in records:
         if r["benchmark"] == "gemm":
             peak[(r["n"], r["d"])] = max(peak[(r["n"], r["d"])], r["gflops"])
     say(f"gemm peak: {peak}")
-    rows.append(bench_lambda(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)]))
-    say(f"lambda: {rows[-1]}")
+    records.append(bench_lambda(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)]))
+    say(f"lambda: {records[-1]}")
     try:
-        rows.append(bench_eta(eta_n, eta_d, eta_probes, peak[(eta_n, eta_d)]))
-        say(f"eta: {rows[-1]}")
+        records.append(bench_eta(eta_n, eta_d, eta_probes, peak[(eta_n, eta_d)]))
+        say(f"eta: {records[-1]}")
     except ImportError:
         say("eta: attnscale.layer.dense.jacobian not available, skipped")
     from attnscale.bench.causal import bench_causal
 
-    rows += bench_causal(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)])
-    say(f"causal: {rows[-2:]}")
+    records += bench_causal(lambda_n, lambda_d, lambda_gammas, peak[(lambda_n, lambda_d)])
+    say(f"causal: {records[-2:]}")
     if paper_b:
-        rows += bench_paper_b()
-        say(f"paper B: {rows[-2:]}")
+        records += bench_paper_b()
+        say(f"paper B: {records[-2:]}")
     for what in ("lambda", "eta"):
-        rows += bench_scaling(scaling_ns, scaling_d, what)
+        records += bench_scaling(scaling_ns, scaling_d, what)
         say(f"scaling {what}: done")
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     if out_dir is None:
         return df
     out = Path(out_dir)

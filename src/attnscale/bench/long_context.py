@@ -169,17 +169,19 @@ def estimate(cfg, *, cores: int = 2, say=print):
 
     peak = gemm_peak(max(cfg.ints("paper_a.d")), work=1.0)["peak_gflops"]
     say(f"GEMM peak (this process): {peak:.1f} GFLOP/s")
-    rows = []
+    records = []
     with tempfile.TemporaryDirectory() as tmp:
         for u in units(cfg):
             t = measure(cfg, u["part"], u["n"], u["d"], Path(tmp))
             cpu = t * u["count"] + JOB_STARTUP_S * u["jobs"]
-            rows.append({**u, "unit_seconds": t, "unit_peak_gflop": t * peak, "cpu_seconds": cpu})
+            records.append(
+                {**u, "unit_seconds": t, "unit_peak_gflop": t * peak, "cpu_seconds": cpu}
+            )
             say(
                 f"{u['part']}, n = {u['n']}, d = {u['d']}: {t:.2f} s per unit x {u['count']} "
                 f"+ {u['jobs']} jobs -> {cpu:.0f} CPU-s"
             )
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     total = float(df["cpu_seconds"].sum())
     return df, {
         "gemm_peak_gflops": peak,

@@ -46,9 +46,9 @@ def counted_work(cfg) -> list[dict]:
     trials = cfg.value("paper_a.trials")
     eta_trials = cfg.value("paper_a.eta.trials")
     probes = cfg.get("paper_a.eta.probes")
-    rows = []
+    records = []
     lam = sum(trials * n_rho * (2 * n * n * d + g * 4 * n * n * d) for d in ds)
-    rows.append(
+    records.append(
         {"rule": "paper_a_lambda", "flops": lam, "exps": trials * n_rho * len(ds) * g * n * n}
     )
     eta = 0.0
@@ -56,7 +56,7 @@ def counted_work(cfg) -> list[dict]:
         how = choose_method(cfg.get("paper_a.eta.method"), int(n), d, probes)
         per = _exact_flops(n, d) if how == "exact" else probes * 4 * n * n * d
         eta += eta_trials * n_rho * g * per
-    rows.append(
+    records.append(
         {"rule": "paper_a_eta", "flops": eta, "exps": eta_trials * n_rho * len(ds) * g * n * n}
     )
 
@@ -84,7 +84,7 @@ def counted_work(cfg) -> list[dict]:
         len(cfg.grid("paper_a.theorem_table.gamma_factors")),
         cfg.grid("paper_a.theorem_table.alpha"),
     )
-    rows.append({"rule": "paper_a_theorem_rows", "flops": tt[0], "exps": tt[1]})
+    records.append({"rule": "paper_a_theorem_rows", "flops": tt[0], "exps": tt[1]})
     fs_fl = fs_ex = 0.0
     for nn in cfg.ints("paper_a.finite_size.n"):
         f = theory(
@@ -95,8 +95,8 @@ def counted_work(cfg) -> list[dict]:
             cfg.grid("paper_a.finite_size.alpha"),
         )
         fs_fl, fs_ex = fs_fl + f[0], fs_ex + f[1]
-    rows.append({"rule": "paper_a_finite_size_rows", "flops": fs_fl, "exps": fs_ex})
-    return rows
+    records.append({"rule": "paper_a_finite_size_rows", "flops": fs_fl, "exps": fs_ex})
+    return records
 
 
 def job_seconds(bench_dir) -> dict[str, tuple[int, float]]:
@@ -197,8 +197,8 @@ def main(argv=None) -> int:
 
     cfg = load(yaml.safe_load(Path(args.configfile).read_text()), args.schema)
     with threadpool_limits(limits=args.cores):
-        rows = gemm_peak(1024, 512) + gemm_peak(2048, 512)
-    gemm = max(r["gflops"] for r in rows if r["benchmark"] == "gemm")
+        records = gemm_peak(1024, 512) + gemm_peak(2048, 512)
+    gemm = max(r["gflops"] for r in records if r["benchmark"] == "gemm")
     with threadpool_limits(limits=1):
         exp = max(r["gexp_per_s"] for r in gemm_peak(1024, 32) if r["benchmark"] == "exp")
     seconds = job_seconds(args.benchmarks)

@@ -87,10 +87,10 @@ def bench_sampled(n: int, d: int, m: int, gammas: int, peak: float, repeat: int 
             2.0 * m * n * d * ((2 + probes) * gammas + 1 + probes),
         ),
     }
-    rows = []
+    records = []
     for kernel, (fn, flops) in kernels.items():
         t = best_time(fn, repeat)
-        rows.append(
+        records.append(
             {
                 "benchmark": kernel,
                 "n": n,
@@ -104,7 +104,7 @@ def bench_sampled(n: int, d: int, m: int, gammas: int, peak: float, repeat: int 
                 "ns_per_mnd_per_beta": t / gammas / (m * n * d) * 1e9,
             }
         )
-    return rows
+    return records
 
 
 def run(

@@ -61,20 +61,20 @@ def suite(*, retrieval: dict, lm: dict, repeat: int = 5) -> dict:
 
     rng = np.random.default_rng(0)
     peak = gemm_peak32()
-    rows = []
+    records = []
     cfg = {**retrieval, "variant": "rule"}
     b = R.batch(rng, retrieval["batch"], retrieval["n_train"], cfg)
     t, f = step_time(
         lambda p, b: R.loss(p, b, "rule", cfg, jax.numpy), R.init_params(rng, cfg), b, repeat
     )
-    rows.append({"benchmark": "retrieval step", "seconds": t, "flops": f})
+    records.append({"benchmark": "retrieval step", "seconds": t, "flops": f})
     cfg = {**lm, "n_train": lm["context"], "vocab": 80}
     ids = rng.integers(0, 80, size=(lm["batch"], lm["context"] + 1)).astype(np.int32)
     t, f = step_time(
         lambda p, b: D.loss(p, b, "rule", cfg, jax.numpy), D.init_params(rng, cfg), ids, repeat
     )
-    rows.append({"benchmark": "language-model step", "seconds": t, "flops": f})
-    df = pd.DataFrame(rows)
+    records.append({"benchmark": "language-model step", "seconds": t, "flops": f})
+    df = pd.DataFrame(records)
     df["gflops"] = df["flops"] / df["seconds"] / 1e9
     df["gemm_peak_gflops"] = peak
     df["fraction_of_peak"] = df["gflops"] / peak

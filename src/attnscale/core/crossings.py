@@ -38,7 +38,12 @@ __all__ = [
     "draw_se",
     "crossing_se",
     "crossing_summary",
+    "WIDTH_FRACTIONS",
 ]
+
+#: The fractions of a normalised step between whose crossings a transition's width is read
+#: [choice: 10 % and 90 % of the step] (docs/long-context.md#transition-sharpness-against-context-length).
+WIDTH_FRACTIONS = (0.1, 0.9)
 
 
 class Crossing(NamedTuple):
@@ -140,7 +145,7 @@ def crossing_se(coef: dict, c_level: float, f, levels) -> float:
     return draw_se(w)
 
 
-def crossing_summary(x, f, levels=(0.1, 0.9), centre_level=None) -> dict:
+def crossing_summary(x, f, fractions=WIDTH_FRACTIONS, centre_level=None) -> dict:
     """Crossings of the mean curve of ``T`` draws, the width and the centre, with delta-method SEs.
 
     Parameters
@@ -149,8 +154,8 @@ def crossing_summary(x, f, levels=(0.1, 0.9), centre_level=None) -> dict:
         Increasing grid.
     f : array_like, shape (T, K)
         One curve per draw.
-    levels : (float, float)
-        The width's lower and upper levels.
+    fractions : (float, float)
+        The width's lower and upper levels, fractions of the step (:data:`WIDTH_FRACTIONS`).
     centre_level : float or array_like of shape (T,), optional
         The centre's level, one per draw when it is itself estimated from each draw (its mean is
         crossed and its spread enters the SE); no centre when ``None``.
@@ -171,7 +176,7 @@ def crossing_summary(x, f, levels=(0.1, 0.9), centre_level=None) -> dict:
     nan = float("nan")
     out = {"trials": T, "corr": nan}
     per = {}
-    for name, level in (("x_lo", levels[0]), ("x_hi", levels[1])):
+    for name, level in (("x_lo", fractions[0]), ("x_hi", fractions[1])):
         hit = first_crossing(x, F, level)
         out[name], out[f"{name}_se"] = nan, nan
         if hit is not None:

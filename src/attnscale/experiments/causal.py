@@ -62,7 +62,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
     prov = provenance_columns(
         root_seed, key, {"n": n, "d": d, "rhos": rhos, "gammas": gammas, "trial": trial}
     )
-    rows = []
+    records = []
     for rho in rhos:
         X = tokens.from_draw(z0, Z, rho)
         rho_hat, q_hat = tokens.mean_cosine(X), tokens.mean_sq_norm(X)
@@ -74,7 +74,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
         for k, (s, g, kind) in enumerate(
             (s, g, kind) for s in SCALINGS for g, kind in zip(gam, kinds, strict=True)
         ):
-            rows.append(
+            records.append(
                 {
                     "scaling": s,
                     "kind": kind,
@@ -93,7 +93,7 @@ def causal_lambda(*, n: int, d: int, rhos, gammas, trial: int, root_seed: int) -
                     ),
                 }
             )
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     for k, v in prov.items():
         df[k] = v
     return df
@@ -127,7 +127,7 @@ def causal_self_weight(
         {"n": n, "d": d, "rhos": rhos, "gamma_factors": factors, "trial": trial, "bins": bins},
     )
     edges = position_bins(n, bins)
-    rows = []
+    records = []
     for rho in rhos:
         X = tokens.from_draw(z0, Z, rho)
         rho_hat = tokens.mean_cosine(X)
@@ -139,7 +139,7 @@ def causal_self_weight(
             pred = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])
             for lo, hi in zip(edges[:-1], edges[1:], strict=True):
                 sl = slice(lo - 1, hi - 1)
-                rows.append(
+                records.append(
                     {
                         "scaling": s,
                         "n": n,
@@ -156,7 +156,7 @@ def causal_self_weight(
                         "self_weight_simplex": float(pred[sl].mean()),
                     }
                 )
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     for k, v in prov.items():
         df[k] = v
     return df

@@ -106,7 +106,7 @@ def rules_simulated(
     params = {"n": n, "d": d, "rhos": rhos, "rules": list(rules), "block": block, "trials": trials}
     pos = np.arange(1, n + 1, dtype=float)
     mid = n - block // 2  # 1-indexed middle position of the block, where finite-d is evaluated
-    rows = []
+    records = []
     for rho in rhos:
         rho = float(rho)
         grid = np.vstack([scaling_rules.rule_betas(r, pos, rho) for r in chosen])
@@ -116,8 +116,8 @@ def rules_simulated(
         shared = {"n": n, "d": d, "rho": rho, "block": block, "grid": grid, "chosen": chosen}
         shared.update(mid=mid, beta_fd=beta_fd, sw_fd=sw_fd)
         for trial in range(trials):
-            rows += _trial_rows(shared, trial, root_seed, params)
-    return pd.DataFrame(rows)
+            records += _trial_rows(shared, trial, root_seed, params)
+    return pd.DataFrame(records)
 
 
 def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[dict]:
@@ -126,7 +126,7 @@ def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[
     n, d, rho, block, grid = (shared[k] for k in ("n", "d", "rho", "block", "grid"))
     chosen, mid, beta_fd, sw_fd = (shared[k] for k in ("chosen", "mid", "beta_fd", "sw_fd"))
     start = n - block
-    rows = []
+    records = []
     key = draw_key(d, rho, trial)
     z0, Z = tokens.gaussian_draw(n, d, job_rng(root_seed, key))
     X = tokens.from_draw(z0, Z, rho)  # = tokens.near_simplex(n, d, rho, rng), bit for bit
@@ -140,7 +140,7 @@ def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[
     prov = provenance_columns(root_seed, key, params)
     for k, r in enumerate(chosen):
         a_simplex = causal_theory.causal_simplex_self_weight(rho_hat, grid[k])[start:]
-        rows.append(
+        records.append(
             {
                 "rule": r.name,
                 "rule_key": r.key,
@@ -169,7 +169,7 @@ def _trial_rows(shared: dict, trial: int, root_seed: int, params: dict) -> list[
                 **prov,
             }
         )
-    return rows
+    return records
 
 
 def rules_simulated_summary(*, data) -> pd.DataFrame:
@@ -188,10 +188,10 @@ def rules_simulated_summary(*, data) -> pd.DataFrame:
         ``<col>_mean`` and ``<col>_se`` over draws of every column of :data:`SUMMARY_COLUMNS`
         (:func:`attnscale.experiments.summaries.mean_se_table`; ``nan`` SE for one draw), ``trials``.
     """
-    rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
-    missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(rows.columns))
+    table = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
+    missing = sorted(set(SUMMARY_KEYS + SUMMARY_COLUMNS + ["trial"]) - set(table.columns))
     if missing:
         raise ValueError(f"data must be tables of rules_simulated; columns missing: {missing}")
     return with_job_provenance(
-        mean_se_table(rows.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
+        mean_se_table(table.groupby(SUMMARY_KEYS, sort=False), SUMMARY_COLUMNS)
     )

@@ -77,7 +77,7 @@ def figure_line(*, data: pd.DataFrame, points: int = 200) -> pd.DataFrame:
     :func:`gamma_star_line` with at most :data:`LINE_NODES` theory evaluations per panel, and
     eta's line (:func:`eta_star_line`, drawn over Figure 2). One row per point: ``d``, ``n``,
     ``rho``, ``gamma_star``, ``gamma_star_eta``."""
-    rows = []
+    records = []
     for d in sorted(data["d"].unique(), reverse=True):
         if d < 3:
             continue
@@ -88,11 +88,11 @@ def figure_line(*, data: pd.DataFrame, points: int = 200) -> pd.DataFrame:
         nodes = min(LINE_NODES, rhos.size)
         gs = gamma_star_line(n, int(d), rr, nodes=nodes)
         ge = eta_star_line(n, int(d), rr, nodes=nodes)
-        rows.append(
+        records.append(
             pd.DataFrame({"d": int(d), "n": n, "rho": rr, "gamma_star": gs, "gamma_star_eta": ge})
         )
     cols = ["d", "n", "rho", "gamma_star", "gamma_star_eta"]
-    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+    table = pd.concat(records, ignore_index=True) if records else pd.DataFrame(columns=cols)
     return with_job_provenance(table)
 
 

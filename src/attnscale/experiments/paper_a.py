@@ -16,7 +16,7 @@ from attnscale.layer import theory
 from attnscale.layer.dense import attention
 from attnscale.layer.observables import grid_observables
 from attnscale.layer.sampled import angle_ratio as sampled_lambda
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import PROVENANCE_COLUMNS, provenance_aggregations, provenance_columns
 from attnscale.pipeline.runtime import LOG, Progress
 
 from .paper_a_tokens import job_draws, tokens_at
@@ -233,11 +233,7 @@ def cell_provenance(table, keys, **extra):
     return (
         table.groupby(keys, sort=True)
         .agg(
-            root_seed=("root_seed", "first"),
-            spawn_keys=("spawn_key", lambda s: ";".join(sorted(set(map(str, s))))),
-            params_hash=("params_hash", "first"),
-            attnscale_version=("attnscale_version", "first"),
-            git_commit=("git_commit", "first"),
+            **provenance_aggregations(joined=("spawn_key",)),
             **extra,
         )
         .reset_index()
@@ -263,11 +259,7 @@ def critical_data(table):
         "lambda_simplex_n",
         "lambda_limit",
         "diff_vs_simplex_n",
-        "root_seed",
-        "spawn_key",
-        "params_hash",
-        "attnscale_version",
-        "git_commit",
+        *PROVENANCE_COLUMNS,
     ]
     grid_cols = [
         c for o in grid_observables() for c in (o.name, f"{o.name}_simplex_n", f"{o.name}_limit")

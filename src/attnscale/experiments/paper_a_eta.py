@@ -26,7 +26,7 @@ from attnscale.core.validation import check_int, check_real, check_vector
 from attnscale.layer import theory
 from attnscale.layer.dense import eta_exact, jacobian
 from attnscale.layer.sampled import eta as sampled_eta
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import PROVENANCE_COLUMNS, provenance_columns
 from attnscale.pipeline.runtime import Progress
 
 from .paper_a import CELL_KEYS, cell_provenance, check_rows, long_context_params, rows_key
@@ -332,11 +332,7 @@ def eta_critical_data(table: pd.DataFrame) -> pd.DataFrame:
         "eta_limit",
         "eta_simplex_n",
         "eta_simplex_n_norms",
-        "root_seed",
-        "spawn_key",
-        "params_hash",
-        "attnscale_version",
-        "git_commit",
+        *PROVENANCE_COLUMNS,
     ]
     if "rows" in crit.columns:  # sampled rows
         cols = columns_after(cols, "probes", ["rows"])

@@ -23,7 +23,7 @@ from attnscale.core.validation import check_vector
 from attnscale.layer import theory, tokens
 from attnscale.layer.dense import attention, eta_exact
 from attnscale.layer.sampled import stats as sampled_stats
-from attnscale.pipeline.io import provenance_columns
+from attnscale.pipeline.io import PROVENANCE_COLUMNS, provenance_columns, provenance_of
 
 from .paper_a import check_rows, long_context_params, rows_key
 from .paper_a_eta import has_gamma_c, norm_moments
@@ -267,15 +267,7 @@ def theorem_table(table: pd.DataFrame) -> pd.DataFrame:
                 }
             )
             # provenance of the draws behind the row (the per-draw tables hold the details)
-            for col, name in (
-                ("root_seed", "root_seed"),
-                ("spawn_key", "spawn_keys"),
-                ("params_hash", "params_hashes"),
-                ("attnscale_version", "attnscale_version"),
-                ("git_commit", "git_commit"),
-            ):
-                if col in g:
-                    rec[name] = ";".join(sorted(set(map(str, g[col]))))
+            rec.update(provenance_of(g, joined=PROVENANCE_COLUMNS))
             fcol = g.get(f"{qty}_finite_d")
             fdv = np.full(t, np.nan) if fcol is None else fcol.to_numpy(dtype=float)
             if np.all(np.isfinite(fdv)):

@@ -18,6 +18,6 @@ TRIAL_BLOCK_ENTRIES = 4 * 2**20
 
 def d2q_blocks(trials: int, n: int, d: int, rng, method: str):
     """Yield ``(trials_in_block, n)`` D2Q blocks of uniform keys, in a fixed order."""
-    rows = max(1, TRIAL_BLOCK_ENTRIES // (n * (d if method == "sphere" else 1)))
-    for s in range(0, trials, rows):
-        yield keys.sample_d2q_uniform(min(rows, trials - s), n, d, rng, method)
+    block_rows = max(1, TRIAL_BLOCK_ENTRIES // (n * (d if method == "sphere" else 1)))
+    for s in range(0, trials, block_rows):
+        yield keys.sample_d2q_uniform(min(block_rows, trials - s), n, d, rng, method)

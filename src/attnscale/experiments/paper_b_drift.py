@@ -82,7 +82,7 @@ def heat_drift(
     g = st.score_x1x2(q)
     g2 = float(g @ g)
     e_perp = np.cross(q, g) / np.sqrt(g2)
-    rows = []
+    records = []
     progress = Progress(f"heat drift contexts (beta = {beta:g})", R)
     for r in range(R):
         if r:
@@ -92,7 +92,7 @@ def heat_drift(
         w = np.exp(-beta * (T - tmin))
         att = (w @ X) / w.sum()
         tang = beta * (att - (att @ q) * q)
-        rows.append(
+        records.append(
             {
                 "beta": beta,
                 "n": n,
@@ -109,7 +109,7 @@ def heat_drift(
             }
         )
     progress.step()
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     for k, v in provenance_columns(root_seed, key, params).items():
         df[k] = v
     return df
@@ -123,11 +123,11 @@ def heat_drift_summary(*, csvs: list, q, theory_betas) -> dict:
     ``curve``: ``beta (ratio - 1)`` (the O(1/beta) correction) and the quadrature over
     ``theory_betas``.
     """
-    rows = pd.concat(csvs, ignore_index=True)
+    table = pd.concat(csvs, ignore_index=True)
     q = np.asarray(q, dtype=float)
     q = q / np.linalg.norm(q)
     out = []
-    for beta, sub in rows.groupby("beta", sort=True):
+    for beta, sub in table.groupby("beta", sort=True):
         th = heat_drift_limit_x1x2(q, beta)
         out.append(
             {

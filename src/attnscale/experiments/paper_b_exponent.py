@@ -70,7 +70,7 @@ def _solve_dense(T, n: int, guess: float, level: float) -> dict:
 def _cap_curve(k: int, ns, contexts: int, level: float, root_seed: int, key_of) -> list[dict]:
     """``beta*(n)`` along ``ns`` for keys uniform on ``S^{k-1}`` (dense below DENSE_MAX_N,
     exact cap samples above; each ``n`` guesses from the previous one with slope ``2/(k-1)``)."""
-    rows, guess, prev = [], 1.0, None
+    records, guess, prev = [], 1.0, None
     for n in ns:
         n = int(n)
         if prev is not None:
@@ -87,8 +87,8 @@ def _cap_curve(k: int, ns, contexts: int, level: float, root_seed: int, key_of) 
             )
             res.update(keys_kept=res.pop("keys_in_cap"), spawn=key_of(n, res["attempt"]))
         guess, prev = res["beta_star"], n
-        rows.append({"n": n, **res})
-    return rows
+        records.append({"n": n, **res})
+    return records
 
 
 def points_table(records, root_seed, base: dict, params: dict) -> pd.DataFrame:
@@ -138,7 +138,7 @@ def _uniform_curve(*, d: int, n, contexts: int, level: float, root_seed: int) ->
     contexts, level = check_contexts_level(contexts, level)
     grid = n_grid(n)
     params = {"d": d, "contexts": contexts, "level": level}
-    rows = _cap_curve(
+    records = _cap_curve(
         d, grid, contexts, level, root_seed, lambda m, j: spawn_key(UNIFORM_STREAM, d, m, j)
     )
     base = {
@@ -152,7 +152,7 @@ def _uniform_curve(*, d: int, n, contexts: int, level: float, root_seed: int) ->
         "contexts": contexts,
         "alpha_theory": 2.0 / (d - 1),
     }
-    return points_table(rows, root_seed, base, params)
+    return points_table(records, root_seed, base, params)
 
 
 def _subsphere_curve(
@@ -184,11 +184,11 @@ def _subsphere_curve(
         "contexts": contexts,
         "alpha_theory": 2.0 / (k - 1),
     }
-    rows = _cap_curve(
+    records = _cap_curve(
         k, grid, contexts, level, root_seed, lambda m, j: spawn_key(SUBSPHERE_STREAM, d, k, 0, m, j)
     )
-    out = [points_table(rows, root_seed, {**base, "method": "d2q"}, {**params, "method": "d2q"})]
-    full_rows, guess = [], rows[0]["beta_star"]
+    out = [points_table(records, root_seed, {**base, "method": "d2q"}, {**params, "method": "d2q"})]
+    full_rows, guess = [], records[0]["beta_star"]
     q = np.zeros(d)
     q[0] = 1.0
     for m in grid[grid <= full_keys_max_n]:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core.validation import check_real
-from attnscale.pipeline.io import provenance, with_job_provenance
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 from attnscale.sphere import critical_exponent as ce
 
 __all__ = ["exponent_tables", "exponent_fits"]
@@ -66,9 +66,9 @@ def exponent_fits(*, points, upper_n_min: float) -> pd.DataFrame:
                     "alpha_theory": at,
                     "z": (f["alpha"] - at) / f["se_alpha_scaled"],
                     "within_2se": bool(abs(f["alpha"] - at) <= 2 * f["se_alpha_scaled"]),
-                    "params_hash": provenance(None, None, {"points": sorted(g["params_hash"])})[
-                        "params_hash"
-                    ],
+                    **provenance_columns(
+                        None, None, {"points": sorted(g["params_hash"])}, only=("params_hash",)
+                    ),
                 }
             )
     return pd.DataFrame(out)

@@ -97,7 +97,7 @@ def _rope_curve(
         "family": family,
     }
     kid = (1, 0) if np.isinf(kpd) else (0, value_id(kpd))
-    rows, guess, prev = [], 1.0, None
+    records, guess, prev = [], 1.0, None
     r_orbit = sk.rope_orbit_dimension(d, base)
     slope = 2.0 / r_orbit if (np.isinf(kpd) and r_orbit) else 2.0 / (d - 1)
     for m in grid:
@@ -116,7 +116,7 @@ def _rope_curve(
         else:
             raise RuntimeError(f"no bracket of beta* for RoPE keys (d={d}, kappa={kappa}, n={m})")
         guess, prev = res["beta_star"], m
-        rows.append({"n": m, **res, "attempt": widen, "spawn": key})
+        records.append({"n": m, **res, "attempt": widen, "spawn": key})
     base_cols = {
         "family": family,
         "method": "d2q",
@@ -129,7 +129,7 @@ def _rope_curve(
         "alpha_theory": 2.0 / (d - 1),
         "alpha_orbit": 2.0 / r_orbit if r_orbit else np.nan,
     }
-    return points_table(rows, root_seed, base_cols, params)
+    return points_table(records, root_seed, base_cols, params)
 
 
 def rope_points(

@@ -120,12 +120,12 @@ def _panel_table(Q, K, G, rho, C, exps, n: int, prov: dict) -> pd.DataFrame:
     n_queries = Q.shape[0]
     lon, lat = _lonlat(Q)
     g_e, g_n = _east_north(Q, G)
-    rows = []
+    records = []
     for panel, e in enumerate(exps):
         beta = float(n**e)
         Y = keys.tangential_displacement(Q, K, beta)
         y_e, y_n = _east_north(Q, Y)
-        rows.append(
+        records.append(
             pd.DataFrame(
                 {
                     "panel": panel,
@@ -151,7 +151,7 @@ def _panel_table(Q, K, G, rho, C, exps, n: int, prov: dict) -> pd.DataFrame:
                 }
             )
         )
-    return pd.concat(rows, ignore_index=True)
+    return pd.concat(records, ignore_index=True)
 
 
 def _mean_fields(Q, betas, n: int, d: int) -> dict:

@@ -17,7 +17,7 @@ from scipy import stats
 from attnscale.core.seeding import job_rng, spawn_key, value_id
 from attnscale.core.stats import mean_se
 from attnscale.core.validation import check_int, check_vector
-from attnscale.pipeline.io import provenance_columns, spawn_key_text, with_job_provenance
+from attnscale.pipeline.io import provenance_columns, with_job_provenance
 from attnscale.pipeline.runtime import Progress
 from attnscale.sphere import marked_poisson as mp
 from attnscale.sphere import theory as st
@@ -52,7 +52,7 @@ def _ecdf_rows(d, g, n, source, r, points: int, key) -> pd.DataFrame:
             "rank": idx + 1,
             "samples": r.size,
             "norm": srt[idx],
-            "spawn_key": spawn_key_text(key),
+            **provenance_columns(None, key, {}, only=("spawn_key",)),
         }
     )
 

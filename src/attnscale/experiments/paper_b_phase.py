@@ -95,12 +95,12 @@ def poisson_limit_table(
         gammas = np.array(sorted({float(f"{g:.10g}") for g in [*gammas, *line]}))
     trials = check_int("trials", trials, minimum=2)
     c = st.c_uniform(d)
-    rows = []
+    records = []
     for g in gammas:
         params = {"d": d, "gamma": float(g), "trials": trials}
         key = spawn_key(LIMIT_STREAM, d, value_id(g))
         w = poisson_limit_top_weight(g, c, d, trials, job_rng(root_seed, key))
-        rows.append(
+        records.append(
             {
                 "d": d,
                 "gamma": float(g),
@@ -117,7 +117,7 @@ def poisson_limit_table(
                 **provenance_columns(root_seed, key, params),
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(records)
 
 
 def phase_summary(*, csvs: list) -> pd.DataFrame:

@@ -383,7 +383,7 @@ def depth_iteration(
         "layers": layers,
     }
     ln = np.log(n)
-    rows = []
+    records = []
     tkey = spawn_key(DEPTH_TOKENS, n, d, trial)
     X = tokens.near_simplex(n, d, rho, job_rng(root_seed, tkey))
     rho_hat, q_hat = tokens.mean_cosine(X), tokens.mean_sq_norm(X)
@@ -397,7 +397,7 @@ def depth_iteration(
             lam_s = np.concatenate([[np.nan], sim["lambda"]])
             lam_t = np.concatenate([[np.nan], th["lambda"]])
             excl = np.concatenate([[0], sim["n_excluded_pairs"]])
-            rows.append(
+            records.append(
                 pd.DataFrame(
                     {
                         "n": n,
@@ -423,4 +423,4 @@ def depth_iteration(
                     }
                 )
             )
-    return pd.concat(rows, ignore_index=True)
+    return pd.concat(records, ignore_index=True)

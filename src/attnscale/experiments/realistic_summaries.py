@@ -100,6 +100,6 @@ def depth_summary(*, data) -> pd.DataFrame:
         ``trials``, and ``rho_hat0_mean``, the mean of the draws' ``rho_hat_0`` over the table's
         rows (every draw has the same rows).
     """
-    rows = _frame(data)
-    out = mean_se_table(rows.groupby(DEPTH_KEYS, sort=True), DEPTH_COLUMNS)
-    return with_job_provenance(out.assign(rho_hat0_mean=float(rows["rho_hat0"].mean())))
+    table = _frame(data)
+    out = mean_se_table(table.groupby(DEPTH_KEYS, sort=True), DEPTH_COLUMNS)
+    return with_job_provenance(out.assign(rho_hat0_mean=float(table["rho_hat0"].mean())))

@@ -87,8 +87,8 @@ def curve_root(betas, W, dW, *, level: float, batches: int) -> dict:
     roots = mean.solve(level, extrapolate=False)
     roots = roots[np.isfinite(roots)]
     root = float(roots[0]) if roots.size else float("nan")
-    rows = CubicHermiteSpline(b, W, dW, axis=0)
-    w_at = rows(root)
+    row_curves = CubicHermiteSpline(b, W, dW, axis=0)
+    w_at = row_curves(root)
     slope = float(mean.derivative()(root))
     infl = (w_at - level) / slope
     se = float(infl.std(ddof=1) / math.sqrt(C))

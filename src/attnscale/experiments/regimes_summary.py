@@ -251,7 +251,7 @@ def local_exponent_table(table: pd.DataFrame) -> pd.DataFrame:
     """
     sims = table[(table["kind"] == "simulation") & (table["regime"] == "finite_d")]
     pts = table[(table["role"] == "point") & (table["kind"] != "simulation")]
-    rows = []
+    records = []
     for name, s in sims.groupby("series", sort=False):
         s = s.sort_values("n")
         if len(s) < 2:
@@ -267,7 +267,7 @@ def local_exponent_table(table: pd.DataFrame) -> pd.DataFrame:
 
         rel = [float(r["beta_se"]) / float(r["beta"]) for r in (lo, hi)]
         power = at("power_law", hi["n"])
-        rows.append(
+        records.append(
             {
                 "series": name,
                 "d": d,
@@ -288,4 +288,4 @@ def local_exponent_table(table: pd.DataFrame) -> pd.DataFrame:
                 "ratio_pred_power_law": at("prediction", hi["n"]) / power,
             }
         )
-    return pd.DataFrame(rows, columns=EXPONENT_COLUMNS)
+    return pd.DataFrame(records, columns=EXPONENT_COLUMNS)

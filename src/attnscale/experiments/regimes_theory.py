@@ -112,18 +112,18 @@ def _query_rows(regime, name, role, ns, na, d, rho, level, first_order_end=False
         fo += [first_order_at(L, d, rho) for _, L in ends]
         order = np.argsort(fo_n, kind="stable")
         fo_n, fo = [fo_n[i] for i in order], [fo[i] for i in order]
-    rows = _theory_rows(
+    records = _theory_rows(
         regime, name, "prediction", role, ns, finite_d_critical_beta(na, d, rho), **cols
     )
-    rows += _theory_rows(regime, name, "first_order", role, fo_n, fo, **cols)
-    rows += _theory_rows(
+    records += _theory_rows(regime, name, "first_order", role, fo_n, fo, **cols)
+    records += _theory_rows(
         regime, name, "leading", role, ns, gap_critical_beta(na, rho, level=level), **cols
     )
     if rho == 0.0 and regime == "finite_d":
-        rows += _theory_rows(
+        records += _theory_rows(
             regime, name, "power_law", role, ns, finite_d.power_law_beta(na, d), **cols
         )
-    return rows
+    return records
 
 
 def first_order_at(L: float, d: int, rho: float) -> float:
@@ -187,14 +187,14 @@ def theory_table(
     tds = [check_int("ties_d", v, minimum=3, maximum=4096) for v in np.atleast_1d(ties_d).tolist()]
     fd_rho = check_real("fd_rho", fd_rho, low=0.0, high=1.0, high_open=True)
     level = check_level(level)
-    rows: list[dict] = []
+    records: list[dict] = []
     for role, ns in (("line", line), ("point", pts)):
         na = np.array(ns, dtype=float)
         for d, tag in [(gap_d, "")] + [(v, f" d={v}") for v in tds]:
-            rows += _query_rows("gap", "gap" + tag, role, ns, na, d, gap_rho, level)
+            records += _query_rows("gap", "gap" + tag, role, ns, na, d, gap_rho, level)
             for kappa, noise in ties:
                 name = f"ties kappa={kappa:g}" + (f" noise={noise:g}" if noise > 0 else "") + tag
-                rows += _ties_rows(role, ns, na, kappa, noise, d, gap_rho, level, name)
+                records += _ties_rows(role, ns, na, kappa, noise, d, gap_rho, level, name)
         rcols = {
             "d": np.nan,
             "rho": np.nan,
@@ -210,15 +210,15 @@ def theory_table(
             ("leading", "leading"),
         ):
             b = rem_critical_beta(na, s=rem_s, level=level, method=method)
-            rows += _theory_rows("rem", "rem", kind, role, ns, b, **rcols)
-        rows += _theory_rows(
+            records += _theory_rows("rem", "rem", kind, role, ns, b, **rcols)
+        records += _theory_rows(
             "rem", "rem", "freezing", role, ns, rem_freezing_beta(na, rem_s), **rcols
         )
         for d in fds:
-            rows += _query_rows(
+            records += _query_rows(
                 "finite_d", f"finite_d d={d}", role, ns, na, d, fd_rho, level, first_order_end=True
             )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(records)
 
 
 def rem_orders(*, n, factors, s: float, level: float) -> pd.DataFrame:
@@ -253,7 +253,7 @@ def rem_orders(*, n, factors, s: float, level: float) -> pd.DataFrame:
     s = check_real("s", s, low=0.0, low_open=True)
     level = check_level(level)
     alpha_c = pd_critical_alpha(level)
-    rows = []
+    records = []
     for nv in ns:
         ln = math.log(nv)
         ex = float(rem_critical_beta(nv, s=s, level=level, method="exact"))
@@ -262,7 +262,7 @@ def rem_orders(*, n, factors, s: float, level: float) -> pd.DataFrame:
         frz = float(rem_freezing_beta(nv, s))
         for c in cs:
             b = c * frz
-            rows.append(
+            records.append(
                 {
                     "n": float(nv),
                     "s": s,
@@ -279,7 +279,7 @@ def rem_orders(*, n, factors, s: float, level: float) -> pd.DataFrame:
                     "top_weight_pd": float(pd_top_weight_mean(1.0 / c)) if c > 1.0 else 0.0,
                 }
             )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(records)
 
 
 def read_off_theory(
@@ -306,7 +306,7 @@ def read_off_theory(
     ln = math.log(n)
     g_exact = finite_d.critical_beta(n, d, rho) / ln
     g_first = finite_d.first_order_critical_beta(n, d, rho) / ln
-    rows = []
+    records = []
     for c in cos:
         k = float(ties_for_shift(n, d, rho, shift=shift, copy_cosine=float(c), level=level))
         kc = int(math.ceil(k)) if math.isfinite(k) else -1
@@ -317,7 +317,7 @@ def read_off_theory(
                 return np.nan
             return float(ties_shift(n, kk, d, rho, copy_cosine=float(c), level=level))
 
-        rows.append(
+        records.append(
             {
                 "n": n,
                 "d": d,
@@ -333,7 +333,7 @@ def read_off_theory(
                 "gamma_c": 1.0 / (1.0 - rho),
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(records)
 
 
 def theory(

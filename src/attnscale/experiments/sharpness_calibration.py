@@ -23,7 +23,7 @@ from attnscale.layer import theory
 from attnscale.layer.observables import REGISTRY
 from attnscale.layer.sampled.observables import observables_sampled
 from attnscale.layer.tokens import from_draw, gaussian_draw, mean_cosine
-from attnscale.pipeline.io import spawn_key_text, with_job_provenance_all
+from attnscale.pipeline.io import provenance_columns, with_job_provenance_all
 
 from .sharpness import OBSERVABLES
 
@@ -40,7 +40,7 @@ def experiment(n: int, d: int, rho: float, draws: int, rows: int, x, seq) -> dic
     correlation over draws)."""
     x = np.asarray(x, dtype=float)
     curves = {o: [] for o in OBSERVABLES}
-    levels = {o: [] for o in OBSERVABLES}
+    critical = {o: [] for o in OBSERVABLES}
     for child in seq.spawn(draws):
         rng = np.random.default_rng(child)
         z0, Z = gaussian_draw(n, d, rng)
@@ -50,10 +50,10 @@ def experiment(n: int, d: int, rho: float, draws: int, rows: int, x, seq) -> dic
         obs = observables_sampled(X, betas, 0.0, rows=min(rows, n), rng=rng, probes=1)
         for o in REGISTRY.values():
             curves[o.name].append(o.step(o.sampled_estimate(obs, X, "probe")[0]))
-            levels[o.name].append(o.critical(rho_hat if o.centre_per_draw else rho))
+            critical[o.name].append(o.critical(rho_hat if o.centre_per_draw else rho))
     out = {}
     for o in REGISTRY.values():
-        lv = levels[o.name]
+        lv = critical[o.name]
         centre = np.array(lv) if o.centre_per_draw else lv[0]
         out[o.name] = crossing_summary(x, np.array(curves[o.name]), centre_level=centre)
     return out
@@ -130,7 +130,7 @@ def calibration(
                     "ratio": ratio,
                     "ratio_se": float(ratio * rel),
                     "corr_mean": float(np.nanmean(corr)) if q == "width" else np.nan,
-                    "spawn_key": spawn_key_text(key),
+                    **provenance_columns(None, key, {}, only=("spawn_key",)),
                 }
             )
     return with_job_provenance_all(pd.DataFrame(out))

@@ -33,14 +33,18 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from attnscale.core.crossings import crossing_gradient, crossing_se, first_crossing
+from attnscale.core.crossings import (
+    WIDTH_FRACTIONS,
+    crossing_gradient,
+    crossing_se,
+    first_crossing,
+)
 from attnscale.core.roots import brentq
 from attnscale.layer import finite_d, theory
 from attnscale.layer.observables import REGISTRY, critical_level, get
 from attnscale.pipeline.io import with_job_provenance_all
 
 __all__ = [
-    "LEVELS",
     "KEYS",
     "curve_summary",
     "simplex_curve",
@@ -54,8 +58,6 @@ __all__ = [
     "sharpness_summary",
 ]
 
-#: The width's levels of a normalised observable [choice: 10 % and 90 % of the step].
-LEVELS = (0.1, 0.9)
 #: One curve per these keys.
 KEYS = ["d", "rho", "n"]
 
@@ -68,14 +70,14 @@ def _merge(*parts) -> dict:
     return out
 
 
-def curve_summary(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
+def curve_summary(table: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     """Mean curves: one row per ``(d, rho, n, observable, x)`` with the mean over draws, the SE of
     the mean (``max(spread, within-draw floor)``, module docstring), the mean within-draw SE, the
     number of draws, the finite-d theory (``theory_of[(d, rho, n)][observable]`` on the sorted
     grid, :func:`theory_curves`) and, for lambda, the tilt's floor
     (:func:`attnscale.layer.finite_d.lambda_floor` at the draws' mean ``rho_hat``)."""
     out = []
-    for key, g in rows.groupby(KEYS + ["x"], sort=True):
+    for key, g in table.groupby(KEYS + ["x"], sort=True):
         T = g["trial"].nunique()
         d, rho, n, x = int(key[0]), float(key[1]), int(key[2]), float(key[3])
         ref = theory_of[(d, rho, n)]
@@ -164,7 +166,7 @@ def theory_crossings(x, F, centre_level: float) -> dict:
     """Width and centre of a theory curve ``F`` on the grid ``x``, read as the simulated ones
     (the same first crossings and linear interpolation): ``{"width", "centre"}``, ``nan`` where a
     level is not crossed inside the grid."""
-    hits = [first_crossing(x, F, v) for v in (*LEVELS, centre_level)]
+    hits = [first_crossing(x, F, v) for v in (*WIDTH_FRACTIONS, centre_level)]
     width = hits[1][0] - hits[0][0] if hits[0] is not None and hits[1] is not None else np.nan
     return {"width": width, "centre": hits[2][0] if hits[2] is not None else np.nan}
 
@@ -173,10 +175,10 @@ def x10_floor(n: int, d: int, rho_hat: float) -> float:
     """Where the tilt's floor alone lifts lambda to the width's lower level:
     ``x = t_L d / ln n`` with ``t_L`` of :func:`attnscale.layer.finite_d.floor_crossing`
     (docs/long-context.md#the-width-explained)."""
-    return finite_d.floor_crossing(LEVELS[0], rho_hat) * d / np.log(n)
+    return finite_d.floor_crossing(WIDTH_FRACTIONS[0], rho_hat) * d / np.log(n)
 
 
-def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
+def transition_rows(table: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     """Width and centre of every transition: one row per ``(d, rho, n, observable)`` with the
     crossings of the 10 %, 90 % and critical levels, the width, each with its delta-method SE, the
     draws' finite-d critical point (mean and SE over draws; and unconditioned), the width and
@@ -184,7 +186,7 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
     for lambda where the tilt's floor reaches 10 % (:func:`x10_floor`), and the same width and
     centre for Paper A's finite-n simplex map."""
     out = []
-    for key, g in rows.groupby(KEYS, sort=True):
+    for key, g in table.groupby(KEYS, sort=True):
         d, rho, n = int(key[0]), float(key[1]), int(key[2])
         g = g.sort_values(["trial", "x"])
         trials = np.sort(g["trial"].unique())
@@ -215,8 +217,8 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             row = dict(base, observable=obs, level_centre=float(lv.mean()))
             got = {}
             for name, level, lvls in (
-                ("x10", LEVELS[0], np.full(T, LEVELS[0])),
-                ("x90", LEVELS[1], np.full(T, LEVELS[1])),
+                ("x10", WIDTH_FRACTIONS[0], np.full(T, WIDTH_FRACTIONS[0])),
+                ("x90", WIDTH_FRACTIONS[1], np.full(T, WIDTH_FRACTIONS[1])),
                 ("centre", float(lv.mean()), lv),
             ):
                 hit = first_crossing(x, F, level)
@@ -238,7 +240,7 @@ def transition_rows(rows: pd.DataFrame, theory_of: dict) -> pd.DataFrame:
             row["width_finite_d"] = fd["width"]
             row["centre_finite_d"] = fd["centre"]
             row["x10_floor"] = x10_floor(n, d, ref["rho_hat"]) if o.floor else np.nan
-            lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in LEVELS)
+            lo, hi = (simplex_crossing(obs, n, d, rho, v) for v in WIDTH_FRACTIONS)
             row["width_simplex"] = hi - lo
             row["centre_simplex"] = simplex_crossing(obs, n, d, rho, critical_level(obs, rho))
             out.append(row)
@@ -297,7 +299,7 @@ def sharpness_summary(*, data, finite_d_theory=None) -> dict:
         ``curves`` (:func:`curve_summary`), ``transitions`` (:func:`transition_rows`) and
         ``trends`` (:func:`local_slopes`).
     """
-    rows = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
+    table = pd.concat(data, ignore_index=True) if isinstance(data, list) else data
     need = set(
         KEYS
         + [
@@ -311,19 +313,19 @@ def sharpness_summary(*, data, finite_d_theory=None) -> dict:
         + [f"{o.name}_critical" for o in REGISTRY.values() if o.centre_per_draw]
         + [c for o in REGISTRY.values() for c in o.columns]
     )
-    missing = sorted(need - set(rows.columns))
+    missing = sorted(need - set(table.columns))
     if missing:
         raise ValueError(f"data must be tables of sharpness_curves; columns missing: {missing}")
     theory_of = {}
-    for key, g in rows.groupby(KEYS, sort=True):
+    for key, g in table.groupby(KEYS, sort=True):
         d, rho, n = int(key[0]), float(key[1]), int(key[2])
         theory_of[(d, rho, n)] = (finite_d_theory or theory_curves)(
             g, n, d, np.sort(g["x"].unique())
         )
-    transitions = transition_rows(rows, theory_of)
+    transitions = transition_rows(table, theory_of)
     return with_job_provenance_all(
         {
-            "curves": curve_summary(rows, theory_of),
+            "curves": curve_summary(table, theory_of),
             "transitions": transitions,
             "trends": local_slopes(transitions),
         }

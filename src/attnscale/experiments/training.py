@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import provenance_columns, set_provenance, with_job_provenance_all
 from attnscale.training import checkpoint, evaluate, prediction
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -112,12 +112,12 @@ def evaluate_retrieval(
         examples,
         head,
     )
-    rows, pred = [], []
+    records, pred = [], []
     for variant in [v for v in VARIANTS if TRAINED_AS[v] == trained]:
         for n in ns:
             rng = job_rng(root_seed, spawn_key("training-retrieval-test", seed, int(n)))
             m = evaluate.retrieval_metrics(params, cfg, variant, int(n), rng, examples, head)
-            rows.append({"variant": variant, "seed": seed, "n": int(n), "head": head, **m})
+            records.append({"variant": variant, "seed": seed, "n": int(n), "head": head, **m})
         prng = job_rng(root_seed, spawn_key("training-retrieval-theory", seed))
         for p in prediction.predict(
             sample["right"],
@@ -131,12 +131,12 @@ def evaluate_retrieval(
         ):
             pred.append({"variant": variant, "seed": seed, **p})
     tail = prediction.tail_length(sample["right"], sample["distractors"])
-    out = {"metrics": pd.DataFrame(rows), "prediction": pd.DataFrame(pred)}
+    out = {"metrics": pd.DataFrame(records), "prediction": pd.DataFrame(pred)}
     for df in out.values():
         df["n_train"] = cfg["n_train"]
         df["n_tail"] = tail
         df["checkpoint_sha256"] = digest
-        df["root_seed"] = str(root_seed)
+        set_provenance(df, root_seed, only=("root_seed",))
     return with_job_provenance_all(out)
 
 
@@ -185,7 +185,7 @@ def checkpoint_outputs(trained, seeds, cfg: dict, schedule, vocab: dict, variant
                 "step": curve["step"],
                 "loss": curve["loss"],
                 "checkpoint_sha256": files["config"]["files"]["model.safetensors"],
-                "root_seed": str(root_seed),
+                **provenance_columns(root_seed, None, {}, only=("root_seed",)),
             }
         )
         out.update({f"{k}_{seed}": v for k, v in files.items()})

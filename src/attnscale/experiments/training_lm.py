@@ -12,7 +12,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments.training import checkpoint_outputs
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import set_provenance, with_job_provenance_all
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -120,7 +120,7 @@ def evaluate_lm(
         )
     p64 = {k: np.asarray(v, np.float64) for k, v in params.items()}
     edges = bands(T, int(length_factor))
-    rows = []
+    records = []
     for variant in [v for v in VARIANTS if TRAINED_AS[v] == cfg["variant"]]:
         per = np.zeros(L)
         for w in range(windows):
@@ -128,7 +128,7 @@ def evaluate_lm(
             per += D.token_loss(p64, x, variant, cfg, np)[0]
         per /= windows
         for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-            rows.append(
+            records.append(
                 {
                     "variant": variant,
                     "seed": int(cfg["seed"]),
@@ -139,11 +139,11 @@ def evaluate_lm(
                     "loss": per[lo:hi].mean(),
                 }
             )
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(records)
     df["context"] = T
     df["windows"] = windows
     df["checkpoint_sha256"] = digest
-    df["root_seed"] = str(root_seed)
+    set_provenance(df, root_seed, only=("root_seed",))
     return with_job_provenance_all(df)
 
 

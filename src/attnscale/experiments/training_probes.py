@@ -18,7 +18,7 @@ import pandas as pd
 
 from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.layer.tokens import mean_cosine
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import set_provenance, with_job_provenance_all
 from attnscale.training import TrainingError, checkpoint
 from attnscale.training import decoder as D
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -41,12 +41,12 @@ __all__ = [
 MASKED = -1e30
 
 
-def causal_scores(record, h: int, rows, hi: int) -> np.ndarray:
-    """Head ``h``'s trained scores ``(m, hi)`` of the query ``rows`` on keys ``0`` to ``hi - 1``,
+def causal_scores(record, h: int, row_idx, hi: int) -> np.ndarray:
+    """Head ``h``'s trained scores ``(m, hi)`` of the query rows ``row_idx`` on keys ``0`` to ``hi - 1``,
     with the keys after each row masked (:data:`MASKED`)."""
-    rows = np.asarray(rows)
-    S = record.scores(h, rows)[:, :hi]
-    return np.where(np.arange(hi)[None, :] <= rows[:, None], S, MASKED)
+    row_idx = np.asarray(row_idx)
+    S = record.scores(h, row_idx)[:, :hi]
+    return np.where(np.arange(hi)[None, :] <= row_idx[:, None], S, MASKED)
 
 
 def band_rows(lo: int, hi: int, rows: int, rng) -> np.ndarray:
@@ -81,13 +81,13 @@ def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
     X = record.inputs
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     out = []
-    for b, rows in enumerate(rows_by_band):
+    for b, row_idx in enumerate(rows_by_band):
         hi = int(edges[b + 1])
-        rho = mean_cosine(Y[rows])
-        before = np.arange(hi)[None, :] < rows[:, None]  # the other keys a row sees
+        rho = mean_cosine(Y[row_idx])
+        before = np.arange(hi)[None, :] < row_idx[:, None]  # the other keys a row sees
         for h in range(record.q.shape[0]):
-            S = causal_scores(record, h, rows, hi)
-            res = head_curves(Y[:hi], S, rows, multipliers)
+            S = causal_scores(record, h, row_idx, hi)
+            res = head_curves(Y[:hi], S, row_idx, multipliers)
             out.append(
                 {
                     "band": b,
@@ -95,9 +95,9 @@ def probe_record(record, edges, rows_by_band, multipliers) -> list[dict]:
                     "rho_hat": rho,
                     "lambda": res["lambda"],
                     "lambda_inf": res["lambda_inf"],
-                    "s_self": float(S[np.arange(rows.size), rows].mean()),
-                    "s_cross": float((np.where(before, S, 0.0).sum(1) / rows).mean()),
-                    "n_keys": float((rows + 1).mean()),
+                    "s_self": float(S[np.arange(row_idx.size), row_idx].mean()),
+                    "s_cross": float((np.where(before, S, 0.0).sum(1) / row_idx).mean()),
+                    "n_keys": float((row_idx + 1).mean()),
                 }
             )
     return out
@@ -195,7 +195,7 @@ def probe_lm(
         df["n_train"] = T
         df["windows"] = len(wins)
         df["checkpoint_sha256"] = digest
-        df["root_seed"] = str(root_seed)
+        set_provenance(df, root_seed, only=("root_seed",))
     learned = cfg["variant"] == "learned"
     out["heads"]["learned_factor"] = [
         float(params[f"{r.layer}.s"][r.head]) * np.log(T) * np.sqrt(cfg["d"] // cfg["heads"])
@@ -223,7 +223,7 @@ def summarise_probes(*, heads: list, curves: list) -> dict:
     heads whose lambda crosses the critical level, the median s* and the median and quartiles
     of the ratio, per definition (``summary``); the curves, concatenated (``curves``)."""
     H = _ratios(pd.concat(heads, ignore_index=True))
-    rows = []
+    records = []
     for (v, b), g in H.groupby(["variant", "band"], sort=False):
         r = {"variant": v, "band": int(b), "lo": int(g["lo"].iloc[0]), "hi": int(g["hi"].iloc[0])}
         r["n_mid"] = float(np.sqrt((max(r["lo"], 1) + 1) * r["hi"]))
@@ -235,8 +235,8 @@ def summarise_probes(*, heads: list, curves: list) -> dict:
             for lab, p in (("q25", 0.25), ("median", 0.5), ("q75", 0.75)):
                 r[f"ratio_{name}_{lab}"] = float(q.quantile(p)) if len(q) else np.nan
         r["learned_factor"] = float(g["learned_factor"].median())
-        rows.append(r)
-    S = pd.DataFrame(rows)
+        records.append(r)
+    S = pd.DataFrame(records)
     order = {v: i for i, v in enumerate(VARIANTS)}
     S = S.sort_values(["variant", "band"], key=lambda c: c.map(order) if c.name == "variant" else c)
     S["seeds"] = H["seed"].nunique()

@@ -26,7 +26,7 @@ from attnscale.core.seeding import job_rng, spawn_key
 from attnscale.experiments.training_probes import critical_multipliers, effective_multiplier
 from attnscale.layer.dense.attention import softmax_rows
 from attnscale.layer.tokens import mean_cosine
-from attnscale.pipeline.io import with_job_provenance_all
+from attnscale.pipeline.io import set_provenance, with_job_provenance_all
 from attnscale.training import checkpoint
 from attnscale.training import retrieval as R
 from attnscale.training.scaling import TRAINED_AS, VARIANTS
@@ -108,15 +108,15 @@ def probe_context(params, cfg, variant, b, multipliers) -> list[dict]:
 def _head_rows(acc, ms, key, n, rho):
     """One row per head from the contexts' records ``acc[h]``: means over contexts, s* per
     definition at the checkpoint's pooled ``rho`` and the effective-score critical multiplier."""
-    rows = []
+    records = []
     for h, rs in sorted(acc.items()):
         lam = np.mean([r["lambda"] for r in rs], axis=0)
         r = {k: float(np.mean([x[k] for x in rs])) for k in AVERAGED}
         r["rho_pooled"] = rho
         r.update(critical_multipliers(ms, lam, r["lambda_inf"], rho))
         r["s_eff"] = effective_multiplier(r["s_self"], r["s_cross"], n)
-        rows.append({**key, "head": h, **r, "lambda": lam})
-    return rows
+        records.append({**key, "head": h, **r, "lambda": lam})
+    return records
 
 
 def probe_checkpoint(params, cfg, ns, contexts, rows, ms, root_seed) -> tuple[list, list]:
@@ -177,7 +177,7 @@ def probe_retrieval(*, weights, variant, seeds, ns, contexts, rows, multipliers,
             df["n_train"] = int(cfg["n_train"])
             df["contexts"] = int(contexts)
             df["checkpoint_sha256"] = digest
-            df["root_seed"] = str(root_seed)
+            set_provenance(df, root_seed, only=("root_seed",))
         heads.append(H)
         curves.append(C)
     return with_job_provenance_all(
@@ -213,7 +213,7 @@ def _per_seed(H: pd.DataFrame) -> pd.DataFrame:
         H[f"crossing_{name}"] = H[col].notna().astype(float)
     H["ratio_eff"] = H["s_eff"].to_numpy() / ref["s_eff"].reindex(idx).to_numpy()
     best = {k: g["weight_right"].idxmax()[2] for k, g in ref.groupby(level=["variant", "seed"])}
-    rows = []
+    records = []
     for (v, seed, n), g in H.groupby(["variant", "seed", "n"], sort=True):
         top = g[g["head"] == best.get((v, seed), -1)]
         r = {"variant": v, "seed": seed, "n": n, "head": best.get((v, seed), -1)}
@@ -221,15 +221,15 @@ def _per_seed(H: pd.DataFrame) -> pd.DataFrame:
             r[c] = float(top[c].iloc[0]) if len(top) else np.nan
             agg = g[c].mean() if c.startswith("crossing") else g[c].median()
             r[f"{c}_heads"] = float(agg) if g[c].notna().any() else np.nan
-        rows.append(r)
-    return pd.DataFrame(rows)
+        records.append(r)
+    return pd.DataFrame(records)
 
 
 def _over_seeds(P: pd.DataFrame, cols: list) -> pd.DataFrame:
     """Per variant and n, each statistic's mean over the seeds where it is defined (s* is not
     where lambda does not cross), its SE over them (``ddof = 1``; ``nan`` for one) and their
     number (``*_seeds``)."""
-    rows = []
+    records = []
     for (v, n), g in P.groupby(["variant", "n"], sort=False):
         r = {"variant": v, "n": n, "seeds": g["seed"].nunique()}
         for c in cols:
@@ -238,8 +238,8 @@ def _over_seeds(P: pd.DataFrame, cols: list) -> pd.DataFrame:
             r[c] = x.mean() if x.size else np.nan
             r[f"{c}_se"] = x.std(ddof=1) / np.sqrt(x.size) if x.size > 1 else np.nan
             r[f"{c}_seeds"] = x.size
-        rows.append(r)
-    return pd.DataFrame(rows)
+        records.append(r)
+    return pd.DataFrame(records)
 
 
 def summarise_retrieval_probes(*, heads: list, curves: list, lm_heads: pd.DataFrame) -> dict:

@@ -15,13 +15,13 @@ import numpy as np
 from attnscale.transformer import bootstrap, probes
 from attnscale.transformer.library import first_crossing
 
-__all__ = ["WIDTH_LEVELS", "CURVES", "s_star_array", "width_array", "estimates", "layer_rows"]
+__all__ = ["WIDTH_QUARTILES", "CURVES", "s_star_array", "width_array", "estimates", "layer_rows"]
 
 #: The levels of a transition's width, as fractions of the step [choice: a quarter and three
 #: quarters; the finite-d mean field's lambda has a floor above 10 % at short windows
 #: (docs/long-context.md#the-width-explained), so the sharpness study's 10 % and 90 % would
 #: leave the theory's width undefined there].
-WIDTH_LEVELS = (0.25, 0.75)
+WIDTH_QUARTILES = (0.25, 0.75)
 
 #: The curve sets of a window length: name -> (curve key, limit key, divided by the limit?).
 #: ``band_*``: per position band (:func:`attnscale.transformer.probes.band_masks`);
@@ -49,7 +49,7 @@ def s_star_array(ms, lam, inf, rho, normalise: bool) -> np.ndarray:
 
 def width_array(ms, lam, inf) -> np.ndarray:
     """The transition's width in ``ln s`` of every curve ``lam / inf``: ``ln s_hi - ln s_lo``,
-    the first upward crossings of :data:`WIDTH_LEVELS`; ``nan`` where one is missing."""
+    the first upward crossings of :data:`WIDTH_QUARTILES`; ``nan`` where one is missing."""
     lam = np.asarray(lam, dtype=np.float64)
     shape = lam.shape[:-1]
     inf = np.broadcast_to(inf, shape)
@@ -57,7 +57,7 @@ def width_array(ms, lam, inf) -> np.ndarray:
     for i in np.ndindex(shape):
         if not (np.isfinite(inf[i]) and inf[i] > 0 and np.isfinite(lam[i]).all()):
             continue
-        lo, hi = (first_crossing(ms, lam[i] / inf[i], v, log_x=True) for v in WIDTH_LEVELS)
+        lo, hi = (first_crossing(ms, lam[i] / inf[i], v, log_x=True) for v in WIDTH_QUARTILES)
         if lo is not None and hi is not None:
             out[i] = np.log(hi.x) - np.log(lo.x)
     return out
@@ -117,7 +117,7 @@ def layer_rows(est, boot, ref_est, ref_boot, never, log_rule: float) -> list[dic
     (``ref_est``, ``ref_boot``): the median ratio ``s*(n)/s*(n_ref)`` over heads crossing at both
     and the count of heads closer (in ln) to a constant s* than to the ``log_rule`` factor."""
     L = est.shape[0]
-    rows = []
+    records = []
     for ly in [*range(L), -1]:
         sel = slice(None) if ly < 0 else slice(ly, ly + 1)
         e, b, nv = est[sel].ravel(), boot[:, sel].reshape(boot.shape[0], -1), never[sel].ravel()
@@ -131,7 +131,7 @@ def layer_rows(est, boot, ref_est, ref_boot, never, log_rule: float) -> list[dic
             rmed_b = [
                 np.median(r[np.isfinite(r)]) if np.isfinite(r).any() else np.nan for r in ratio_b
             ]
-            rows.append(
+            records.append(
                 {
                     "layer": ly,
                     "heads": e.size,
@@ -150,4 +150,4 @@ def layer_rows(est, boot, ref_est, ref_boot, never, log_rule: float) -> list[dic
                     "closer_to_constant_se": _sd([closer(r[np.isfinite(r)]) for r in ratio_b]),
                 }
             )
-    return rows
+    return records

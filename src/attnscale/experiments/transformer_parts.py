@@ -64,7 +64,7 @@ def part_calibration(*, heads: list, parts: int, block: int, resamples: int, roo
     """Part of rule ``transformer_summary``'s entry (``part_calibration.csv``): per n, quantity and layer (``layer = -1``:
     all heads), the median over heads of (mean bootstrap SE over parts) / (SD of the estimate
     over parts), with the heads used (those finite in every part)."""
-    rows = []
+    records = []
     for run in sorted(heads, key=lambda r: int(r["n"])):
         n = int(run["n"])
         rng = job_rng(root_seed, spawn_key(PARTS_KEY, n))
@@ -78,7 +78,7 @@ def part_calibration(*, heads: list, parts: int, block: int, resamples: int, roo
             ok &= np.isfinite(ratio)
             for ly in [*range(v.shape[1]), -1]:
                 sel = ok if ly < 0 else ok & (np.arange(v.shape[1]) == ly)[:, None]
-                rows.append(
+                records.append(
                     {
                         "n": n,
                         "quantity": q,
@@ -90,4 +90,4 @@ def part_calibration(*, heads: list, parts: int, block: int, resamples: int, roo
                     }
                 )
     prov = provenance_columns(root_seed, spawn_key(PARTS_KEY), {"parts": parts, "block": block})
-    return pd.DataFrame(rows).assign(**prov)
+    return pd.DataFrame(records).assign(**prov)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from attnscale.pipeline.io import provenance_columns
 from attnscale.transformer import bootstrap, probes
-from attnscale.transformer.library import critical_level, first_crossing, job_rng, spawn_key
+from attnscale.transformer.library import critical_level, crossing_x, job_rng, spawn_key
 
 from . import transformer_definitions as tdef
 from .transformer_parts import COLUMNS as PART_COLUMNS
@@ -34,10 +34,6 @@ DESCRIPTORS = (
     "lambda_inf",
     "lambda_text_inf",
 )
-
-
-def _x(hit) -> float:
-    return float("nan") if hit is None else hit.x
 
 
 def _finite_se(samples):
@@ -71,7 +67,7 @@ def head_table(run, est, boot, n_train: int, block: int, resamples: int, rng) ->
     lam, sw = run["lambda"], run["self_weight"]
     W, L, H, K = lam.shape
     lam_m, sw_m, rho_m = lam.mean(0), sw.mean(0), run["rho_hat"].mean(0)
-    half = lambda v: _x(first_crossing(ms, v, 0.5, log_x=True))  # noqa: E731
+    half = lambda v: crossing_x(ms, v, 0.5, log_x=True)  # noqa: E731
     s_half = np.apply_along_axis(half, -1, sw_m)
     se_half, frac_half = _finite_se(
         bootstrap.block_bootstrap(
@@ -101,9 +97,7 @@ def head_table(run, est, boot, n_train: int, block: int, resamples: int, rng) ->
             row[col], row[f"{col}_se"] = est[name][ly, h], ses[name][0][ly, h]
         row.update(s_half=s_half[ly, h], s_half_se=se_half[ly, h], s_half_found=frac_half[ly, h])
         row.update(s_half_eff=half_eff, s_half_fluct=half_fl)
-        row["s_star_eff"] = _x(
-            first_crossing(ms, lam_eff, critical_level("lambda", rho_m[ly]), log_x=True)
-        )
+        row["s_star_eff"] = crossing_x(ms, lam_eff, critical_level("lambda", rho_m[ly]), log_x=True)
         row.update(lambda_1=lam_m[ly, h, k1], lambda_1_se=lam_se[ly, h, k1])
         row.update(lambda_ratio_1=ratio_m[ly, h, k1], self_weight_1=sw_m[ly, h, k1])
         row.update(lambda_ratio_first=ratio_m[ly, h, 0], lambda_ratio_last=ratio_m[ly, h, -1])
@@ -144,7 +138,7 @@ def _layer_curve_rows(run, n_train: int, block: int, resamples: int, rng) -> tup
     lay_se = bootstrap.bootstrap_se(lay, block, resamples, rng)
     lay_r_se = bootstrap.bootstrap_se(lay_r, block, resamples, rng)
     rho_m = run["rho_hat"].mean(0)
-    rows = [
+    records = [
         {
             "n": n,
             "layer": ly,
@@ -161,21 +155,21 @@ def _layer_curve_rows(run, n_train: int, block: int, resamples: int, rng) -> tup
     ]
     k1 = int(np.argmin(np.abs(np.log(ms))))
     x = lay[:, :, k1].mean(axis=1)
-    return rows, (float(np.corrcoef(x[:-1], x[1:])[0, 1]) if W > 2 else None)
+    return records, (float(np.corrcoef(x[:-1], x[1:])[0, 1]) if W > 2 else None)
 
 
 def definition_table(per_n: dict, n_ref: int) -> list[dict]:
     """``definitions.csv``: per window length, definition (and the width) and layer, the rows of
     :func:`attnscale.experiments.transformer_definitions.layer_rows` against ``n_ref``."""
-    rows = []
+    records = []
     ref = per_n[n_ref]
     for n, (run, est, boot) in per_n.items():
         rule = float(np.log(n) / np.log(n_ref))
         for name in (*probes.DEFINITIONS, "width"):
             never = never_array(run, name) if name != "width" else np.zeros(est[name].shape, bool)
             got = tdef.layer_rows(est[name], boot[name], ref[1][name], ref[2][name], never, rule)
-            rows += [{"n": n, "definition": name, "log_rule": rule, **r} for r in got]
-    return rows
+            records += [{"n": n, "definition": name, "log_rule": rule, **r} for r in got]
+    return records
 
 
 def position_table(per_n: dict, n_ref: int, position_band: int) -> list[dict]:
@@ -183,7 +177,7 @@ def position_table(per_n: dict, n_ref: int, position_band: int) -> list[dict]:
     s* on the query rows of each position band (``band`` 0, 1, ...: relative to n, the longest n
     only) and of the fixed band of positions ``1`` to ``position_band`` (``band = -1``: every n),
     with the ratio to the same band at ``n_ref`` (fixed band) or to the first band (bands)."""
-    rows = []
+    records = []
     n_max = max(per_n)
     ref = per_n[n_ref]
     for n, (run, est, boot) in per_n.items():
@@ -193,7 +187,7 @@ def position_table(per_n: dict, n_ref: int, position_band: int) -> list[dict]:
             got = tdef.layer_rows(
                 est[key], boot[key], ref[1][key], ref[2][key], never_array(run, key), rule
             )
-            rows += [
+            records += [
                 {"n": n, "definition": dfn, "band": -1, "first": 1, "last": position_band, **r}
                 for r in got
             ]
@@ -210,11 +204,11 @@ def position_table(per_n: dict, n_ref: int, position_band: int) -> list[dict]:
                     e, bt, est[key][..., 0], boot[key][..., 0], never[..., b], 1.0
                 )
                 first, last = int(np.ceil(edges[b])), int(np.ceil(edges[b + 1])) - 1
-                rows += [
+                records += [
                     {"n": n, "definition": dfn, "band": b, "first": first, "last": last, **r}
                     for r in got
                 ]
-    return rows
+    return records
 
 
 def _global_rows(g, block: int, resamples: int, rng) -> list[dict]:
@@ -226,11 +220,11 @@ def _global_rows(g, block: int, resamples: int, rng) -> list[dict]:
     g_se = bootstrap.bootstrap_se(g_lam, block, resamples, rng)
     r_se = bootstrap.bootstrap_se(g["rho_hat"], block, resamples, rng)
     sw_g = g["self_weight"].mean(axis=3)
-    rows = []
+    records = []
     for j, s in enumerate(gms):
         for ly in range(g_lam.shape[2]):
             rho = g["rho_hat"][:, j, ly].mean()
-            rows.append(
+            records.append(
                 {
                     "n": int(g["n"]),
                     "s": s,
@@ -244,16 +238,16 @@ def _global_rows(g, block: int, resamples: int, rng) -> list[dict]:
                     "critical_lambda": critical_level("lambda", rho),
                 }
             )
-    return rows
+    return records
 
 
 def _calibration_rows(W0: int, lag1: list, block: int, resamples: int, replicates: int, rng):
     """The block bootstrap on generated AR(1) series of ``W0`` windows (``bootstrap_calibration.csv``)."""
-    rows = []
+    records = []
     phis = sorted({0.0, 0.3, round(float(np.clip(np.nanmean(lag1), 0.0, 0.9)), 3) if lag1 else 0.0})
     for phi in phis:
         se, true, cover = bootstrap.ar1_calibration(W0, phi, block, resamples // 2, replicates, rng)
-        rows.append(
+        records.append(
             {
                 "windows": W0,
                 "block": block,
@@ -266,7 +260,7 @@ def _calibration_rows(W0: int, lag1: list, block: int, resamples: int, replicate
                 "measured_lag1": float(np.nanmean(lag1)) if lag1 else np.nan,
             }
         )
-    return rows
+    return records
 
 
 def summaries(

@@ -3,7 +3,7 @@ docs/real-transformer.md#the-width-against-the-theory).
 
 The head's width is ``ln s_0.75 - ln s_0.25`` of ``lambda(s) / lambda(inf)`` (column ``width``
 of ``heads.csv``); the theory's, ``ln beta_0.75 - ln beta_0.25`` of lambda at the same levels
-(:data:`attnscale.experiments.transformer_definitions.WIDTH_LEVELS`), for the finite-d mean field
+(:data:`attnscale.experiments.transformer_definitions.WIDTH_QUARTILES`), for the finite-d mean field
 (:func:`attnscale.layer.finite_d.mean_field`, ``alpha = 0``) and the finite-n simplex map
 (:func:`attnscale.experiments.sharpness_summary.simplex_crossing`), at the layer's ``rho_hat``
 and ``n``. Multiplying the scores by ``s`` is multiplying ``beta`` by ``s``, so widths in
@@ -22,7 +22,7 @@ from attnscale.layer.observables import critical_level
 from attnscale.pipeline.io import provenance_columns
 
 from .sharpness_summary import simplex_crossing
-from .transformer_definitions import WIDTH_LEVELS as LEVELS
+from .transformer_definitions import WIDTH_QUARTILES
 
 __all__ = ["mean_field_levels", "simplex_levels", "widths"]
 
@@ -36,8 +36,8 @@ def simplex_levels(n: int, d: int, rho: float) -> list[float]:
     """``ln beta`` where the finite-n simplex lambda crosses the width's two levels and the critical level
     (its centre)."""
     scale = theory.gamma_c(rho) * np.log(n)
-    levels = (*LEVELS, critical_level("lambda", rho))
-    return [float(np.log(simplex_crossing("lambda", n, d, rho, v) * scale)) for v in levels]
+    values = (*WIDTH_QUARTILES, critical_level("lambda", rho))
+    return [float(np.log(simplex_crossing("lambda", n, d, rho, v) * scale)) for v in values]
 
 
 def _bracketed_root(f, x0: float) -> float:
@@ -66,7 +66,8 @@ def mean_field_levels(n: int, d: int, rho: float) -> list[float]:
         return float(finite_d.mean_field(n, d, rho, [np.exp(lb)])["lambda"][0])
 
     return [
-        _bracketed_root(lambda x, v=v: lam(x) - v, x0) for v, x0 in zip(LEVELS, sx, strict=False)
+        _bracketed_root(lambda x, v=v: lam(x) - v, x0)
+        for v, x0 in zip(WIDTH_QUARTILES, sx, strict=False)
     ]
 
 
@@ -80,7 +81,7 @@ def widths(
     theory's widths in ``ln beta`` (and the simplex's centre)."""
     H = heads[heads["n"] == n]
     D = definitions[(definitions["n"] == n) & (definitions["definition"] == "width")]
-    rows = []
+    records = []
     for ly, g in H.groupby("layer"):
         rho = float(g["rho_hat"].iloc[0])
         m = D[D["layer"] == ly].iloc[0]
@@ -88,7 +89,7 @@ def widths(
         for which in ("d_model", "d_head"):
             d = int(g[which].iloc[0])
             mf = mean_field_levels(n, d, rho)
-            rows.append(
+            records.append(
                 {
                     "n": n,
                     "layer": int(ly),
@@ -104,7 +105,7 @@ def widths(
                     "centre_simplex": sx[2],
                 }
             )
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(records)
     out["over_mean_field"] = out["width"] / out["width_mean_field"]
     out["over_simplex"] = out["width"] / out["width_simplex"]
     return out.assign(**provenance_columns(root_seed, (n,), {"n": int(n)}))

@@ -36,8 +36,8 @@ def _n_colours(ns) -> dict:
     return {n: cmap(0.9 * k / max(1, len(ns) - 1)) for k, n in enumerate(ns)}
 
 
-def _limit_step(ax, level: float) -> None:
-    """Paper A's n -> inf limit of a normalised observable: 0 below x = 1, ``level`` at it, 1 above."""
+def _limit_step(ax, critical: float) -> None:
+    """Paper A's n -> inf limit of a normalised observable: 0 below x = 1, ``critical`` (its critical level) at it, 1 above."""
     ax.plot(
         [0.0, 1.0, 1.0, 10.0],
         [0.0, 0.0, 1.0, 1.0],
@@ -46,7 +46,7 @@ def _limit_step(ax, level: float) -> None:
         lw=1.0,
         label=r"$n\to\infty$ [Paper A]",
     )
-    ax.plot([1.0], [level], "o", mfc="white", mec="k", ms=4)
+    ax.plot([1.0], [critical], "o", mfc="white", mec="k", ms=4)
 
 
 def _curves(ax, cur, tra, obs, ns, colours, rho, d):
@@ -82,8 +82,8 @@ def _curves(ax, cur, tra, obs, ns, colours, rho, d):
     if REGISTRY[obs].floor and not sub.empty:
         c = sub[sub["n"] == sub["n"].max()].sort_values("x")
         ax.plot(c["x"], c["tilt_floor"], ":", color="k", lw=1.3, label="tilt's floor, largest n")
-    level = critical_level(obs, rho)
-    _limit_step(ax, level)
+    critical = critical_level(obs, rho)
+    _limit_step(ax, critical)
     ax.set_ylim(-0.03, 1.05)
 
 

@@ -32,22 +32,22 @@ def blas_threads() -> int:
     return max(1, min(counts, default=1))
 
 
-def tile_threads(rows: int, cols: int) -> int:
-    """Threads for the element-wise passes of ``rows x cols`` tiles: :func:`blas_threads` from
+def tile_threads(n_rows: int, n_cols: int) -> int:
+    """Threads for the element-wise passes of ``n_rows x n_cols`` tiles: :func:`blas_threads` from
     :data:`THREADED_ENTRIES` entries on, else 1."""
-    return blas_threads() if rows * cols >= THREADED_ENTRIES else 1
+    return blas_threads() if n_rows * n_cols >= THREADED_ENTRIES else 1
 
 
-def split_rows(fn, rows: int, cols: int, threads: int) -> None:
-    """Call ``fn(r0, r1)`` on ``threads`` consecutive row slices of a ``rows x cols`` tile in the
+def split_rows(fn, n_rows: int, n_cols: int, threads: int) -> None:
+    """Call ``fn(r0, r1)`` on ``threads`` consecutive row slices of an ``n_rows x n_cols`` tile in the
     shared thread pool; a small tile (under :data:`THREADED_ENTRIES` entries or fewer than two
     rows per thread), or one thread, runs as one slice in this thread."""
-    if threads <= 1 or rows < 2 * threads or rows * cols < THREADED_ENTRIES:
-        fn(0, rows)
+    if threads <= 1 or n_rows < 2 * threads or n_rows * n_cols < THREADED_ENTRIES:
+        fn(0, n_rows)
         return
     if threads not in _POOL:
         _POOL[threads] = ThreadPoolExecutor(threads, thread_name_prefix="attnscale-rows")
-    cuts = np.linspace(0, rows, threads + 1).astype(int)
+    cuts = np.linspace(0, n_rows, threads + 1).astype(int)
     jobs = [_POOL[threads].submit(fn, int(a), int(b)) for a, b in pairwise(cuts)]
     for job in jobs:
         job.result()

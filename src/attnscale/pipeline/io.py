@@ -26,6 +26,7 @@ __all__ = [
     "git_commit",
     "provenance",
     "provenance_columns",
+    "set_provenance",
     "provenance_arrays",
     "job_context",
     "job_provenance",
@@ -34,6 +35,9 @@ __all__ = [
     "recorded_seeds",
     "PROVENANCE_COLUMNS",
     "provenance_of",
+    "PROVENANCE_JOINED",
+    "joined_text",
+    "provenance_aggregations",
     "spawn_key_text",
     "SPAWN_KEY_PATTERN",
     "save_npz",
@@ -148,7 +152,12 @@ def provenance(root_seed: int | None, key, params: dict) -> dict:
 
 
 def provenance_columns(
-    root_seed: int | None, key, params: dict, *, contexts: int | None = None
+    root_seed: int | None,
+    key,
+    params: dict,
+    *,
+    contexts: int | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> dict:
     """:func:`provenance` as table columns: the one place every table's provenance columns are
     written (docs/pipeline.md#reliability-and-provenance).
@@ -157,7 +166,9 @@ def provenance_columns(
     (``"17-3-0"``); several keys (``key`` a list of keys) joined with ``;``; a key prefix whose
     last id runs over ``contexts`` rows (``contexts`` given) as ``<prefix>-{0..contexts-1}``.
     A table computed without random draws (``root_seed`` and ``key`` both ``None``) has no
-    ``root_seed`` or ``spawn_key`` column.
+    ``root_seed`` or ``spawn_key`` column. ``only`` (names among :data:`PROVENANCE_COLUMNS`)
+    keeps those columns alone: for a table whose other provenance columns
+    :func:`with_job_provenance` appends (a per-row ``spawn_key`` beside the job's columns).
     """
     p = provenance(root_seed, None, params)
     out = {}
@@ -167,7 +178,20 @@ def provenance_columns(
     out["params_hash"] = p["params_hash"]
     out["attnscale_version"] = p["attnscale_version"]
     out["git_commit"] = p["git_commit"]
+    if only is not None:
+        unknown = set(only) - set(PROVENANCE_COLUMNS)
+        if unknown:
+            raise ValueError(f"only: {sorted(unknown)} not among {PROVENANCE_COLUMNS}")
+        out = {k: v for k, v in out.items() if k in only}
     return out
+
+
+def set_provenance(df, root_seed: int | None, key=None, params=None, *, only) -> None:
+    """Set the provenance columns ``only`` of :func:`provenance_columns` on the table ``df`` in
+    place (new columns go last): for a table an entry function builds column by column
+    (docs/pipeline.md#reliability-and-provenance)."""
+    for col, value in provenance_columns(root_seed, key, params or {}, only=only).items():
+        df[col] = value
 
 
 #: The provenance columns of a results table, in their order (:func:`provenance_columns`).
@@ -261,11 +285,41 @@ def recorded_seeds(*inputs) -> list[str]:
     return sorted(seeds)
 
 
-def provenance_of(table) -> dict:
+#: The name a summary gives a provenance column whose values over several draws it joins.
+PROVENANCE_JOINED = {"spawn_key": "spawn_keys", "params_hash": "params_hashes"}
+
+
+def joined_text(values) -> str:
+    """The distinct values of a provenance column, as text, sorted and joined with ``;``."""
+    return ";".join(sorted(set(map(str, values))))
+
+
+def provenance_of(table, joined=()) -> dict:
     """The provenance columns a summary row carries over from the per-draw rows ``table`` it
-    reduces: the first row's value of each of :data:`PROVENANCE_COLUMNS` the table has (the one
-    place such a copy is written, docs/pipeline.md#reliability-and-provenance)."""
-    return {c: table[c].iloc[0] for c in PROVENANCE_COLUMNS if c in table.columns}
+    reduces: the first row's value of each of :data:`PROVENANCE_COLUMNS` the table has, or, for
+    the columns named in ``joined``, all their values (:func:`joined_text`) under the names of
+    :data:`PROVENANCE_JOINED` (the one place such a copy is written,
+    docs/pipeline.md#reliability-and-provenance)."""
+    return {
+        PROVENANCE_JOINED.get(c, c) if c in joined else c: (
+            joined_text(table[c]) if c in joined else table[c].iloc[0]
+        )
+        for c in PROVENANCE_COLUMNS
+        if c in table.columns
+    }
+
+
+def provenance_aggregations(joined=("spawn_key",)) -> dict:
+    """:func:`provenance_of` as named aggregations for ``DataFrame.groupby(...).agg``: each
+    provenance column's first value per group (``"first"``: its first non-missing one), the
+    columns in ``joined`` all values joined (docs/pipeline.md#reliability-and-provenance)."""
+    return {
+        PROVENANCE_JOINED.get(c, c) if c in joined else c: (
+            c,
+            joined_text if c in joined else "first",
+        )
+        for c in PROVENANCE_COLUMNS
+    }
 
 
 def spawn_key_text(key, contexts: int | None = None) -> str | None:

@@ -370,11 +370,11 @@ def top_weight_from_d2q(
 
         return keys_jax.top_weight_from_d2q(D, betas, max_entries)
     out = np.empty((T.shape[0], betas.size))
-    rows = max(1, int(max_entries) // max(1, T.shape[1]))
-    for s in range(0, T.shape[0], rows):
-        blk = D[s : s + rows]
+    block_rows = max(1, int(max_entries) // max(1, T.shape[1]))
+    for s in range(0, T.shape[0], block_rows):
+        blk = D[s : s + block_rows]
         for j, b in enumerate(betas):
-            out[s : s + rows, j] = 1.0 / np.exp(-b * blk).sum(axis=1)
+            out[s : s + block_rows, j] = 1.0 / np.exp(-b * blk).sum(axis=1)
     return out
 
 
@@ -419,13 +419,13 @@ def attention_output(
         from attnscale.sphere import keys_jax
 
         return keys_jax.attention_output(Q, K, beta, block_entries)
-    rows = max(1, block_entries // K.shape[0])
+    block_rows = max(1, block_entries // K.shape[0])
     out = np.empty_like(Q)
-    for s in range(0, Q.shape[0], rows):
-        S = Q[s : s + rows] @ K.T
+    for s in range(0, Q.shape[0], block_rows):
+        S = Q[s : s + block_rows] @ K.T
         S -= S.max(axis=1, keepdims=True)
         E = np.exp(beta * S, out=S)
-        out[s : s + rows] = (E @ K) / E.sum(axis=1, keepdims=True)
+        out[s : s + block_rows] = (E @ K) / E.sum(axis=1, keepdims=True)
     return out
 
 

@@ -50,12 +50,12 @@ def top_weight_from_d2q(D, betas, max_entries: int | None = None) -> np.ndarray:
     trials, n = D.shape
     if max_entries is None:
         max_entries = max(n, memory_budget()[0] // (8 * (betas.size + 2)))
-    rows = int(max(1, min(trials, int(max_entries) // max(1, n))))
+    block_rows = int(max(1, min(trials, int(max_entries) // max(1, n))))
     out = np.empty((trials, betas.size))
     bd = jnp.asarray(betas)
-    for s in range(0, trials, rows):
-        blk = D[s : s + rows]
-        pad = np.pad(blk, ((0, rows - blk.shape[0]), (0, 0)))  # one compiled shape
+    for s in range(0, trials, block_rows):
+        blk = D[s : s + block_rows]
+        pad = np.pad(blk, ((0, block_rows - blk.shape[0]), (0, 0)))  # one compiled shape
         out[s : s + blk.shape[0]] = np.asarray(_top_block(jnp.asarray(pad), bd))[: blk.shape[0]]
     return out
 
@@ -101,12 +101,12 @@ def attention_output(Q, K, beta: float, block_entries: int | None = None) -> np.
     """
     if block_entries is None:
         block_entries = max(K.shape[0], memory_budget()[0] // (8 * 3))
-    rows = int(max(1, min(Q.shape[0], block_entries // K.shape[0])))
+    block_rows = int(max(1, min(Q.shape[0], block_entries // K.shape[0])))
     Kd = jnp.asarray(K)
     out = np.empty_like(Q)
-    for s in range(0, Q.shape[0], rows):
-        blk = Q[s : s + rows]
-        pad = np.pad(blk, ((0, rows - blk.shape[0]), (0, 0)), constant_values=1.0)
+    for s in range(0, Q.shape[0], block_rows):
+        blk = Q[s : s + block_rows]
+        pad = np.pad(blk, ((0, block_rows - blk.shape[0]), (0, 0)), constant_values=1.0)
         out[s : s + blk.shape[0]] = np.asarray(_attention_block(jnp.asarray(pad), Kd, beta))[
             : blk.shape[0]
         ]

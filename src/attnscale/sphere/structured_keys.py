@@ -147,10 +147,10 @@ def sample_d2q_cap(
     a = (k - 1) / 2
     p = float(d2q_cdf(t_c, k))
     if p > 0.25 or t_c >= 2.0:
-        rows = max(1, 2**22 // n)
+        block_rows = max(1, 2**22 // n)
         Ts, owners = [], []
-        for s in range(0, size, rows):
-            m = min(rows, size - s)
+        for s in range(0, size, block_rows):
+            m = min(block_rows, size - s)
             T = 2.0 * rng.beta(a, a, size=(m, n))
             keep = T <= t_c
             Ts.append(T[keep])

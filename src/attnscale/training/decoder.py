@@ -43,9 +43,9 @@ class Record:
     probs: np.ndarray | None
     multiplier: float
 
-    def scores(self, h: int, rows=None) -> np.ndarray:
+    def scores(self, h: int, row_idx=None) -> np.ndarray:
         """Head ``h``'s scores at the trained scale, ``q_i . k_j / sqrt(d_head)``."""
-        q = self.q[h] if rows is None else self.q[h][rows]
+        q = self.q[h] if row_idx is None else self.q[h][row_idx]
         return (q @ self.k[h].T) / np.sqrt(self.q.shape[2])
 
 

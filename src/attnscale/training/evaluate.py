@@ -18,11 +18,11 @@ __all__ = ["retrieval_head", "retrieval_metrics", "score_sample"]
 
 def _per_head(params, b, variant, cfg):
     logits, w, z = R.forward(params, b, variant, cfg, np, with_scores=True)
-    rows = np.arange(len(b["target"]))
-    right = w[rows, :, b["position"]]  # (B, H)
-    zr = z[rows, :, b["position"]]
+    row_idx = np.arange(len(b["target"]))
+    right = w[row_idx, :, b["position"]]  # (B, H)
+    zr = z[row_idx, :, b["position"]]
     zd = z.copy()
-    zd[rows, :, b["position"]] = -np.inf
+    zd[row_idx, :, b["position"]] = -np.inf
     gap = zr - zd.max(axis=-1)
     ent = -(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0)).sum(axis=-1)
     correct = logits.argmax(axis=-1) == b["target"]
@@ -60,8 +60,8 @@ def score_sample(params, cfg, rng, examples, head) -> dict:
     b = R.batch(rng, examples, cfg["n_train"], cfg)
     _, raw = R.scores(p64, b, "plain", cfg, np)
     raw = raw[:, head, :]
-    rows = np.arange(examples)
-    right = raw[rows, b["position"]]
+    row_idx = np.arange(examples)
+    right = raw[row_idx, b["position"]]
     mask = np.ones_like(raw, bool)
-    mask[rows, b["position"]] = False
+    mask[row_idx, b["position"]] = False
     return {"right": right, "distractors": raw[mask].reshape(examples, -1)}

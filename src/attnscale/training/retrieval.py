@@ -58,15 +58,15 @@ def batch(rng: np.random.Generator, size: int, n, cfg: dict, n_pad: int | None =
     values = rng.integers(0, cfg["values"], size=(size, n_pad))
     mask = np.arange(n_pad)[None, :] < n[:, None]
     pos = (rng.random(size) * n).astype(np.int64)
-    rows = np.arange(size)
+    row_idx = np.arange(size)
     return {
         "keys": keys.astype(np.int32),
         "values": values.astype(np.int32),
         "mask": mask,
         "n": n.astype(np.int32),
-        "query": keys[rows, pos].astype(np.int32),
+        "query": keys[row_idx, pos].astype(np.int32),
         "position": pos.astype(np.int32),
-        "target": values[rows, pos].astype(np.int32),
+        "target": values[row_idx, pos].astype(np.int32),
     }
 
 

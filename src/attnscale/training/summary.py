@@ -13,7 +13,7 @@ __all__ = ["over_seeds", "comparisons"]
 
 def over_seeds(df: pd.DataFrame, by: list, metrics: list) -> pd.DataFrame:
     """Mean, SE over seeds and number of seeds of each metric per group ``by``."""
-    rows = []
+    records = []
     for key, g in df.groupby(by, sort=True):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["seeds"] = g["seed"].nunique()
@@ -21,15 +21,15 @@ def over_seeds(df: pd.DataFrame, by: list, metrics: list) -> pd.DataFrame:
             x = g[m].astype(float).to_numpy()
             row[m] = x.mean()
             row[f"{m}_se"] = x.std(ddof=1) / np.sqrt(x.size) if x.size > 1 else np.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
+        records.append(row)
+    return pd.DataFrame(records)
 
 
 def comparisons(df: pd.DataFrame, at: str, metrics: list, base: str = "plain") -> pd.DataFrame:
     """Every variant against ``base`` per point ``at`` (n or position band) and metric: the
     difference paired by seed, its SE, the two-sided paired t-test's p and Holm's p across the
     variants compared at that point and metric."""
-    rows = []
+    records = []
     others = [v for v in df["variant"].unique() if v != base]
     for point, g in df.groupby(at, sort=True):
         b = g[g["variant"] == base].set_index("seed")
@@ -43,5 +43,5 @@ def comparisons(df: pd.DataFrame, at: str, metrics: list, base: str = "plain") -
             adj = holm([r["p"] for r in block])
             for r, a in zip(block, adj, strict=True):
                 r["p_holm"] = a
-            rows += block
-    return pd.DataFrame(rows)
+            records += block
+    return pd.DataFrame(records)

@@ -5,9 +5,9 @@ entries in :mod:`attnscale.experiments` import these names from here (the entrie
 ``provenance_columns`` from :mod:`attnscale.pipeline.io`, a level this package may not import).
 """
 
-from attnscale.core.crossings import first_crossing
+from attnscale.core.crossings import crossing_x, first_crossing
 from attnscale.core.seeding import job_rng, spawn_key
-from attnscale.layer.dense.attention import softmax_rows
+from attnscale.core.softmax import softmax_rows
 from attnscale.layer.observables import critical_level
 from attnscale.layer.scores.attention import angle_ratio_outputs, score_spread
 from attnscale.layer.scores.learned import effective_scores, gamma_c_eff, gamma_c_fluct
@@ -22,6 +22,7 @@ __all__ = [
     "gamma_c_fluct",
     "angle_ratio_outputs",
     "first_crossing",
+    "crossing_x",
     "critical_level",
     "softmax_rows",
     "score_spread",

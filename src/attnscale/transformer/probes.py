@@ -19,8 +19,8 @@ import numpy as np
 from attnscale.transformer.library import (
     angle_ratio_outputs,
     critical_level,
+    crossing_x,
     effective_scores,
-    first_crossing,
     gamma_c_eff,
     gamma_c_fluct,
     mean_cosine,
@@ -59,14 +59,14 @@ def text_rows(n: int, rows: int | None, rng) -> np.ndarray:
     return np.sort(rng.choice(pos, size=int(rows), replace=False))
 
 
-def band_masks(n: int, rows, bands: int) -> np.ndarray:
-    """``(bands, m)`` masks of the query ``rows`` by position band: the text positions ``1`` to ``n - 2``
+def band_masks(n: int, row_idx, bands: int) -> np.ndarray:
+    """``(bands, m)`` masks of the query rows ``row_idx`` by position band: the text positions ``1`` to ``n - 2``
     cut into ``bands`` equal parts, relative to ``n`` [choice]
     (docs/real-transformer.md#n-apart-from-position)."""
     edges = 1 + (n - 2) * np.arange(bands + 1) / bands
-    rows = np.asarray(rows)
+    row_idx = np.asarray(row_idx)
     return np.array(
-        [(rows >= lo) & (rows < hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+        [(row_idx >= lo) & (row_idx < hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
     )
 
 
@@ -118,16 +118,16 @@ def split_outputs(Y, S, multipliers):
     P = softmax_rows(np.stack(logs, axis=1)).T.reshape(3, K, m)
     out = P[0][..., None] * out_text + P[1][..., None] * Y[0] + P[2][..., None] * Y[n - 1]
 
-    def weights(rows):
-        rows = np.asarray(rows)
-        inner = np.clip(rows - 1, 0, n - 3)
+    def weights(row_idx):
+        row_idx = np.asarray(row_idx)
+        inner = np.clip(row_idx - 1, 0, n - 3)
         w = P[0] * At[:, np.arange(m), inner]
-        return np.where(rows == 0, P[1], np.where(rows == n - 1, P[2], w))
+        return np.where(row_idx == 0, P[1], np.where(row_idx == n - 1, P[2], w))
 
     return out, out_text, weights
 
 
-def head_curves(Y, S, rows, multipliers, *, bands: int = 0, text: bool = True) -> dict:
+def head_curves(Y, S, row_idx, multipliers, *, bands: int = 0, text: bool = True) -> dict:
     """Phase curve of one head on one window.
 
     Parameters
@@ -135,8 +135,8 @@ def head_curves(Y, S, rows, multipliers, *, bands: int = 0, text: bool = True) -
     Y : (n, d) array
         Normalised attention inputs.
     S : (m, n) array
-        The head's scores at the trained scale for the query rows ``rows``.
-    rows : (m,) int array
+        The head's scores at the trained scale for the query rows ``row_idx``.
+    row_idx : (m,) int array
         The query rows (positions in the window).
     multipliers : (K,) array
         Multipliers ``s`` of the scores.
@@ -160,25 +160,25 @@ def head_curves(Y, S, rows, multipliers, *, bands: int = 0, text: bool = True) -
     """
     m, n = S.shape
     out, out_text, weights = split_outputs(Y, S, multipliers)
-    Yr = Y[rows]
+    Yr = Y[row_idx]
     every = np.ones(m, dtype=bool)
     top = S.argmax(axis=1)
     counts = np.bincount(top, minlength=n)
     A1 = softmax_rows(S)
     res = {
         "lambda": _ratio(Yr, out, every),
-        "self_weight": weights(rows).mean(axis=1),
+        "self_weight": weights(row_idx).mean(axis=1),
         "lambda_inf": float(_ratio(Yr, Y[top][None], every)[0]),
     }
     if text:
         top_text = 1 + S[:, 1 : n - 1].argmax(axis=1)
         res["lambda_text"] = _ratio(Yr, out_text, every)
         res["lambda_text_inf"] = float(_ratio(Yr, Y[top_text][None], every)[0])
-    res["self_max"] = float(np.mean(top == rows))
+    res["self_max"] = float(np.mean(top == row_idx))
     res["top_key_share"] = float(counts.max() / m)
     res["special_mass"] = float(np.mean(A1[:, 0] + A1[:, n - 1]))
     if bands > 0:
-        masks = band_masks(n, rows, bands)
+        masks = band_masks(n, row_idx, bands)
         res["lambda_band"] = np.array([_ratio(Yr, out, k) for k in masks])
         res["lambda_band_inf"] = np.array([_ratio(Yr, Y[top][None], k)[0] for k in masks])
     return res
@@ -203,7 +203,7 @@ def _descriptors(record, h, text) -> dict:
 
 def layer_probes(
     record,
-    rows,
+    row_idx,
     multipliers,
     *,
     descriptors: bool = True,
@@ -211,7 +211,7 @@ def layer_probes(
     fixed_rows=None,
     text_keys: bool = True,
 ) -> dict:
-    """Every head of one layer on the query ``rows``: the curves of :func:`head_curves` and the
+    """Every head of one layer on the query rows ``row_idx``: the curves of :func:`head_curves` and the
     descriptors the theory reads off the head at the trained scale
     (docs/real-transformer.md#reading-the-theory-off-a-head).
 
@@ -236,7 +236,7 @@ def layer_probes(
     for h in range(H):
         Qm = record.q[h] / np.sqrt(dh)
         Km = record.k[h]
-        res = head_curves(Y, Qm[rows] @ Km.T, rows, multipliers, bands=bands, text=text_keys)
+        res = head_curves(Y, Qm[row_idx] @ Km.T, row_idx, multipliers, bands=bands, text=text_keys)
         if fixed_rows is not None:
             fx = head_curves(Y, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers, text=False)
             res["lambda_fixed"], res["lambda_fixed_inf"] = fx["lambda"], fx["lambda_inf"]
@@ -263,8 +263,7 @@ def critical_multiplier(multipliers, lam, lam_inf, rho_hat, *, normalise: bool =
         lam = lam / lam_inf
     if not np.isfinite(lam).all():
         return float("nan")
-    hit = first_crossing(multipliers, lam, critical_level("lambda", rho_hat), log_x=True)
-    return float("nan") if hit is None else hit.x
+    return crossing_x(multipliers, lam, critical_level("lambda", rho_hat), log_x=True)
 
 
 def lambda_eff_curve(n: int, rho_hat: float, s_self: float, s_cross: float, multipliers):

@@ -214,17 +214,14 @@ def explorer_data(*, nodes, heldout, lambda_tables, lambda_sources, rho_max, roo
         explorer uses must not rerun it); :func:`publish` checks the grid against
         ``config.yaml`` instead.
     """
-    from attnscale.pipeline.io import git_commit
+    from attnscale.pipeline.io import provenance_columns
 
     nodes, lambda_tables = _as_list(nodes), _as_list(lambda_tables)
     theory = theory_grid(nodes, rho_max)
     ds = grid.power_law_nodes()
     doc = {
         "format": FORMAT,
-        "source": {
-            "git_commit": git_commit(),
-            "root_seed": str(int(root_seed)),
-        },
+        "source": provenance_columns(root_seed, None, {}, only=("git_commit", "root_seed")),
         "theory": theory,
         "accuracy": accuracy(theory, heldout, nodes),
         "power_law": {"d": ds, "p": [_sig(p, 12) for p in grid.power_law_exponent(ds)]},

@@ -173,7 +173,7 @@ def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> p
     keep_freed_memory()
     rhos = rho_nodes(rho_degree, rho_max)
     ns = chebyshev_n_nodes(n_degree)
-    rows = []
+    records = []
     evals = [("rho0", 0.0, 0.0)] + [("surface", r, max(r, RHO_EPS)) for r in rhos]
     for kind, rho, rho_eval in evals:
         Ls, gs = [], []
@@ -187,7 +187,7 @@ def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> p
                 b = critical_beta_near(n, d, rho_eval, guess)
             Ls.append(L)
             gs.append(math.log(b * (1.0 - rho_eval) / L))
-            rows.append(
+            records.append(
                 {
                     "d": d,
                     "rho": rho,
@@ -198,7 +198,7 @@ def theory_nodes(*, d: int, rho_degree: int, rho_max: float, n_degree: int) -> p
                     "g": gs[-1],
                 }
             )
-    return with_job_provenance(pd.DataFrame(rows))
+    return with_job_provenance(pd.DataFrame(records))
 
 
 def heldout_points(count: int, rho_max: float, root_seed: int) -> list[tuple[int, int, float]]:
@@ -223,11 +223,11 @@ def heldout_theory(*, points: int, rho_max: float, root_seed: int) -> pd.DataFra
 
     points = check_int("points", points, minimum=0)
     keep_freed_memory()
-    rows = [
+    records = [
         {"d": d, "n": n, "rho": rho, "beta_star": finite_d.critical_beta(n, d, rho)}
         for d, n, rho in heldout_points(points, rho_max, root_seed)
     ]
-    return with_job_provenance(pd.DataFrame(rows, columns=["d", "n", "rho", "beta_star"]))
+    return with_job_provenance(pd.DataFrame(records, columns=["d", "n", "rho", "beta_star"]))
 
 
 # --------------------------------------------------------------------------- interpolation

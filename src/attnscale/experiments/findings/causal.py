@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from attnscale.core import stats
-from attnscale.core.crossings import crossing_x
+from attnscale.core.crossings import WIDTH_FRACTIONS, crossing_x
 from attnscale.experiments.findings.record import (
     PM_DRAWS,
     Finding,
@@ -26,7 +26,6 @@ __all__ = [
     "SELF",
     "RULES",
     "LATE_POSITION",
-    "SHARP_LEVELS",
     "REPORT_RHO",
     "causal_findings",
     "rules_simulated_findings",
@@ -38,8 +37,6 @@ RULES = "realistic/rules_simulated/n*.csv"
 
 #: Positions counted as "late" for the per-position self-weight [choice].
 LATE_POSITION = 64
-#: lambda levels between which the sharpness (gamma ratio) is read [choice].
-SHARP_LEVELS = (0.1, 0.9)
 #: rho values at which lambda at gamma_c is reported (where the grid has them) [choice].
 REPORT_RHO = (0.2, 0.5, 0.8)
 
@@ -162,15 +159,15 @@ def _sharpness(t, scaling, col="lambda"):
     ratios = []
     for _, sub in _grid(t["L"], scaling, col).groupby("rho"):
         sub = sub.sort_values("gamma")
-        lo, hi = (crossing_x(sub["gamma"], sub[col], lev, log_x=True) for lev in SHARP_LEVELS)
+        lo, hi = (crossing_x(sub["gamma"], sub[col], lev, log_x=True) for lev in WIDTH_FRACTIONS)
         ratios.append(hi / lo)
     ratios = np.asarray(ratios)
     if not np.isfinite(ratios).any():
         raise NotAvailable("lambda does not cross both levels on the grid")
     what = "the bidirectional finite-n simplex" if col != "lambda" else f"{scaling} scaling"
     return {
-        "label": f"{what}: gamma ratio between lambda = {SHARP_LEVELS[0]:g} and "
-        f"{SHARP_LEVELS[1]:g}, range over the rho grid",
+        "label": f"{what}: gamma ratio between lambda = {WIDTH_FRACTIONS[0]:g} and "
+        f"{WIDTH_FRACTIONS[1]:g}, range over the rho grid",
         "value": [float(np.nanmin(ratios)), float(np.nanmax(ratios))],
     }
 
@@ -280,7 +277,7 @@ def _pm(R):
 def _rules_table(R):
     t = _per_rule_n(R)
     t = t[t["n"] == t["n"].max()]
-    rows = [
+    records = [
         [
             r["rule"],
             r["ratio"],
@@ -294,7 +291,7 @@ def _rules_table(R):
     return {
         "label": f"n = {int(t['n'].iloc[0])}, d = {int(R['d'].iloc[0])}, rho = "
         f"{R['rho'].iloc[0]:g}: mean A_ii of the last {int(R['block'].iloc[0])} queries",
-        "value": rows,
+        "value": records,
         "pm": _pm(R),
     }
 

@@ -59,7 +59,7 @@ def _uniform_count(t):
 
 def _uniform_table(t):
     fits = t["fits"]
-    rows = []
+    records = []
     for d in sorted(pick(fits, family="uniform", method="d2q")["d"].unique()):
         row = [int(d), 2.0 / (d - 1)]
         for model in ("correction", "plain", "upper"):
@@ -68,8 +68,8 @@ def _uniform_table(t):
                 row += [_value_se(f), f["z"]]
             except NotAvailable:
                 row += ["n/a", None]
-        rows.append(row)
-    return {"label": "uniform keys: fitted exponent against 2/(d-1)", "value": rows}
+        records.append(row)
+    return {"label": "uniform keys: fitted exponent against 2/(d-1)", "value": records}
 
 
 def _worst(t):
@@ -108,14 +108,14 @@ def _rise(t):
 
 def _prefactor(t):
     p = pick(t["points"], family="uniform", method="d2q")
-    rows = []
+    records = []
     for d, sub in p.groupby("d", sort=True):
         top = sub.loc[sub["n"].idxmax()]
-        rows.append((int(d), top["n"], top["beta_star"] / top["n"] ** (2.0 / (d - 1))))
+        records.append((int(d), top["n"], top["beta_star"] / top["n"] ** (2.0 / (d - 1))))
     return {
-        "label": f"uniform keys: beta*(n)/n^(2/(d-1)) at n = {sci(rows[0][1])}, d = "
-        + " / ".join(str(d) for d, _, _ in rows),
-        "value": [v for _, _, v in rows],
+        "label": f"uniform keys: beta*(n)/n^(2/(d-1)) at n = {sci(records[0][1])}, d = "
+        + " / ".join(str(d) for d, _, _ in records),
+        "value": [v for _, _, v in records],
     }
 
 
@@ -123,7 +123,7 @@ def _prefactor(t):
 
 
 def _subsphere(t):
-    rows = []
+    records = []
     f = pick(t["fits"], family="subsphere", model="correction")
     for k in sorted(f["k"].unique()):
         row = [int(k), 2.0 / (k - 1)]
@@ -134,12 +134,12 @@ def _subsphere(t):
             else:
                 r = sub.iloc[0]
                 row += [_value_se(r, extra=f" (n <= {int(r['n_max'])})"), r["z"]]
-        rows.append(row)
+        records.append(row)
     d = int(f["d"].iloc[0])
     return {
         "label": f"great sub-spheres S^(k-1) of S^{d - 1}: fitted exponent (correction model) "
         "against 2/(k-1): exact law of the projection, and keys drawn in the ambient space",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -152,18 +152,18 @@ def _kappa(k, d) -> str:
 
 def _rope_table(t):
     f = pick(t["fits"], family="rope", model="plain")
-    rows = []
+    records = []
     for d in sorted(f["d"].unique()):
         sub = f[f["d"] == d].sort_values("kappa")
         cells = [f"kappa = {_kappa(r['kappa'], d)}: {_value_se(r, 3)}" for _, r in sub.iterrows()]
-        rows.append([int(d), 2.0 / (d - 1), *cells])
+        records.append([int(d), 2.0 / (d - 1), *cells])
     n = pick(t["points"], family="rope")["n"]
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
+    width = max(len(r) for r in records)
+    records = [r + [""] * (width - len(r)) for r in records]
     return {
         "label": f"RoPE-like keys: pure power-law exponent over n = {n.min():.0f} .. "
         f"{n.max():.0f} by content concentration kappa",
-        "value": rows,
+        "value": records,
         "columns": ["d", "2/(d-1)", *[f"content {i + 1}" for i in range(width - 2)]],
         "columns_fmt": ["d", ".3f", *[""] * (width - 2)],
     }

@@ -99,20 +99,20 @@ def _ratio_table(t):
     g = pick(t["theory"], kind="grid")
     g = g[g["n"] >= TABLE_N_MIN]
     ns = sorted(g["n"].unique())
-    rows = []
+    records = []
     for d in TABLE_D:
         for rho in sorted(g["rho"].unique()):
             sub = g[(g["d"] == d) & np.isclose(g["rho"], rho)].set_index("n")
             if sub.empty:
                 continue
-            rows.append(
+            records.append(
                 [d, rho, *[float(sub.loc[n, "gamma_star"] / sub.loc[n, "gamma_c"]) for n in ns]]
             )
-    if not rows:
+    if not records:
         raise NotAvailable(f"no theory at d = {TABLE_D}")
     return {
         "label": "exact gamma*/gamma_c of typical heads on the theory grid",
-        "value": rows,
+        "value": records,
         "columns": ["d", "rho", *[f"n = {sci(n)}" for n in ns]],
         "columns_fmt": ["d", "g", *[".3f"] * len(ns)],
     }
@@ -125,12 +125,12 @@ def _no_root(sub: pd.DataFrame) -> pd.Series:
 
 def _approx_table(t):
     g = pick(t["theory"], kind="grid")
-    rows = []
+    records = []
     for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
         ann = 100.0 * (sub["beta_annealed"] / sub["beta_star"] - 1.0)
         fo = 100.0 * (sub["beta_first_order"] / sub["beta_star"] - 1.0)
         nan_n = _no_root(sub)
-        rows.append(
+        records.append(
             [
                 int(d),
                 rho,
@@ -143,7 +143,7 @@ def _approx_table(t):
     return {
         "label": f"relative error of the approximations to the exact beta* over n = "
         f"{ns.min():.0f} .. {sci(ns.max())} (%)",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -151,20 +151,20 @@ def _first_order_roots(t):
     from attnscale.layer import finite_d
 
     g = pick(t["theory"], kind="grid")
-    rows = []
+    records = []
     for (d, rho), sub in g.groupby(["d", "rho"], sort=True):
         nan_n = _no_root(sub)
         if nan_n.empty or len(nan_n) == len(sub):
             continue  # a root everywhere, or nowhere: no crossover inside the grid
         s2 = finite_d.first_order_variance(int(d), float(rho))
         n_x = int(np.ceil(1.0 + np.exp((1.0 - rho) ** 2 / (2.0 * s2))))  # first integer n
-        rows.append([int(d), rho, n_x, int(nan_n.min())])
-    if not rows:
+        records.append([int(d), rho, n_x, int(nan_n.min())])
+    if not records:
         raise NotAvailable("the first-order root is lost nowhere inside the grid")
     return {
         "label": "first-order equation beta (1 - rho) - beta^2 s^2 / 2 = ln(n - 1): first n "
         "without a root, against the first grid n where the table has nan",
-        "value": rows,
+        "value": records,
         "note": "the crossover n is computed from the library "
         "(attnscale.layer.finite_d.first_order_variance: 2 s^2 ln(n - 1) = (1 - rho)^2), "
         "not read from the table; d where the root exists everywhere or nowhere on the "
@@ -185,12 +185,12 @@ def _within_tolerance_from(sub: pd.DataFrame, err: np.ndarray):
 
 def _power_table(t):
     g = pick(t["theory"], kind="grid", rho=0.0)
-    rows = []
+    records = []
     for d, sub in g.groupby("d", sort=True):
         sub = sub.sort_values("n")
         rel = sub["beta_power"] / sub["beta_star"]
         first = _within_tolerance_from(sub, (rel - 1.0).abs().to_numpy())
-        rows.append(
+        records.append(
             [
                 int(d),
                 float(rel.min()),
@@ -202,7 +202,7 @@ def _power_table(t):
     return {
         "label": f"rho = 0: power law n^(2/(d-1)) over the exact beta* (range over n, at the "
         f"largest n), and the first grid n from which it stays within {POWER_TOL:g}",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -341,14 +341,14 @@ def _span(v: pd.Series) -> str:
 
 
 def _star_offset(D):
-    rows = []
+    records = []
     for d, sub in D.groupby("d", sort=False):
         per_rho = sub.groupby("rho")[["gamma_star", "gamma_c"]].first()
         v = 100.0 * (per_rho["gamma_star"] / per_rho["gamma_c"] - 1.0)
-        rows.append([int(d), _span(v)])
+        records.append([int(d), _span(v)])
     return {
         "label": "finite-d critical gamma* above gamma_c, range over the rho grid (%)",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -365,18 +365,18 @@ def _intermediate_table(D):
     rhos = np.sort(D["rho"].unique())
     rho = float(rhos[np.argmin(np.abs(rhos - INTERMEDIATE_RHO))])
     cols = ["self_weight_mean", "n_eff_mean", "n_eff_others_mean", "k_mass_mean"]
-    rows = []
+    records = []
     for d, sub in D[np.isclose(D["rho"], rho)].groupby("d", sort=False):
         gc = float(sub["gamma_c"].iloc[0])
         for g in _nearest_gammas(sub, gc):
             r = sub[np.isclose(sub["gamma"], g)].iloc[0]
-            rows.append([int(d), g, g / gc, *(r[c] for c in cols)])
+            records.append([int(d), g, g / gc, *(r[c] for c in cols)])
     mass = float(D["mass"].iloc[0])
     return {
         "label": f"rho = {rho:g}, n = {int(D['n'].iloc[0])}: self-weight, N_eff = "
         f"1/sum_j A_ij^2, N_eff of the other keys and the number of keys holding "
         f"{100 * mass:g} % of the mass (means over draws and query rows)",
-        "value": rows,
+        "value": records,
     }
 
 

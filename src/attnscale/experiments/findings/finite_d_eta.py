@@ -44,14 +44,14 @@ def summary(data) -> pd.DataFrame:
     """One row per ``(d, rho, x)``: draws, mean exact eta, mean mean field, the mean paired
     difference and its SE (absolute and in % of the mean field) and ``z = diff / SE``."""
     df = frame(data)
-    rows = []
+    records = []
     for (d, rho, x), g in df.groupby(["d", "rho", "x"], sort=True):
         diff = g["diff"].to_numpy(float)
         k = diff.size
         se = float(np.std(diff, ddof=1) / np.sqrt(k)) if k > 1 else np.nan
         mf = float(g["eta_mean_field"].mean())
         mean = float(diff.mean())
-        rows.append(
+        records.append(
             {
                 "d": int(d),
                 "rho": float(rho),
@@ -67,7 +67,7 @@ def summary(data) -> pd.DataFrame:
                 "z": mean / se if se > 0 else np.nan,
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(records)
 
 
 def _table(t):

@@ -58,10 +58,10 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
     dmax = int(critical["d"].max())
 
     def gap_table():
-        rows = []
+        records = []
         for d, sub in critical.groupby("d", sort=False):
             means = sub.groupby("rho")["diff_vs_simplex_n"].mean()
-            rows.append(
+            records.append(
                 [
                     int(d),
                     float(means.min()),
@@ -73,7 +73,7 @@ def critical_lambda_findings(*, critical: pd.DataFrame) -> list[Finding]:
             "label": f"lambda at gamma_c(rho_hat) minus the finite-n simplex value (n = "
             f"{int(critical['n'].iloc[0])}, {k} draws per rho): range over rho of the draw means, "
             "and the largest single-draw |gap|",
-            "value": rows,
+            "value": records,
         }
 
     def at_rho(col, label):
@@ -170,7 +170,7 @@ def _rules_table(rules):
     if over.empty:
         raise NotAvailable("no overlay n")
     n_o = over.iloc[0]
-    rows = [
+    records = [
         [
             rule,
             float(pick(sub, n=n_o)["gamma_ratio"].iloc[0]),
@@ -180,7 +180,7 @@ def _rules_table(rules):
     ]
     return {
         "label": f"gamma_eff / gamma_c at the overlay n = {int(n_o)} and at n = {sci(nmax)}",
-        "value": rows,
+        "value": records,
     }
 
 

@@ -69,12 +69,12 @@ def phase_findings(*, phase: pd.DataFrame, limit: pd.DataFrame) -> list[Finding]
 
     def limits():
         gam = np.sort(pick(phase, kind="line")["gamma"].unique())
-        rows = [pick(limit, gamma=g).iloc[0] for g in gam]
-        k = int(rows[0]["trials"])
+        records = [pick(limit, gamma=g).iloc[0] for g in gam]
+        k = int(records[0]["trials"])
         return {
             "label": f"Poisson limit of E A_(1) at the same gamma (simulated, d = {d})",
-            "value": [r["top_weight_mean"] for r in rows],
-            "se": [r["top_weight_se"] for r in rows],
+            "value": [r["top_weight_mean"] for r in records],
+            "se": [r["top_weight_se"] for r in records],
             "pm": PM_SAMPLES.format(k=k),
         }
 
@@ -202,7 +202,7 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
 
     def table():
         s = summary.sort_values("beta")
-        rows = [
+        records = [
             [
                 r["beta"],
                 int(r["contexts"]),
@@ -216,7 +216,7 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
         return {
             "label": f"n = {sci(int(s['n'].iloc[0]))}: simulated ratio (mean and SE over contexts) "
             "against the n = infinity quadrature",
-            "value": rows,
+            "value": records,
         }
 
     def correction():
@@ -233,14 +233,14 @@ def heat_drift_findings(*, summary: pd.DataFrame, curve: pd.DataFrame) -> list[F
         betas = [10.0**k for k in np.arange(max(lo, 1.0), hi + 1.0)]
         if not betas:
             raise NotAvailable("no power of ten >= 10 on the quadrature's beta grid")
-        rows = [pick(c, beta=b).iloc[0] for b in betas]
+        records = [pick(c, beta=b).iloc[0] for b in betas]
         if col == "ratio_quadrature":
-            rows = rows[:2]
+            records = records[:2]
         return {
             "label": ("beta (ratio - 1)" if col == "correction_quadrature" else "ratio")
             + " of the quadrature at beta = "
-            + " / ".join(sci(r["beta"]) for r in rows),
-            "value": [r[col] for r in rows],
+            + " / ".join(sci(r["beta"]) for r in records),
+            "value": [r[col] for r in records],
         }
 
     return [
@@ -282,15 +282,15 @@ def output_law_findings(*, summaries) -> list[Finding]:
     def table():
         fin = pick(S, source="finite_n")
         ns = sorted(fin["n"].unique())
-        rows = []
+        records = []
         for (d, g), grp in fin.groupby(["d", "gamma"], sort=True):
             ks = [grp.loc[grp["n"] == n, "ks_vs_limit"] for n in ns]
             rep = pick(S, source="limit_repeat", d=d, gamma=g)["ks_vs_limit"].iloc[0]
-            rows.append([int(d), g, *[float(k.iloc[0]) if len(k) else None for k in ks], rep])
+            records.append([int(d), g, *[float(k.iloc[0]) if len(k) else None for k in ks], rep])
         return {
             "label": "KS distance to the limit sample by n (last column: a second, independent "
             "limit sample, i.e. the noise measured directly)",
-            "value": rows,
+            "value": records,
             "columns": ["d", "gamma", *[f"n = {int(n)}" for n in ns], "limit vs limit"],
             "columns_fmt": ["d", "g", *[".3f"] * len(ns), ".3f"],
         }
@@ -334,13 +334,13 @@ def output_law_findings(*, summaries) -> list[Finding]:
     def mecke():
         lim = S.groupby(["d", "gamma"], sort=True)["m2_mecke"].first()
         gammas = sorted(lim.index.get_level_values("gamma").unique())
-        rows = [
+        records = [
             [int(d), *[lim.get((d, g)) for g in gammas]]
             for d in sorted(lim.index.get_level_values("d").unique())
         ]
         return {
             "label": "E|L|^2 of the limit (Mecke formula, by quadrature) by d and gamma",
-            "value": rows,
+            "value": records,
             "columns": ["d", *[f"gamma = {g:g}" for g in gammas]],
             "columns_fmt": ["d", *[".5g"] * len(gammas)],
         }

@@ -45,10 +45,10 @@ def _variant(kind: str, value: float) -> str:
 
 
 def _learned_table(C):
-    rows = []
+    records = []
     for (kind, value), g in C.groupby(["kind", "value"], sort=False):
         g = g.sort_values("trial")
-        rows.append(
+        records.append(
             [_variant(kind, value), *g["gamma_half_sim"], *g["sim_over_eff"], *g["sim_over_fluct"]]
         )
     k = C["trial"].nunique()
@@ -63,7 +63,7 @@ def _learned_table(C):
         f"d = {int(C['d'].iloc[0])}, rho = {C['rho'].iloc[0]:g}) and its ratio to the "
         "mean-score prediction 1/(s_self - s_cross) and to the prediction with the score "
         "spread sigma",
-        "value": rows,
+        "value": records,
         "columns": cols,
         "columns_fmt": ["", *[".4f"] * (3 * k)],
     }
@@ -221,14 +221,14 @@ _SINK_COLUMNS = [
 
 
 def _sink_table(C):
-    rows = [
+    records = [
         [r[col] for _, col, _ in _SINK_COLUMNS]
         for _, r in C.sort_values(["kc", "kappa"]).iterrows()
     ]
     return {
         "label": f"critical gamma with a sink (n = {int(C['n'].iloc[0])}, d = "
         f"{int(C['d'].iloc[0])}, rho = {C['rho'].iloc[0]:g}, one draw), by kappa c_s",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -431,11 +431,11 @@ def _twice(D):
     s = pick(D, alpha=0.0, gamma_factor=2.0).sort_values("layer")
     L = int(s["layer"].max())
     layers = sorted({L // 4, L // 2, 3 * L // 4, L - 4, L - 2, L})
-    rows = [
+    records = [
         [int(r["layer"]), r["delta"], r["delta_simplex"], r["gamma_over_gc_input"]]
         for _, r in s[s["layer"].isin(layers)].iterrows()
     ]
-    return {"label": "alpha = 0, gamma = 2 gamma_c(rho_hat_0): 1 - rho by layer", "value": rows}
+    return {"label": "alpha = 0, gamma = 2 gamma_c(rho_hat_0): 1 - rho by layer", "value": records}
 
 
 def _residual_last(D):

@@ -76,9 +76,9 @@ def _pm_rows(r) -> str:
 def _largest(t, name):
     """The simulated rows of series ``name`` by ``n``, the row at its largest ``n`` and the head
     of a label about that row."""
-    rows = pick(t["S"], series=name).sort_values("n")
-    r = rows.iloc[-1]
-    return rows, r, f"{_describe(r)}, n = {sci(r['n'])}: "
+    table = pick(t["S"], series=name).sort_values("n")
+    r = table.iloc[-1]
+    return table, r, f"{_describe(r)}, n = {sci(r['n'])}: "
 
 
 def _theory(t, name, kind, n) -> float:
@@ -105,8 +105,8 @@ def _column(t, name, col, what):
 
 
 def _gamma_span(t, name):
-    rows, r, _ = _largest(t, name)
-    first = rows.iloc[0]
+    table, r, _ = _largest(t, name)
+    first = table.iloc[0]
     return {
         "label": f"{_describe(r)}: simulated gamma* = beta*/ln n at n = {sci(first['n'])} "
         f"and at n = {sci(r['n'])}",
@@ -185,8 +185,8 @@ def _rem_z_orders(t):
 def _rem_log_n_law(t):
     """The REM's largest point, its head, and a log n law through its smallest point evaluated
     at its largest ``n``."""
-    rows, r, head = _largest(t, "rem")
-    first = rows.iloc[0]
+    table, r, head = _largest(t, "rem")
+    first = table.iloc[0]
     law = float(first["beta"]) * np.log(float(r["n"])) / np.log(float(first["n"]))
     return r, head, first, law
 
@@ -210,11 +210,11 @@ def _rem_law_z(t):
 
 def _rem_truncated(t):
     """The REM's rows by ``n`` and those that drew only the scores above a threshold."""
-    rows, _, _ = _largest(t, "rem")
-    cut = rows[rows["keys_drawn"].astype(float) < rows["n"].astype(float)]
+    table, _, _ = _largest(t, "rem")
+    cut = table[table["keys_drawn"].astype(float) < table["n"].astype(float)]
     if cut.empty:
         raise NotAvailable("no REM point drew only the scores above a threshold")
-    return rows, cut
+    return table, cut
 
 
 def _rem_truncated_from(t):
@@ -226,8 +226,8 @@ def _rem_truncated_from(t):
 
 
 def _rem_drawn_share(t):
-    rows, _ = _rem_truncated(t)
-    r = rows.iloc[-1]
+    table, _ = _rem_truncated(t)
+    r = table.iloc[-1]
     return {
         "label": f"REM: share of the scores drawn at n = {sci(r['n'])} (mean over rows)",
         "value": 100.0 * float(r["keys_drawn"]) / float(r["n"]),

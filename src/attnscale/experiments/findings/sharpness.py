@@ -208,18 +208,18 @@ def _max_rel(t, what, obs):
 
 
 def _not_accepted(t):
-    transitions, rows = t["transitions"], []
+    transitions, records = t["transitions"], []
     for what in ("width", "centre"):
         for obs in THEORY_OBS:
             diff, se, ref = _deviations(transitions, what, obs)
             miss = ~_accepts(diff, se)
             sub = transitions.loc[diff.index[miss]]
             for k, r in zip(diff.index[miss], sub.itertuples(), strict=True):
-                rows.append([obs, what, r.d, r.rho, sci(r.n), getattr(r, what), ref[k], se[k]])
+                records.append([obs, what, r.d, r.rho, sci(r.n), getattr(r, what), ref[k], se[k]])
     return {
         "label": "widths and centres the finite-d theory does not meet by the theorem "
         f"table's rule, |simulated - finite-d| <= max(3 SE, {FINITE_D_ABS_TOL:g})",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -295,17 +295,17 @@ def _table(t):
     if trends.empty:
         raise NotAvailable("no width trends")
     last = _largest_n(t["transitions"]).set_index(["d", "rho", "observable"])
-    rows = []
+    records = []
     for (obs, rho, d), g in trends.groupby(["observable", "rho", "d"], sort=True):
         got = {"e": last.loc[(d, rho, obs)], "r": g.iloc[-1]}
         n = f"{sci(g['n_lo'].iloc[0])} .. {sci(got['r']['n_hi'])}"
         cells = [float(got[w][c]) if w == "e" else got[w][c] for _, _, w, c in _TABLE]
-        rows.append([obs, int(d), float(rho), n, *cells])
+        records.append([obs, int(d), float(rho), n, *cells])
     return {
         "label": "width and centre of every transition at the largest n, with the finite-d "
         "theory's, and the local slope of the width over the last pair of n "
         "(x = gamma / gamma_c(rho_hat))",
-        "value": rows,
+        "value": records,
         "columns": ["observable", "d", "rho", "n", *[h for h, _, _, _ in _TABLE]],
         "columns_fmt": ["", "d", "g", "", *[f for _, f, _, _ in _TABLE]],
     }
@@ -435,11 +435,11 @@ def sharpness_findings(
 
 
 def _calib_table(c):
-    rows = []
+    records = []
     for key, g in c.groupby(["d", "n", "draws", "rows", "experiments", "observable"], sort=False):
         w = g[g["quantity"] == "width"].iloc[0]
         ce = g[g["quantity"] == "centre"].iloc[0]
-        rows.append(
+        records.append(
             [
                 *[int(v) for v in key[:5]],
                 key[5],
@@ -451,7 +451,7 @@ def _calib_table(c):
     return {
         "label": "calibration of the crossing SEs: spread over independent experiments / mean "
         "delta-method SE (± its own SE), and the mean correlation of a width's two crossings",
-        "value": rows,
+        "value": records,
     }
 
 

@@ -106,12 +106,12 @@ def _cell(r, fmt: str, col: str | None):
 
 def _table(table: pd.DataFrame) -> dict:
     t = _nonempty(table).sort_values(["observable", "rho", "d"])
-    rows = [[_cell(r, f, c) for _, f, c in _COLUMNS] for r in t.itertuples()]
+    records = [[_cell(r, f, c) for _, f, c in _COLUMNS] for r in t.itertuples()]
     return {
         "label": "long-baseline slope of every width series with its SE, the finite-d "
         "theory's and the simplex map's, and the joint chi^2 test of the series' widths "
         "against the finite-d theory's",
-        "value": rows,
+        "value": records,
         "columns": [h for h, _, _ in _COLUMNS],
         "columns_fmt": [f for _, f, _ in _COLUMNS],
     }

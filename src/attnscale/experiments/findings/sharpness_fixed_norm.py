@@ -13,7 +13,7 @@ import numpy as np
 
 from attnscale.experiments.findings.record import NotAvailable, declare, evaluate, frame
 
-__all__ = ["DECLARED", "SOURCE", "OBSERVABLES", "rows", "fixed_norm_findings"]
+__all__ = ["DECLARED", "SOURCE", "OBSERVABLES", "transitions", "fixed_norm_findings"]
 
 #: The per-point tables of rule ``sharpness_fixed_norm``.
 SOURCE = ["sharpness/fixed_norm/d*_n*_rho*.csv"]
@@ -23,7 +23,7 @@ PM_POINT = "one standard error by the delta method over the point's draws"
 PM_POOLED = "one standard error of the inverse-variance weighted mean over the points of each rho"
 
 
-def rows(data):
+def transitions(data):
     """The transitions of every point with a finite-d width, sorted, with the relative
     difference ``rel`` and its SE ``rel_se`` in percent."""
     df = frame(data)
@@ -36,14 +36,14 @@ def rows(data):
 
 
 def _table(t):
-    df = rows(t["data"])
+    df = transitions(t["data"])
     cols = ["observable", "d", "rho", "n", "trials", "width", "width_se", "width_finite_d"]
     return {"value": df[[*cols, "rel", "rel_se"]].to_numpy(object).tolist()}
 
 
 def _bias(observable):
     def fn(t):
-        df = rows(t["data"])
+        df = transitions(t["data"])
         df = df[(df["observable"] == observable) & (df["rel_se"] > 0)]
         if df.empty:
             raise NotAvailable(f"no {observable} width with an SE")

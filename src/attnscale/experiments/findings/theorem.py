@@ -34,8 +34,8 @@ def _draws(T) -> int:
     return int(T["trials"].max())
 
 
-def _of(rows, n) -> str:
-    return f"{int(rows.sum())} of {n}"
+def _of(mask, n) -> str:
+    return f"{int(mask.sum())} of {n}"
 
 
 def _agreement_row(d, sub) -> list:
@@ -85,7 +85,7 @@ def _range(col: pd.Series) -> list:
 
 
 def _critical_self_weight(T):
-    rows = []
+    records = []
     for d, sub in T.groupby("d", sort=False):
         s = sub[
             (sub["quantity"] == "self_weight")
@@ -93,13 +93,13 @@ def _critical_self_weight(T):
             & (sub["alpha"] == 0.0)
         ]
         if not s.empty:
-            rows.append([int(d), *_range(s["sim_mean"]), *_range(s["finite_d"])])
-    if not rows:
+            records.append([int(d), *_range(s["sim_mean"]), *_range(s["finite_d"])])
+    if not records:
         raise NotAvailable("no gamma_c rows")
     return {
         "label": "self-weight A_ii at gamma_c(rho_hat) (simplex value 1/2), range over rho: "
         "simulated and finite-d theory",
-        "value": rows,
+        "value": records,
     }
 
 
@@ -136,8 +136,8 @@ def _residual_eta(T):
 def _failing(T):
     fd = T[T["finite_d"].notna() & (T["alpha"] == 0.0) & ~T["accept_fd"].astype(bool)]
     cols = ["rho", "gamma_factor", "quantity", "sim_mean", "finite_d", "z_fd"]
-    rows = [[int(r["d"]), *(r[c] for c in cols)] for _, r in fd.iterrows()]
-    return {"label": "rows that fail the finite-d criterion", "value": rows}
+    records = [[int(r["d"]), *(r[c] for c in cols)] for _, r in fd.iterrows()]
+    return {"label": "rows that fail the finite-d criterion", "value": records}
 
 
 def _point(T):

@@ -198,12 +198,12 @@ def simplex_findings(*, critical: pd.DataFrame, theorem: pd.DataFrame) -> list[F
 
     def eta_table():
         pick(theorem, quantity="eta")  # the theorem table has eta rows
-        rows = []
+        records = []
         for n in ETA_SIZES:
             beta = theory.gamma_c(0.5) * np.log(n)
             lim = theory.eta_limit(0.5, theory.gamma_c(0.5), n)
-            rows.append([n, lim + bias(n, n), lim, bias(n, n) * n / beta])
-        return {"value": rows}
+            records.append([n, lim + bias(n, n), lim, bias(n, n) * n / beta])
+        return {"value": records}
 
     def bias_large():
         pick(theorem, quantity="eta")

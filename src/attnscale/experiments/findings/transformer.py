@@ -185,7 +185,7 @@ _NEVER_COLUMNS = [
 def _never_table(t):
     Hd = t["Hd"]
     nv = Hd[~np.isfinite(Hd["s_star"].astype(float))].sort_values(["n", "layer", "head"])
-    rows = [
+    records = [
         [int(v) if f == "d" else v for (_, _, f), v in zip(_NEVER_COLUMNS, r, strict=True)]
         for r in nv[[c for _, c, _ in _NEVER_COLUMNS]].itertuples(index=False)
     ]
@@ -194,7 +194,7 @@ def _never_table(t):
         "queries sent to the window's most frequent top key, lambda of the argmax map, "
         "fraction of rows whose own score is the maximum, weight on [CLS]/[SEP] and "
         "lambda at s = 1",
-        "value": rows,
+        "value": records,
         "columns": [c for c, _, _ in _NEVER_COLUMNS],
         "columns_fmt": [f for _, _, f in _NEVER_COLUMNS],
     }

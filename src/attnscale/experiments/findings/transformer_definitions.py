@@ -217,7 +217,7 @@ PER_DEFINITION = [
 
 
 def _reach(t):
-    R, ok, levels = t["R"], t["ok"], t["levels"]
+    R, ok, critical = t["R"], t["ok"], t["critical"]
     first = R["lambda_ratio_first"].to_numpy()[ok]
     last = R["lambda_ratio_last"].to_numpy()[ok]
     return {
@@ -225,7 +225,12 @@ def _reach(t):
         f"the {int(ok.sum())} heads with lambda(inf) >= 0.05 [choice], n = {t['n_ref']}: the "
         "largest at the smallest s, the smallest level, the smallest at the largest s, the "
         "largest level",
-        "value": [float(first.max()), float(levels.min()), float(last.min()), float(levels.max())],
+        "value": [
+            float(first.max()),
+            float(critical.min()),
+            float(last.min()),
+            float(critical.max()),
+        ],
     }
 
 
@@ -234,7 +239,7 @@ def _reach_paper_a(t):
     return {
         "label": "Paper A's lambda at the largest s: heads below their critical level, "
         f"n = {t['n_ref']}",
-        "value": [int(np.sum(R["lambda_last"].to_numpy() < t["levels"])), len(R)],
+        "value": [int(np.sum(R["lambda_last"].to_numpy() < t["critical"])), len(R)],
     }
 
 
@@ -265,7 +270,7 @@ def _lam_inf(t):
 _HEADS = {"source": ["transformer/heads.csv"]}
 
 #: The grid's reach, the sink heads and lambda(inf) by layer, declared (functions of ``{"R": the
-#: heads at n_ref, "levels": their critical levels, "ok": lambda(inf) >= 0.05, "n_ref"}``).
+#: heads at n_ref, "critical": their critical levels, "ok": lambda(inf) >= 0.05, "n_ref"}``).
 HEAD_FINDINGS = [
     declare("transformer.grid_reach", "grid reach", _reach, fmt=".2f", **_HEADS),
     declare(
@@ -385,14 +390,14 @@ _BANDS_COLUMNS = [
 
 
 def _bands_table(t):
-    P, n_max, rows = t["P"], t["n_max"], []
+    P, n_max, records = t["P"], t["n_max"], []
     for dfn in ("paper_a", "normalised"):
         sub = P[
             (P["n"] == n_max) & (P["definition"] == dfn) & (P["layer"] == -1) & (P["band"] >= 0)
         ]
         for r in sub.sort_values("band").itertuples():
             med = BEYOND if not np.isfinite(r.s_star_median) else float(r.s_star_median)
-            rows.append(
+            records.append(
                 [
                     DEFINITION_LABELS[dfn],
                     f"{r.first}-{r.last}",
@@ -404,12 +409,12 @@ def _bands_table(t):
                     r.ratio_median_se,
                 ]
             )
-    if not rows:
+    if not records:
         raise NotAvailable("no position bands")
     return {
         "label": f"s* by band of query positions at n = {n_max}, all heads: heads crossing, "
         "median s* (SE), median s*(band) / s*(first band) over heads crossing in both (SE)",
-        "value": rows,
+        "value": records,
         "columns": [c for c, _ in _BANDS_COLUMNS],
         "columns_fmt": [f for _, f in _BANDS_COLUMNS],
     }
@@ -469,8 +474,8 @@ def _heads_at(H, n_ref: int) -> dict:
     R = H[H["n"] == n_ref]
     if R.empty:
         raise NotAvailable(f"no heads at n = {n_ref}")
-    levels = np.array([critical_lambda(r) for r in R["rho_hat"]])
-    return {"R": R, "levels": levels, "ok": R["lambda_inf"].astype(float).to_numpy() >= 0.05}
+    critical = np.array([critical_lambda(r) for r in R["rho_hat"]])
+    return {"R": R, "critical": critical, "ok": R["lambda_inf"].astype(float).to_numpy() >= 0.05}
 
 
 def _widths_tables(Wd, n_ref: int) -> dict:

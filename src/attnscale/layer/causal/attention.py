@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.backend import uses_jax
+from attnscale.core.softmax import softmax_rows
 from attnscale.core.validation import check_int, check_layer_inputs, check_matrix
 from attnscale.layer._threads import split_rows, tile_threads
 from attnscale.layer.causal.blocks import RowBlock, causal_block_rows, lower_mask, row_blocks
@@ -45,9 +46,7 @@ def causal_softmax(S: np.ndarray, beta=1.0) -> np.ndarray:
     b = row_betas(beta, n)
     T = b[:, None] * S
     lower = np.tril(np.ones((n, n), dtype=bool))
-    T = np.where(lower, T, -np.inf)
-    E = np.exp(T - T.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True)
+    return softmax_rows(np.where(lower, T, -np.inf))
 
 
 def forward_rows(
@@ -119,7 +118,7 @@ def forward_rows(
         np.matmul(Y[s:e] * b[s:e, None], Y[:kend].T, out=E)
         z = z_all[s:e]
 
-        def rows(r0, r1, E=E, s=s, e=e, z=z):
+        def weigh_rows(r0, r1, E=E, s=s, e=e, z=z):
             Er = E[r0:r1]
             Er -= b[s + r0 : s + r1, None]
             np.exp(Er, out=Er)
@@ -127,7 +126,7 @@ def forward_rows(
                 Er[:, s:e] *= lower[r0:r1, : e - s]
             z[r0:r1] = Er.sum(axis=1)
 
-        split_rows(rows, e - s, kend, threads)
+        split_rows(weigh_rows, e - s, kend, threads)
         aii[s:e] = E[np.arange(e - s), np.arange(s, e)] / z
         np.matmul(E, Y[:kend], out=out[s:e])
         out[s:e] /= z[:, None]

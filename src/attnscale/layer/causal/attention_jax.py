@@ -90,12 +90,12 @@ def query_block(X, r, betas, start: int, stop: int, *, causal: bool = True) -> d
     )
     N = padded(n, t)
     Yd = jnp.asarray(pad_rows(X / r[:, None], N, unit=True))
-    rows = jnp.arange(start, stop)
+    row_idx = jnp.arange(start, stop)
     nkt = -(-stop // t) if causal else N // t
     outs, sw = pass1_rows(
         Yd,
         jnp.asarray(betas[:, start:stop]),
-        rows,
+        row_idx,
         nkt,
         t=t,
         n=n,

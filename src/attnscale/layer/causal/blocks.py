@@ -98,7 +98,7 @@ class RowBlock:
         s, e = self.s, self.e
         z = np.empty(e - s)
 
-        def rows(r0, r1):
+        def weigh_rows(r0, r1):
             o = out[r0:r1]
             np.multiply(self.M[r0:r1], beta_rows[s + r0 : s + r1, None], out=o)
             np.exp(o, out=o)
@@ -106,5 +106,5 @@ class RowBlock:
                 o[:, s:e] *= self.lower[r0:r1]
             z[r0:r1] = o.sum(axis=1)
 
-        split_rows(rows, e - s, out.shape[1], self.threads)
+        split_rows(weigh_rows, e - s, out.shape[1], self.threads)
         return out, z

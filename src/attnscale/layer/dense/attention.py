@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscale.backend import uses_jax
+from attnscale.core.softmax import softmax_rows
 from attnscale.core.validation import (
     check_layer_inputs,
     check_vector,
@@ -57,19 +58,6 @@ DEFAULT_BLOCK_ENTRIES = 16 * 2**20
 def default_block_rows(n: int, block_entries: int = DEFAULT_BLOCK_ENTRIES) -> int:
     """Rows per block so that a ``rows x n`` float64 matrix fits ``block_entries``."""
     return int(max(1, min(n, block_entries // n)))
-
-
-def softmax_rows(S: np.ndarray, *, log_mass: bool = False):
-    """Row-wise softmax of a score matrix, shifted by each row's maximum (overflow-free); with
-    ``log_mass``, also each row's ``ln sum_j e^{S_ij}`` (the softmax's log-normaliser), as
-    ``(A, log_mass)``."""
-    top = S.max(axis=1, keepdims=True)
-    E = np.exp(S - top)
-    mass = E.sum(axis=1, keepdims=True)
-    E /= mass
-    if log_mass:
-        return E, (top + np.log(mass))[:, 0]
-    return E
 
 
 def attention_weights(X: np.ndarray, beta: float) -> np.ndarray:
@@ -289,8 +277,8 @@ def _grid_numpy(X, r, betas, alpha, block_rows, output_entries, return_diagnosti
         gmax = G.max(axis=1, keepdims=True)
         M = G - gmax  # shifted scores / beta (row max 0)
         D = 1.0 - G
-        rows = np.arange(start, stop)
-        D[rows - start, rows] = np.inf  # diagonal: weight 0
+        row_idx = np.arange(start, stop)
+        D[row_idx - start, row_idx] = np.inf  # diagonal: weight 0
         near = np.nonzero(D < NEAR_PAIR_TOL)
         D[near] = np.inf  # near pairs are handled exactly, outside the GEMM
         np.divide(1.0, D, out=D)

@@ -55,7 +55,7 @@ def _pairs_core(Y, Z, cz, it, tol, *, t, n):
     Yq = lax.dynamic_slice_in_dim(Y, it * t, t, 0)
     Zq = lax.dynamic_slice_in_dim(Z, it * t, t, 0)
     czq = lax.dynamic_slice_in_dim(cz, it * t, t, 0)
-    rows = it * t + jnp.arange(t)
+    row_idx = it * t + jnp.arange(t)
 
     def body(J, carry):
         acc, near_count = carry
@@ -64,7 +64,7 @@ def _pairs_core(Y, Z, cz, it, tol, *, t, n):
         czk = lax.dynamic_slice_in_dim(cz, J * t, t, 0)
         cols = J * t + jnp.arange(t)
         D = 1.0 - Yq @ Yk.T
-        valid = (cols[None, :] < rows[:, None]) & (rows[:, None] < n)
+        valid = (cols[None, :] < row_idx[:, None]) & (row_idx[:, None] < n)
         near = valid & (D < tol)
         use = valid & ~near
         W = jnp.where(use, 1.0 / jnp.where(use, D, 1.0), 0.0)
@@ -94,10 +94,10 @@ def _pairs_all(Y, Z, cz, tol, *, t, n):
 def _near_rows(Y, it, tol, *, t, n):
     """Near pairs ``j < i`` of query tile ``it`` over all keys, as a ``(t, N)`` mask."""
     Yq = lax.dynamic_slice_in_dim(Y, it * t, t, 0)
-    rows = it * t + jnp.arange(t)
+    row_idx = it * t + jnp.arange(t)
     cols = jnp.arange(Y.shape[0])
     D = 1.0 - Yq @ Y.T
-    valid = (cols[None, :] < rows[:, None]) & (rows[:, None] < n)
+    valid = (cols[None, :] < row_idx[:, None]) & (row_idx[:, None] < n)
     return valid & (D < tol)
 
 

@@ -161,10 +161,10 @@ def _exact_terms(Y, r, betas, route, block_entries):
     m = betas.size
     quad = np.zeros(m)
     lin = np.zeros(m)
-    rows = int(max(1, min(n, block_entries // n)))  # rows per block
-    bb = int(max(1, min(m, block_entries // (n * rows))))  # betas stacked per block
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
+    block_rows = int(max(1, min(n, block_entries // n)))  # rows per block
+    bb = int(max(1, min(m, block_entries // (n * block_rows))))  # betas stacked per block
+    for start in range(0, n, block_rows):
+        stop = min(n, start + block_rows)
         b = stop - start
         diag = (np.arange(b), np.arange(start, stop))
         Gb = G[start:stop]  # (b, n), beta-free

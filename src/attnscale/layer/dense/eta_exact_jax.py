@@ -36,9 +36,9 @@ def _exact_tile(Y, w, rinv, Zf, bs, it, *, t, n, route, tc):
     Yq = lax.dynamic_slice_in_dim(Y, it * t, t, 0)
     wq = lax.dynamic_slice_in_dim(w, it * t, t, 0)
     rq = lax.dynamic_slice_in_dim(rinv, it * t, t, 0)
-    rows = it * t + jnp.arange(t)
+    row_idx = it * t + jnp.arange(t)
     cvalid = (jnp.arange(N) < n)[None, :]
-    rvalid = rows < n
+    rvalid = row_idx < n
     Gb = Yq @ Y.T
     Mb = Gb - jnp.max(jnp.where(cvalid, Gb, -jnp.inf), axis=1, keepdims=True)
     A = jnp.where(cvalid[None], jnp.exp(bs[:, None, None] * Mb[None]), 0.0)
@@ -56,7 +56,7 @@ def _exact_tile(Y, w, rinv, Zf, bs, it, *, t, n, route, tc):
     else:
         AZ = A2 @ Zf
         s2 = jnp.sum(AZ * AZ, axis=1)
-    off, dg, tr = block_terms(jnp, Y, Gb, 1.0 - Gb * Gb, A, s2, bs, w, wq, (jnp.arange(t), rows))
+    off, dg, tr = block_terms(jnp, Y, Gb, 1.0 - Gb * Gb, A, s2, bs, w, wq, (jnp.arange(t), row_idx))
     quad = jnp.sum(jnp.where(rvalid[None], off + dg, 0.0), axis=1)
     return quad, tr @ jnp.where(rvalid, rq, 0.0)
 

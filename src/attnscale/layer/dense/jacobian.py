@@ -116,13 +116,13 @@ def _symmetrise(T: np.ndarray, tile: int = 128) -> None:
     as ``T += T.T.copy()`` at n = 1024)."""
     n = T.shape[0]
     for i0 in range(0, n, tile):
-        rows = slice(i0, min(n, i0 + tile))
-        T[rows, rows] += T[rows, rows].T.copy()
+        row_idx = slice(i0, min(n, i0 + tile))
+        T[row_idx, row_idx] += T[row_idx, row_idx].T.copy()
         for j0 in range(i0 + tile, n, tile):
             cols = slice(j0, min(n, j0 + tile))
-            upper = T[rows, cols].copy()
-            T[rows, cols] += T[cols, rows].T
-            T[cols, rows] += upper.T
+            upper = T[row_idx, cols].copy()
+            T[row_idx, cols] += T[cols, row_idx].T
+            T[cols, row_idx] += upper.T
 
 
 def jvp(X: np.ndarray, V: np.ndarray, beta: float, alpha: float = 0.0) -> np.ndarray:

@@ -83,12 +83,12 @@ def eta_plan(n: int, d: int, probes: int, m: int, per: int) -> tuple[int, int, i
 
 
 # =========================================================================== pass 1: outputs
-def _pass1_core(Y, Bq, rows, nkt, *, t, n, causal, outputs, selfw):
+def _pass1_core(Y, Bq, row_idx, nkt, *, t, n, causal, outputs, selfw):
     """Softmax-weighted outputs and self-weights of the query rows ``rows`` (shape ``(R,)``)
     with per-row betas ``Bq`` (``(B, R)``), over the key tiles ``0 .. nkt - 1`` of ``Y``."""
     B, R = Bq.shape
     d = Y.shape[1]
-    Yq = Y[rows]
+    Yq = Y[row_idx]
 
     def body(J, carry):
         z, acc, dg = carry
@@ -96,14 +96,14 @@ def _pass1_core(Y, Bq, rows, nkt, *, t, n, causal, outputs, selfw):
         cols = J * t + jnp.arange(t)
         valid = cols[None, :] < n
         if causal:
-            valid = valid & (cols[None, :] <= rows[:, None])
+            valid = valid & (cols[None, :] <= row_idx[:, None])
         G = Yq @ Yk.T  # (R, t); <y_i, y_i> = 1 is the row maximum
         E = jnp.where(valid[None], jnp.exp(Bq[:, :, None] * (G - 1.0)[None]), 0.0)
         z = z + E.sum(-1)
         if outputs:
             acc = acc + jnp.einsum("brt,td->brd", E, Yk)
         if selfw:
-            dg = dg + jnp.where(cols[None, None, :] == rows[None, :, None], E, 0.0).sum(-1)
+            dg = dg + jnp.where(cols[None, None, :] == row_idx[None, :, None], E, 0.0).sum(-1)
         return z, acc, dg
 
     init = (
@@ -116,10 +116,10 @@ def _pass1_core(Y, Bq, rows, nkt, *, t, n, causal, outputs, selfw):
 
 
 @partial(jax.jit, static_argnames=("t", "n", "causal", "outputs", "selfw"))
-def pass1_rows(Y, Bq, rows, nkt, *, t, n, causal, outputs, selfw):
+def pass1_rows(Y, Bq, row_idx, nkt, *, t, n, causal, outputs, selfw):
     """Pass 1 for the query rows ``rows`` only: outputs ``(B, R, d)`` and self-weights
     ``(B, R)`` over the first ``nkt`` key tiles of the padded unit rows ``Y``."""
-    return _pass1_core(Y, Bq, rows, nkt, t=t, n=n, causal=causal, outputs=outputs, selfw=selfw)
+    return _pass1_core(Y, Bq, row_idx, nkt, t=t, n=n, causal=causal, outputs=outputs, selfw=selfw)
 
 
 @partial(jax.jit, static_argnames=("t", "n", "causal", "outputs", "selfw", "normalise"))
@@ -132,10 +132,12 @@ def pass1_all(Y, X, Bg, alpha, *, t, n, causal, outputs, selfw, normalise):
 
     def body(it, carry):
         out, sw = carry
-        rows = it * t + jnp.arange(t)
+        row_idx = it * t + jnp.arange(t)
         bq = lax.dynamic_slice_in_dim(Bg, it * t, t, 1)
         nkt = it + 1 if causal else nI
-        o, s = _pass1_core(Y, bq, rows, nkt, t=t, n=n, causal=causal, outputs=outputs, selfw=selfw)
+        o, s = _pass1_core(
+            Y, bq, row_idx, nkt, t=t, n=n, causal=causal, outputs=outputs, selfw=selfw
+        )
         if outputs:
             out = lax.dynamic_update_slice_in_dim(out, o, it * t, 1)
         if selfw:

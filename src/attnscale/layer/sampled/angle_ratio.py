@@ -93,10 +93,10 @@ def check_tokens(X, alpha):
     return X, r, check_real("alpha", alpha, low=0.0)
 
 
-def unit_rows(X, r, rows):
+def unit_rows(X, r, row_idx):
     """The pre-LN tokens ``y_i = x_i / r_i`` of some rows (an index array or a slice), formed
     where they are needed: the kernels keep no normalised copy of all ``n`` tokens."""
-    return X[rows] / r[rows, None]
+    return X[row_idx] / r[row_idx, None]
 
 
 def key_tile(block_rows: int, n: int, key_block: int | None = None) -> int:
@@ -153,21 +153,21 @@ def _outputs(X, r, idx, brow, alpha, causal, block_rows, key_block):
     threads = blas_threads()
     for a0 in range(0, m, block_rows):
         a1 = min(m, a0 + block_rows)
-        rows = idx[a0:a1]
-        Yb = unit_rows(X, r, rows)
+        row_idx = idx[a0:a1]
+        Yb = unit_rows(X, r, row_idx)
         z = np.zeros((B, a1 - a0))
         acc = np.zeros((B, a1 - a0, d))
-        kend = int(rows[-1]) + 1 if causal else n
+        kend = int(row_idx[-1]) + 1 if causal else n
         for j0 in range(0, kend, t):
             j1 = min(kend, j0 + t)
-            r0, own = causal_tile_rows(rows, j0, j1) if causal else (0, range(0))
+            r0, own = causal_tile_rows(row_idx, j0, j1) if causal else (0, range(0))
             Yj = unit_rows(X, r, slice(j0, j1))
             G1 = Yb[r0:] @ Yj.T
             G1 -= 1.0
             E = ebuf[: G1.size].reshape(G1.shape)
             o = obuf[: G1.shape[0] * d].reshape(G1.shape[0], d)
             ol = np.arange(own.start, own.stop) - r0  # rows (in the tile) needing a mask
-            oc = rows[own.start : own.stop] - j0  # and their own positions' columns
+            oc = row_idx[own.start : own.stop] - j0  # and their own positions' columns
             for k in range(B):
                 job = partial(weights_pass, G1, brow[k, a0 + r0 : a1], E, z[k, r0:], ol, oc)
                 split_rows(job, E.shape[0], E.shape[1], threads)
@@ -175,7 +175,7 @@ def _outputs(X, r, idx, brow, alpha, causal, block_rows, key_block):
                 acc[k, r0:] += o
         out[:, a0:a1] = acc / z[:, :, None]
         if alpha:
-            out[:, a0:a1] += alpha * X[rows][None]
+            out[:, a0:a1] += alpha * X[row_idx][None]
     return out
 
 

@@ -47,7 +47,7 @@ def sampled_outputs(X, r, idx, brow, alpha: float, causal: bool, selfw: bool = F
     t, group = plan(n, m, B)
     N = padded(n, t)
     Y = jnp.asarray(pad_rows(X / r[:, None], N, unit=True))
-    rows = jnp.asarray(idx)
+    row_idx = jnp.asarray(idx)
     nkt = (int(idx[-1]) // t + 1) if causal else N // t
     out = np.empty((B, m, d))
     sw = np.empty((B, m))
@@ -55,7 +55,7 @@ def sampled_outputs(X, r, idx, brow, alpha: float, causal: bool, selfw: bool = F
         o, s = pass1_rows(
             Y,
             jnp.asarray(brow[g0 : g0 + group]),
-            rows,
+            row_idx,
             nkt,
             t=t,
             n=n,

@@ -113,19 +113,19 @@ def row_sums(X, r, idx, brow, W, causal, block_rows, key_block) -> dict:
     threads = blas_threads()
     for a0 in range(0, m, block_rows):
         a1 = min(m, a0 + block_rows)
-        rows = idx[a0:a1]
-        Q = np.concatenate([unit_rows(X, r, rows)[None], W[:, a0:a1]])  # y_i and its probes
-        kend = int(rows[-1]) + 1 if causal else n
+        row_idx = idx[a0:a1]
+        Q = np.concatenate([unit_rows(X, r, row_idx)[None], W[:, a0:a1]])  # y_i and its probes
+        kend = int(row_idx[-1]) + 1 if causal else n
         for j0 in range(0, kend, t):
             j1 = min(kend, j0 + t)
-            r0, own = causal_tile_rows(rows, j0, j1)  # own: rows whose position is in the tile
+            r0, own = causal_tile_rows(row_idx, j0, j1)  # own: rows whose position is in the tile
             r0 = r0 if causal else 0
             b = a1 - a0 - r0
             Yj = unit_rows(X, r, slice(j0, j1))
             prod = (Q[:, r0:].reshape(-1, d) @ Yj.T).reshape(1 + P, b, j1 - j0)
             G = prod[0]
             ol = np.arange(own.start, own.stop) - r0  # their rows in the tile
-            oc = rows[own.start : own.stop] - j0  # and the columns of their own positions
+            oc = row_idx[own.start : own.stop] - j0  # and the columns of their own positions
             tile = {
                 "G": G,
                 "G1": G - 1.0,
@@ -157,28 +157,28 @@ def eta_tile_pass(tile: dict, beta_rows, stack, tmp, acc: dict, s0: int, s1: int
     E <w_p, y>]``; ``tile`` holds the beta-free ``G``, ``G1 = G - 1``, ``G2 = G^2``,
     ``om = 1 - G^2``, ``rinv2 = 1 / r_j^2``, the probe products ``prod`` and the rows ``ol``
     whose own position is column ``oc`` of the tile."""
-    rows = slice(s0, s1)
-    E = tile_weights(tile["G1"][rows], beta_rows[rows], stack[0, rows])
+    row_idx = slice(s0, s1)
+    E = tile_weights(tile["G1"][row_idx], beta_rows[row_idx], stack[0, row_idx])
     inside = (tile["ol"] >= s0) & (tile["ol"] < s1)
     ol, oc = tile["ol"][inside], tile["oc"][inside]
     if tile["causal"]:
         for r, c in zip(ol - s0, oc, strict=True):
             E[r, c + 1 :] = 0.0
-    acc["z"][rows] += E.sum(axis=1)
-    acc["sag2"][rows] += np.einsum("bt,bt->b", E, tile["G2"][rows])
+    acc["z"][row_idx] += E.sum(axis=1)
+    acc["sag2"][row_idx] += np.einsum("bt,bt->b", E, tile["G2"][row_idx])
     acc["e_self"][ol] = E[ol - s0, oc]
-    F = stack[1, rows]
+    F = stack[1, row_idx]
     np.multiply(E, E, out=F)
     F *= tile["rinv2"]
     F[ol - s0, oc] = 0.0  # k != i
-    acc["sF"][rows] += F.sum(axis=1)
-    acc["sFom"][rows] += np.einsum("bt,bt->b", F, tile["om"][rows])
-    T = tmp[rows]
-    np.multiply(tile["om"][rows], -beta_rows[rows, None], out=T)
-    T += tile["G"][rows]
+    acc["sF"][row_idx] += F.sum(axis=1)
+    acc["sFom"][row_idx] += np.einsum("bt,bt->b", F, tile["om"][row_idx])
+    T = tmp[row_idx]
+    np.multiply(tile["om"][row_idx], -beta_rows[row_idx, None], out=T)
+    T += tile["G"][row_idx]
     F *= T  # F_k (g_k - beta (1 - g_k^2))
     for p in range(tile["prod"].shape[0]):
-        np.multiply(E, tile["prod"][p, rows], out=stack[2 + p, rows])
+        np.multiply(E, tile["prod"][p, row_idx], out=stack[2 + p, row_idx])
 
 
 def jacobian_row_norms(sums, Ys, rs, W, brow, alpha, d, q=None):

@@ -54,9 +54,9 @@ def exact_q(Y: np.ndarray, idx: np.ndarray, brow: np.ndarray, causal: bool) -> n
     q = np.empty((B, m))
     for a0 in range(0, m, b):
         a1 = min(m, a0 + b)
-        rows = idx[a0:a1]
-        G = Y[rows] @ Y.T
-        mask = np.arange(n)[None, :] > rows[:, None] if causal else None
+        row_idx = idx[a0:a1]
+        G = Y[row_idx] @ Y.T
+        mask = np.arange(n)[None, :] > row_idx[:, None] if causal else None
         for k in range(B):
             A = np.exp(brow[k, a0:a1, None] * (G - 1.0))
             if causal:
@@ -66,7 +66,7 @@ def exact_q(Y: np.ndarray, idx: np.ndarray, brow: np.ndarray, causal: bool) -> n
             K = M @ Y.T
             mSm = np.einsum("bn,bn->b", A, K * K)
             mu = np.einsum("bd,bd->b", M, M)
-            Ki = np.einsum("bd,bd->b", M, Y[rows])
+            Ki = np.einsum("bd,bd->b", M, Y[row_idx])
             Cy = (A * G) @ Y - Ki[:, None] * M
             if gram:
                 s2 = np.einsum("bn,bn->b", A @ H, A)

@@ -35,8 +35,8 @@ MAX_TILE = 1024
 
 
 @partial(jax.jit, static_argnames=("t", "n", "causal"))
-def _sums(Y, rinv2, Q, rows, Bq, nkt, *, t, n, causal):
-    """The sums for query rows ``rows`` (unit rows and probes ``Q``, ``(1 + P, R, d)``) and betas
+def _sums(Y, rinv2, Q, row_idx, Bq, nkt, *, t, n, causal):
+    """The sums for query rows ``row_idx`` (unit rows and probes ``Q``, ``(1 + P, R, d)``) and betas
     ``Bq`` ``(B, R)`` over the first ``nkt`` key tiles of the padded unit keys ``Y``."""
     B, R = Bq.shape
     P = Q.shape[0] - 1
@@ -49,8 +49,8 @@ def _sums(Y, rinv2, Q, rows, Bq, nkt, *, t, n, causal):
         cols = J * t + jnp.arange(t)
         valid = cols[None, :] < n
         if causal:
-            valid = valid & (cols[None, :] <= rows[:, None])
-        own = cols[None, :] == rows[:, None]  # (R, t): the row's own key
+            valid = valid & (cols[None, :] <= row_idx[:, None])
+        own = cols[None, :] == row_idx[:, None]  # (R, t): the row's own key
         prod = jnp.einsum("prd,td->prt", Q, Yk)
         G = prod[0]
         G2 = G * G
@@ -98,7 +98,7 @@ def row_sums(X, r, idx, brow, W, causal: bool) -> dict:
     Y = jnp.asarray(pad_rows(X / r[:, None], N, unit=True))
     rinv2 = jnp.asarray(np.pad(1.0 / r**2, (0, N - n)))
     Q = jnp.asarray(np.concatenate([(X[idx] / r[idx, None])[None], W]))
-    rows = jnp.asarray(idx)
+    row_idx = jnp.asarray(idx)
     nkt = (int(idx[-1]) // t + 1) if causal else N // t
     parts = []
     for g0 in range(0, B, group):
@@ -106,7 +106,7 @@ def row_sums(X, r, idx, brow, W, causal: bool) -> dict:
             Y,
             rinv2,
             Q,
-            rows,
+            row_idx,
             jnp.asarray(brow[g0 : g0 + group]),
             nkt,
             t=t,

@@ -118,10 +118,10 @@ def sample_rows(
             np.arange(n, dtype=np.int64), np.repeat(np.arange(strata), sizes), edges, n
         )
     check_rng(rng)
-    rows = np.concatenate(
+    row_idx = np.concatenate(
         [edges[s] + np.sort(rng.choice(sizes[s], counts[s], replace=False)) for s in range(strata)]
     )
-    return RowSample(rows.astype(np.int64), np.repeat(np.arange(strata), counts), edges, n)
+    return RowSample(row_idx.astype(np.int64), np.repeat(np.arange(strata), counts), edges, n)
 
 
 def row_sample(n: int, rows, edges=None) -> RowSample:

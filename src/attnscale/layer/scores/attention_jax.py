@@ -31,14 +31,14 @@ def _score_block(Qm, Km, Y, X, bs, alpha, it, col, *, t, n, outputs):
     N = Qm.shape[0]
     Qq = lax.dynamic_slice_in_dim(Qm, it * t, t, 0)
     Xq = lax.dynamic_slice_in_dim(X, it * t, t, 0)
-    rows = it * t + jnp.arange(t)
+    row_idx = it * t + jnp.arange(t)
     cols = jnp.arange(N)
     valid = (cols < n)[None, :]
     S = Qq @ Km.T
     M = jnp.where(valid, S - jnp.max(jnp.where(valid, S, -jnp.inf), axis=1, keepdims=True), 0.0)
     E = jnp.where(valid[None], jnp.exp(bs[:, None, None] * M[None]), 0.0)  # (B, t, N)
     z = E.sum(-1)
-    sw = jnp.sum(jnp.where((cols[None, :] == rows[:, None])[None], E, 0.0), axis=-1) / z
+    sw = jnp.sum(jnp.where((cols[None, :] == row_idx[:, None])[None], E, 0.0), axis=-1) / z
     cm = E[:, :, col] / z
     if outputs:
         out = jnp.einsum("btn,nd->btd", E, Y) / z[..., None] + alpha * Xq[None]
@@ -102,14 +102,14 @@ def _centred_pairs(Zi, ci, Zflat, co, Zo, it, *, t, k):
     """Row tile ``it`` of :func:`centred_pair_sums`."""
     K = Zi.shape[0]
     m = co.shape[0]
-    rows = it * t + jnp.arange(t)
+    row_idx = it * t + jnp.arange(t)
     cols = jnp.arange(K)
     Zq = lax.dynamic_slice_in_dim(Zi, it * t, t, 0)
     cq = lax.dynamic_slice_in_dim(ci, it * t, t, 0)
     D = cq[:, None] + ci[None, :] - 2.0 * (Zq @ Zi.T)
-    valid = (rows[:, None] < k) & (cols[None, :] < k)
-    bad = (D <= COINCIDENT_TOL * (cq[:, None] + ci[None, :])) | (rows[:, None] == cols[None, :])
-    n_bad = jnp.sum(valid & bad) - jnp.sum(rows < k)
+    valid = (row_idx[:, None] < k) & (cols[None, :] < k)
+    bad = (D <= COINCIDENT_TOL * (cq[:, None] + ci[None, :])) | (row_idx[:, None] == cols[None, :])
+    n_bad = jnp.sum(valid & bad) - jnp.sum(row_idx < k)
     use = valid & ~bad
     W = jnp.where(use, 1.0 / jnp.where(use, D, 1.0), 0.0)
     w = W.sum(axis=1)

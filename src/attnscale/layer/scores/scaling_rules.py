@@ -184,12 +184,12 @@ def rules_table(ns, rhos_overlay=(0.5,)):
     import pandas as pd
 
     ns = _n(ns)
-    rows = []
+    records = []
     for rule in RULES:
         ratio = gamma_ratio(rule, ns)
         for rho in rhos_overlay:
             for n, m, r in zip(ns, np.asarray(rule.m(ns)), ratio, strict=True):
-                rows.append(
+                records.append(
                     {
                         "rule": rule.name,
                         "order": rule.order,
@@ -201,4 +201,4 @@ def rules_table(ns, rhos_overlay=(0.5,)):
                         "gamma_eff": float(r) / (1.0 - rho),
                     }
                 )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(records)
