@@ -13,6 +13,8 @@ from attnscale.pipeline.config import source_label as _source_label
 from attnscale.pipeline.deps import lib_files as _lib_files
 from attnscale.pipeline.executors import executor_missing as _executor_missing
 from attnscale.pipeline.rule_defaults import install as _install_rule_defaults
+from attnscale.pipeline import warm as _warm
+from snakemake.logging import logger as _logger
 from attnscale.pipeline.scheduler_fix import (
     install_or_say_why as _install_scheduler_fix,
 )
@@ -84,6 +86,26 @@ onstart:
     _why = _executor_missing(_plugin.name if _plugin is not None else None)
     if _why is not None:
         raise WorkflowError(_why)
+    # warm jobs: one process imports the heavy libraries once and forks each job
+    # (docs/pipeline.md#warm-jobs); not with other executors, deployments or platforms
+    _no_warm = _warm.wanted(
+        _plugin.name if _plugin is not None else None,
+        {m.name.lower() for m in workflow.deployment_settings.deployment_method},
+    )
+    if _no_warm:
+        _logger.info(
+            f"warm jobs off ({_no_warm}): each job imports its libraries itself"
+        )
+    else:
+        _warm.start()
+
+
+onsuccess:
+    _warm.stop()
+
+
+onerror:
+    _warm.stop()
 
 
 # the observables of the registry on Figure 1's grid, one figure each (rule paper_a_grid_figure)

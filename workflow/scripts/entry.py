@@ -4,6 +4,8 @@ The rule names the library function in ``params: entry="module:function"``; inpu
 params passed as keyword arguments and the returned tables/figures written atomically
 (docs/pipeline.md#how-a-rule-runs). ``src/`` of this checkout goes first on the path, so the
 workflow runs this checkout's library whether or not it is pip-installed (``--sdm conda`` too).
+In a local run the job runs in a child of the run's warm server, which has the heavy libraries
+imported already, and this process waits for it (docs/pipeline.md#warm-jobs).
 """
 
 import sys
@@ -11,6 +13,12 @@ from pathlib import Path
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 sys.path.insert(0, str(Path(sm.scriptdir).resolve().parents[1] / "src"))
+
+from attnscale.pipeline.warm import delegate  # noqa: E402
+
+status = delegate(__file__)  # None: no warm server, run here
+if status is not None:
+    sys.exit(status)
 
 from attnscale.pipeline.adapter import run_rule  # noqa: E402
 
