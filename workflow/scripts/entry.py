@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(sm.scriptdir).resolve().parents[1] / "src"))
 
 from attnscale.pipeline.warm import delegate  # noqa: E402
 
-status = delegate(__file__)  # None: no warm server, run here
+status = delegate(sys.argv[0])  # the script Snakemake wrote; None: no warm server, run here
 if status is not None:
     sys.exit(status)
 
