@@ -30,6 +30,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 __all__ = ["ENV", "OFF_ENV", "PRELOAD", "delegate", "serve", "start", "stop", "wanted"]
@@ -83,17 +84,23 @@ def wanted(executor: str | None, deployment=(), environ=os.environ, platform=sys
     return ""
 
 
-def start(python: str = sys.executable) -> str:
+def start(preload=PRELOAD, python: str = sys.executable) -> str:
     """Start the server for this process's jobs and export its socket (:data:`ENV`); returns the
-    socket's path. The server stops with :func:`stop`, or by itself when this process ends."""
+    socket's path. The server imports the modules ``preload`` and stops with :func:`stop`, or by
+    itself when this process ends."""
     folder = tempfile.mkdtemp(prefix="attnscale-warm-")
     path = os.path.join(folder, "s")
+    here = str(Path(__file__).resolve())
     proc = subprocess.Popen(
-        [python, str(Path(__file__).resolve()), path, str(os.getpid())],
+        [python, here, path, str(os.getpid()), ",".join(preload)],
         stdin=subprocess.DEVNULL,
         start_new_session=True,  # Ctrl-C goes to the jobs, not to the server
     )
     _SERVER.update(proc=proc, folder=folder)
+    for _ in range(400):  # until it listens (before it imports): jobs then wait for it
+        if os.path.exists(path) or proc.poll() is not None:
+            break
+        time.sleep(0.025)
     os.environ[ENV] = path
     return path
 
@@ -144,13 +151,14 @@ def delegate(script: str) -> int | None:
     return _HEADER.unpack(reply)[0]
 
 
-def serve(path: str, owner: int) -> None:
-    """The server: listen on ``path``, import :data:`PRELOAD`, then fork one child per request
-    until stopped (SIGTERM) or until the process ``owner`` that started it has ended."""
+def serve(path: str, owner: int, preload=PRELOAD) -> None:
+    """The server: listen on ``path``, import the modules ``preload``, then fork one child per
+    request until stopped (SIGTERM) or until the process ``owner`` that started it has ended."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(path + ".new")
     listener.listen(64)  # jobs that connect while the libraries load wait in the backlog
-    _preload()
+    os.rename(path + ".new", path)  # the path appears when it accepts connections
+    _preload(preload)
     running = {}  # child pid -> connection of the job that waits for it
     signal.signal(signal.SIGTERM, lambda *_: _exit_server(listener, path, running))
     while os.getppid() == owner:
@@ -170,12 +178,12 @@ def serve(path: str, owner: int) -> None:
     _exit_server(listener, path, running)
 
 
-def _preload() -> None:
-    """Import :data:`PRELOAD` (matplotlib with the Agg backend), skipping what is missing."""
+def _preload(names) -> None:
+    """Import the modules ``names`` (matplotlib with the Agg backend), skipping what is missing."""
     import importlib
 
     os.environ.setdefault("MPLBACKEND", "Agg")
-    for name in PRELOAD:
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
@@ -291,4 +299,4 @@ class _suppress:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), [m for m in sys.argv[3].split(",") if m])
