@@ -95,8 +95,9 @@ def test_sigkill_during_a_write_then_rerun_is_byte_identical(smoke_run, tmp_path
 
 
 def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_rerun):
-    """One run covers two claims: a forced rerun (conftest.FORCED and everything downstream)
-    over existing outputs and --cores 1 against the fixture's --cores 2 both reproduce every
+    """One run covers three claims: a forced rerun (conftest.FORCED and everything downstream)
+    over existing outputs, --cores 1 against the fixture's --cores 2, and jobs each in its own
+    process against the smoke run's warm jobs (docs/pipeline.md#warm-jobs) all reproduce every
     byte under results/ and figures/. The run starts in the background as soon as the smoke run
     has finished (conftest.forced_rerun).
 
@@ -109,6 +110,10 @@ def test_forced_rerun_with_one_core_gives_identical_bytes(smoke_run, forced_reru
     (docs/pipeline.md#golden-tables-across-cpus)."""
     work = forced_rerun["dir"]
     assert "paper_a_eta_figure" in forced_rerun["output"]  # downstream figures were rebuilt
+    assert "warm jobs off (ATTNSCALE_WARM_JOBS=0)" in forced_rerun["output"]
+    smoke_log = smoke_run["proc"].stdout + smoke_run["proc"].stderr
+    if "Nothing to be done" not in smoke_log:  # not a reused tree (ATTNSCALE_SMOKE_TREE)
+        assert "warm jobs on" in smoke_log
     assert tree_hashes(work / "results") == tree_hashes(smoke_run["dir"] / "results")
     assert tree_hashes(work / "figures") == tree_hashes(smoke_run["dir"] / "figures")
 

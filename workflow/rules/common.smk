@@ -98,6 +98,9 @@ onstart:
         )
     else:
         _warm.start()
+        _logger.info(
+            "warm jobs on: each job forks from one process that imported its libraries"
+        )
 
 
 onsuccess:
