@@ -117,9 +117,10 @@ def _start() -> subprocess.Popen:
             [sys.executable, "-c", f"PRELOAD = {PRELOAD!r}\n{_SERVER}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=(log := tempfile.TemporaryFile()),  # the server's own errors, if it fails
             text=True,
         )
-        _server.lines = _Lines(_server.stdout.fileno())
+        _server.lines = _Lines(_server.stdout.fileno(), log)
         atexit.register(_stop)
     return _server
 
@@ -186,8 +187,8 @@ def snakemake(
 class _Lines:
     """The server's replies, one JSON object a line, read from its output with a timeout."""
 
-    def __init__(self, fd: int):
-        self.fd, self.buf = fd, b""
+    def __init__(self, fd: int, log):
+        self.fd, self.buf, self.log = fd, b"", log
 
     def read(self, timeout: float) -> dict | None:
         """The next reply; ``None`` if none came within ``timeout`` seconds."""
@@ -200,7 +201,11 @@ class _Lines:
                     return None
                 chunk = os.read(self.fd, 65536)
                 if not chunk:
-                    raise RuntimeError("the warm Snakemake server ended unexpectedly")
+                    self.log.seek(0)
+                    raise RuntimeError(
+                        "the warm Snakemake server ended unexpectedly:\n"
+                        + self.log.read().decode(errors="replace")[-4000:]
+                    )
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
