@@ -11,6 +11,7 @@ must every public name of a module split by concern."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 import warnings
@@ -93,10 +94,17 @@ def test_no_import_goes_up_or_sideways():
     assert not bad, bad
 
 
+@functools.cache
+def _trees() -> tuple[tuple[object, ast.Module], ...]:
+    """(path, syntax tree) of every module of the package, parsed once for the tests that walk
+    them all (the trees are only read)."""
+    return tuple((p, ast.parse(p.read_text())) for p in (SRC / "attnscale").rglob("*.py"))
+
+
 def test_no_private_name_is_imported_from_another_module():
     bad = []
-    for path in (SRC / "attnscale").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, tree in _trees():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     private = alias.name.startswith("_") and not alias.name.startswith("__")
@@ -117,8 +125,8 @@ def test_old_submodule_path_is_the_same_module():
 def test_new_modules_import_no_old_path():
     """Inside the package every import uses the new homes (an old path would warn)."""
     bad = []
-    for path in (SRC / "attnscale").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, tree in _trees():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):
