@@ -149,7 +149,19 @@ def snakemake(
     """``snakemake *args`` in ``workdir`` with environment ``env`` (``code``: Python run instead
     of Snakemake's ``main()``, with ``sys.argv`` set, e.g. to hide a package first), as
     :func:`conftest.snakemake` runs it but from the warm server; a run over ``timeout`` seconds
-    is killed and raises :class:`subprocess.TimeoutExpired`."""
+    is killed and raises :class:`subprocess.TimeoutExpired`. Without ``os.fork`` (Windows), a
+    plain process per run."""
+    if not hasattr(os, "fork"):
+        first = ["-c", code] if code else ["-m", "snakemake"]
+        proc = subprocess.run(
+            [sys.executable, *first, *args],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        return _checked(proc, args, check)
     server = _start()
     with tempfile.TemporaryDirectory(prefix="warm-snakemake-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
@@ -176,6 +188,11 @@ def snakemake(
         proc = subprocess.CompletedProcess(
             ["snakemake", *args], reply["returncode"], out.read_text(), err.read_text()
         )
+    return _checked(proc, args, check)
+
+
+def _checked(proc: subprocess.CompletedProcess, args, check: bool) -> subprocess.CompletedProcess:
+    """``proc``; with ``check``, an error with the end of its output if it failed."""
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
