@@ -567,15 +567,17 @@ def test_finite_d_large_n_check_dry_runs(tmp_path):
     exactly the one transition job it is for, at n = 2^20, on the default numpy backend."""
     import yaml
 
-    from conftest import REPO, copy_repo, jobs_to_run, snakemake
+    from conftest import REPO, copy_repo, hermetic_env, jobs_to_run
+    from warm_snakemake import snakemake
 
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(
+    proc = snakemake(  # from the warm Snakemake process: tests/warm_snakemake.py
         work,
         "results/finite_d/transition/d128.csv",
         "-n",
         "--configfile",
         "config/finite-d-large-n.yaml",
+        env=hermetic_env(work),
     )
     assert jobs_to_run(proc.stdout) == {"finite_d_transition_points": 1}
     over = yaml.safe_load((REPO / "config/finite-d-large-n.yaml").read_text())

@@ -9,7 +9,8 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO, copy_repo, jobs_to_run, snakemake
+from conftest import REPO, copy_repo, hermetic_env, jobs_to_run
+from warm_snakemake import snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -26,7 +27,9 @@ def _jobs(stdout: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    """One copy of the repository for this module's runs."""
+    """One copy of the repository for this module's runs (dry runs, and a run that stops before
+    its first job: none writes an output). Snakemake runs from the warm process of
+    tests/warm_snakemake.py: its start-up is paid once per test process, not once per run."""
     return copy_repo(tmp_path_factory.mktemp("cluster") / "repo")
 
 
@@ -40,6 +43,7 @@ def test_cluster_configuration_dry_runs_through_the_slurm_profile(work):
         "profiles/slurm",
         "--configfile",
         "config/cluster.yaml",
+        env=hermetic_env(work),
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -58,12 +62,10 @@ def test_the_slurm_profile_without_slurm_stops_before_the_first_job(work):
     after the DAG is built, before any job is submitted, with one message naming them
     (docs/pipeline.md#optional-pieces), instead of waiting on a cluster that is not there."""
     import os
-    import subprocess
     import sys
     from pathlib import Path
 
     from attnscale.pipeline.executors import executor_missing
-    from conftest import hermetic_env
 
     assert executor_missing("local", which=lambda c: None) is None
     assert executor_missing("slurm", which=lambda c: f"/usr/bin/{c}") is None
@@ -76,13 +78,12 @@ def test_the_slurm_profile_without_slurm_stops_before_the_first_job(work):
             (bin_ / name).symlink_to(shutil.which(name))
     env = hermetic_env(work)
     env["PATH"] = os.pathsep.join([str(bin_), str(Path(sys.executable).parent)])
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/slurm"]
-        + ["--configfile", "tests/smoke.yaml", "--jobs", "1", "--", "paper_b_profile_figure"],
-        cwd=work,
+    proc = snakemake(
+        work,
+        *("--workflow-profile", "profiles/slurm", "--configfile", "tests/smoke.yaml"),
+        *("--jobs", "1", "--", "paper_b_profile_figure"),
         env=env,
-        capture_output=True,
-        text=True,
+        check=False,
         timeout=600,
     )
     out = proc.stdout + proc.stderr
@@ -155,11 +156,10 @@ def test_gpu_profile_is_the_cpu_profile_plus_one_gpu_per_heavy_rule():
     assert "gpu" not in cpu_text.replace("docs/gpu.md", "") and "gres" not in cpu_text
 
 
-def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
+def test_paper_scale_dry_runs_through_the_gpu_profile(work):
     """``config/paper-scale.yaml`` builds its whole DAG (docs/gpu.md#paper-scale-configuration)
     through the GPU profile, which asks a GPU for the JAX kernels' jobs only; the default
     configuration keeps numpy. (One dry run for both claims: a whole-DAG parse costs ~5 CPU-s.)"""
-    work = copy_repo(tmp_path / "repo")
     proc = snakemake(
         work,
         "-n",
@@ -167,6 +167,7 @@ def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
         "profiles/slurm-gpu",
         "--configfile",
         "config/paper-scale.yaml",
+        env=hermetic_env(work),
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -191,13 +192,12 @@ def test_paper_scale_dry_runs_through_the_gpu_profile(tmp_path):
     assert "all" in jobs
 
 
-def test_every_job_asks_for_its_rules_resources_whatever_the_site_defaults(tmp_path):
+def test_every_job_asks_for_its_rules_resources_whatever_the_site_defaults(work):
     """Threads, mem_mb and runtime come from the workflow (a rule's own, else RULE_DEFAULTS of
     workflow/rules/common.smk; docs/pipeline.md#rule-anatomy): with the site's
     ``--default-resources`` (which replaces the profile's list, docs/pipeline.md#scaling-out), and
     one that names mem_mb and runtime, every job still asks for them, and no job for more than
     one thread (determinism: BLAS follows a job's threads)."""
-    work = copy_repo(tmp_path / "repo")
     proc = snakemake(
         work,
         "-n",
@@ -210,6 +210,7 @@ def test_every_job_asks_for_its_rules_resources_whatever_the_site_defaults(tmp_p
         "slurm_account=me",
         "mem_mb=3",
         "runtime=1",
+        env=hermetic_env(work),
     )
     jobs = re.findall(r"^\s*(?:local)?rule (\w+):\n((?:\s+\w+: .*\n)*)", proc.stdout, re.M)
     assert len(jobs) > 50

@@ -16,7 +16,8 @@ import yaml
 from snakemake.utils import update_config
 
 from attnscale.pipeline.config import Config, ConfigError, expand_grid, label, load
-from conftest import copy_repo, snakemake
+from conftest import copy_repo, hermetic_env
+from warm_snakemake import snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
@@ -180,7 +181,9 @@ def work(tmp_path_factory):
 def test_bad_config_stops_snakemake_before_the_dag(work, name, frag, needles):
     path = work / f"bad_{name}.yaml"
     path.write_text(yaml.safe_dump(frag))
-    proc = snakemake(work, "-n", "--configfile", path.name, check=False, timeout=300)
+    proc = snakemake(
+        work, "-n", "--configfile", path.name, env=hermetic_env(work), check=False, timeout=300
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0, f"{name} was accepted:\n{text[-2000:]}"
     for needle in needles:

@@ -11,6 +11,7 @@ must every public name of a module split by concern."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 import warnings
@@ -93,10 +94,23 @@ def test_no_import_goes_up_or_sideways():
     assert not bad, bad
 
 
+@functools.cache
+def _import_statements() -> tuple[tuple[object, tuple[ast.Import | ast.ImportFrom, ...]], ...]:
+    """(path, its ``import`` and ``from ... import`` statements, functions' included) of every
+    module of the package, parsed once for the tests that read them all. Only these small nodes
+    are kept: whole syntax trees kept for the session would slow every later garbage collection
+    in the test process."""
+    out = []
+    for p in (SRC / "attnscale").rglob("*.py"):
+        nodes = ast.walk(ast.parse(p.read_text()))
+        out.append((p, tuple(n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)))))
+    return tuple(out)
+
+
 def test_no_private_name_is_imported_from_another_module():
     bad = []
-    for path in (SRC / "attnscale").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, nodes in _import_statements():
+        for node in nodes:
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     private = alias.name.startswith("_") and not alias.name.startswith("__")
@@ -117,8 +131,8 @@ def test_old_submodule_path_is_the_same_module():
 def test_new_modules_import_no_old_path():
     """Inside the package every import uses the new homes (an old path would warn)."""
     bad = []
-    for path in (SRC / "attnscale").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, nodes in _import_statements():
+        for node in nodes:
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):

@@ -252,10 +252,15 @@ def test_long_context_configuration_dry_runs(tmp_path):
     import yaml
 
     from attnscale.bench.long_context import load_overlay
-    from conftest import REPO, copy_repo, jobs_to_run, snakemake
+    from conftest import REPO, copy_repo, hermetic_env, jobs_to_run
+    from warm_snakemake import snakemake
 
     work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "-n", "--quiet", "rules", "--configfile", "config/long-context.yaml")
+    proc = snakemake(  # from the warm Snakemake process: tests/warm_snakemake.py
+        work,
+        *("-n", "--quiet", "rules", "--configfile", "config/long-context.yaml"),
+        env=hermetic_env(work),
+    )
     jobs = jobs_to_run(proc.stdout)
     over = yaml.safe_load((REPO / "config/long-context.yaml").read_text())
     assert "backend" not in over

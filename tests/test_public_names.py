@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import importlib
 import re
 import sys
@@ -41,6 +43,13 @@ def _file(module: str):
 
 def _declared_all(module: str) -> list[str] | None:
     """``__all__`` as written in the source (a literal list), or ``None``."""
+    return copy.copy(_parsed_all(module))  # a copy: the cached value stays as written
+
+
+@functools.cache
+def _parsed_all(module: str) -> list[str] | None:
+    """:func:`_declared_all`, each file parsed once per session (the check of what the library
+    uses asks for the same module's ``__all__`` once per name it takes from it)."""
     for node in ast.parse(_file(module).read_text()).body:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value:

@@ -13,8 +13,9 @@ any other way is a value whose change reruns nothing. Four checks, each with a n
    how a job computes (numpy or JAX, the memory plan), not what (docs/gpu.md: numpy is the
    reference and JAX matches it to 1e-10).
 
-Rules are read from the parsed workflow (Snakemake's API, in a subprocess, on a copy of the
-repository); the rule files' text for check 3.
+Rules are read from the parsed workflow (Snakemake's API, in a process forked from the warm
+Snakemake process of tests/warm_snakemake.py, on a copy of the repository); the rule files' text
+for check 3.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import subprocess
 import sys
 import textwrap
 
@@ -30,6 +30,7 @@ import pytest
 
 from attnscale.pipeline.adapter import entry_function
 from conftest import REPO, copy_repo, hermetic_env
+from warm_snakemake import snakemake as warm_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -67,13 +68,9 @@ DUMP = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def workflow_rules(tmp_path_factory):
     work = copy_repo(tmp_path_factory.mktemp("rules") / "repo")
-    proc = subprocess.run(
-        [sys.executable, "-c", DUMP, str(work)],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(work),
-        timeout=300,
+    # DUMP run from the warm Snakemake process (tests/warm_snakemake.py), with argv [.., work]
+    proc = warm_snakemake(
+        work, str(work), env=hermetic_env(work), code=DUMP, check=False, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rules = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -244,7 +241,6 @@ def test_the_adapter_refuses_a_table_without_its_provenance_columns(monkeypatch,
     """A results table without its provenance columns is refused, naming the rule and the columns
     (docs/pipeline.md#reliability-and-provenance); the job's provenance, added by the entry with
     ``with_job_provenance``, is the job's params hash and the seeds its inputs record."""
-    import sys
     import types
 
     import pandas as pd

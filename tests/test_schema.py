@@ -8,11 +8,35 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pytest
+import snakemake.utils
 import yaml
 from snakemake.utils import validate
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "workflow/schemas"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _schema_files_read_once():
+    """Snakemake's ``validate`` (the reference here) reads each schema file again, with the
+    pure-Python YAML parser, for every ``$ref`` it follows: ~650 reads of the same ~12 files in
+    this module (~5 of its ~7 CPU-s). Each file is read once here and Snakemake is given a
+    fresh copy of what it read (its validation, defaults and references are its own)."""
+    read = snakemake.utils._load_configfile
+    cache: dict = {}
+
+    def load(path, *args, **kwargs):
+        if not isinstance(path, (str, Path)):
+            return read(path, *args, **kwargs)
+        key = (str(Path(path).resolve()), args, tuple(sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = read(path, *args, **kwargs)
+        return copy.deepcopy(cache[key])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(snakemake.utils, "_load_configfile", load)
+        yield
 
 
 def _sections() -> list[str]:
@@ -73,7 +97,6 @@ def test_smoke_config_is_valid():
 
 
 def test_library_validation_fills_what_snakemake_validate_fills():
-    import pytest
     from snakemake.utils import update_config
 
     from attnscale.pipeline.config import SchemaError, validate_schema

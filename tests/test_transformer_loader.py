@@ -300,15 +300,17 @@ _HIDE_MODEL = (
 
 
 def _dry_run(tmp_path, config: str, *targets, configfiles=(), hide_model=False):
-    """A dry run (the workflow parsed and its DAG built, no job run) in this checkout."""
-    import subprocess
-    import sys
+    """A dry run (the workflow parsed and its DAG built, no job run) in this checkout, from the
+    warm Snakemake process (tests/warm_snakemake.py: Snakemake's start-up paid once per test
+    process)."""
+    import os
     from pathlib import Path
+
+    from warm_snakemake import snakemake
 
     repo = Path(__file__).resolve().parents[1]
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(config)
-    exe = [sys.executable, "-c", _HIDE_MODEL] if hide_model else [sys.executable, "-m", "snakemake"]
     args = [
         "-n",
         "--nolock",
@@ -320,7 +322,8 @@ def _dry_run(tmp_path, config: str, *targets, configfiles=(), hide_model=False):
         "--",
         *targets,
     ]
-    proc = subprocess.run([*exe, *args], cwd=repo, capture_output=True, text=True, timeout=600)
+    code = _HIDE_MODEL if hide_model else None
+    proc = snakemake(repo, *args, env=dict(os.environ), code=code, check=False, timeout=600)
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import REPO, SMOKE, copy_repo, jobs_to_run, snakemake
+from conftest import REPO, SMOKE, copy_repo, hermetic_env, jobs_to_run, snakemake
 from golden_compare import (
     ACCEPT,
     FLAG,
@@ -24,6 +24,7 @@ from golden_compare import (
     numeric_columns,
     tolerance,
 )
+from warm_snakemake import snakemake as warm_snakemake
 
 pytestmark = pytest.mark.workflow
 BIN = Path(sys.executable).parent
@@ -50,17 +51,23 @@ def test_ruff_clean():
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_snakemake_lint(tmp_path):
-    work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "--lint", check=False)
+@pytest.fixture(scope="module")
+def fresh_copy(tmp_path_factory):
+    """One fresh copy of the repository for the module's runs that write no output (a lint, a
+    dry run)."""
+    return copy_repo(tmp_path_factory.mktemp("workflow") / "repo")
+
+
+def test_snakemake_lint(fresh_copy):
+    """``snakemake --lint`` (from the warm Snakemake process: tests/warm_snakemake.py)."""
+    proc = warm_snakemake(fresh_copy, "--lint", env=hermetic_env(fresh_copy), check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations" in proc.stdout + proc.stderr
 
 
-def test_dry_run_default_config(tmp_path):
+def test_dry_run_default_config(fresh_copy):
     """The whole paper-scale DAG builds (config.yaml)."""
-    work = copy_repo(tmp_path / "repo")
-    proc = snakemake(work, "-n", "--quiet", "rules")
+    proc = warm_snakemake(fresh_copy, "-n", "--quiet", "rules", env=hermetic_env(fresh_copy))
     assert "paper_a_lambda" in proc.stdout + proc.stderr
 
 
