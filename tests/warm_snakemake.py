@@ -149,9 +149,10 @@ def snakemake(
     """``snakemake *args`` in ``workdir`` with environment ``env`` (``code``: Python run instead
     of Snakemake's ``main()``, with ``sys.argv`` set, e.g. to hide a package first), as
     :func:`conftest.snakemake` runs it but from the warm server; a run over ``timeout`` seconds
-    is killed and raises :class:`subprocess.TimeoutExpired`. Without ``os.fork`` (Windows), a
-    plain process per run."""
-    if not hasattr(os, "fork"):
+    is killed and raises :class:`subprocess.TimeoutExpired`. Off Linux, a plain process per run
+    (Windows has no ``os.fork``; on macOS forking after Snakemake's imports is not safe, as for
+    the workflow's warm jobs, docs/pipeline.md#warm-jobs)."""
+    if sys.platform != "linux":
         first = ["-c", code] if code else ["-m", "snakemake"]
         proc = subprocess.run(
             [sys.executable, *first, *args],
