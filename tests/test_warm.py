@@ -168,3 +168,9 @@ def test_a_server_ends_when_the_run_that_started_it_ends(tmp_path):
 )
 def test_where_warm_jobs_are_used(executor, deployment, environ, platform, why):
     assert warm.wanted(executor, deployment, environ, platform) == why
+    assert warm.wanted(executor, deployment, environ, platform, jobs=warm.MIN_JOBS) == why
+
+
+def test_a_run_of_a_few_jobs_starts_no_server():
+    few = warm.MIN_JOBS - 1
+    assert warm.wanted(None, jobs=few, environ={}) == f"{few} jobs; the server pays off from 8"

@@ -91,6 +91,7 @@ onstart:
     _no_warm = _warm.wanted(
         _plugin.name if _plugin is not None else None,
         {m.name.lower() for m in workflow.deployment_settings.deployment_method},
+        jobs=len(list(workflow.dag.needrun_jobs())),
     )
     if _no_warm:
         _logger.info(

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["ENV", "OFF_ENV", "PRELOAD", "delegate", "serve", "start", "stop", "wanted"]
+__all__ = ["ENV", "MIN_JOBS", "OFF_ENV", "PRELOAD", "delegate", "serve", "start", "stop", "wanted"]
 
 #: Environment variable that names the server's socket (set by :func:`start` for the jobs).
 ENV = "ATTNSCALE_WARM"
@@ -59,7 +59,18 @@ _HEADER = struct.Struct("!I")
 _SERVER = {}
 
 
-def wanted(executor: str | None, deployment=(), environ=os.environ, platform=sys.platform) -> str:
+#: Fewest jobs for which a run starts the server: its imports cost about six CPU-seconds once
+#: and save one to three a job [choice; docs/pipeline.md#warm-jobs].
+MIN_JOBS = 8
+
+
+def wanted(
+    executor: str | None,
+    deployment=(),
+    environ=os.environ,
+    platform=sys.platform,
+    jobs: int | None = None,
+) -> str:
     """Why a run does not use warm jobs, or ``""`` when it does.
 
     Parameters
@@ -72,6 +83,9 @@ def wanted(executor: str | None, deployment=(), environ=os.environ, platform=sys
         The environment (:data:`OFF_ENV` set to ``0`` turns warm jobs off).
     platform : str
         ``sys.platform``; warm jobs need ``linux``.
+    jobs : int, optional
+        The number of jobs the run will run; under :data:`MIN_JOBS` the server would cost more
+        than it saves.
     """
     if environ.get(OFF_ENV, "1") == "0":
         return f"{OFF_ENV}=0"
@@ -81,6 +95,8 @@ def wanted(executor: str | None, deployment=(), environ=os.environ, platform=sys
         return f"software deployment {', '.join(sorted(deployment))}"
     if platform != "linux":
         return f"platform {platform}"
+    if jobs is not None and jobs < MIN_JOBS:
+        return f"{jobs} jobs; the server pays off from {MIN_JOBS}"
     return ""
 
 
