@@ -57,6 +57,7 @@ PRELOAD = (
 )
 _HEADER = struct.Struct("!I")
 _SERVER = {}
+_WAKE = {}  # the server's wake-up pipe: read and write ends
 
 
 #: Fewest jobs for which a run starts the server: its imports cost about six CPU-seconds once
@@ -177,11 +178,21 @@ def serve(path: str, owner: int, preload=PRELOAD) -> None:
     _preload(preload)
     running = {}  # child pid -> connection of the job that waits for it
     signal.signal(signal.SIGTERM, lambda *_: _exit_server(listener, path, running))
+    # an ended child wakes the loop at once (SIGCHLD writes to this pipe), not at its next tick
+    wake, _WAKE["w"] = os.pipe()
+    for fd in (wake, _WAKE["w"]):
+        os.set_blocking(fd, False)
+    _WAKE["r"] = wake
+    signal.set_wakeup_fd(_WAKE["w"])
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     while os.getppid() == owner:
         conns = {c.fileno(): (pid, c) for pid, c in running.items()}
-        ready, _, _ = select.select([listener, *[c for _, c in conns.values()]], [], [], 0.2)
+        ready, _, _ = select.select([listener, wake, *[c for _, c in conns.values()]], [], [], 1)
         for sock in ready:
-            if sock is listener:
+            if sock == wake:
+                with _suppress():
+                    os.read(wake, 4096)
+            elif sock is listener:
                 conn, _ = listener.accept()
                 pid = _fork_job(conn, listener, running)
                 if pid is not None:
@@ -252,7 +263,11 @@ def _run_child(request: dict, fds) -> None:
     import traceback
 
     os.setpgid(0, 0)  # the server can end the child and anything it starts
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    for fd in _WAKE.values():
+        os.close(fd)
+    for sig in (signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
