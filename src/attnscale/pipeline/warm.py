@@ -1,26 +1,28 @@
 """Warm jobs: one process per local run imports the heavy libraries once and forks a child for
 each job (docs/pipeline.md#warm-jobs).
 
-A job of this workflow is a short Python script (workflow/scripts/entry.py) that spends between
-one and three CPU-seconds importing numpy, pandas, SciPy, matplotlib and JAX before it computes
-anything: a third of the smoke run and a tenth of the default run. In a local run on Linux the
+A job of this workflow is a short Python script (workflow/scripts/entry.py) that spends one to
+three CPU-seconds importing numpy, pandas, SciPy, matplotlib and JAX before it computes anything
+(measured 2026-12-03 on the 2-core machine, docs/performance.md). In a local run on Linux the
 workflow starts this module's server before the first job (:func:`start`, from ``onstart``); each
 job's script then hands itself to the server (:func:`delegate`), which forks a child that has
 those libraries imported already and runs the same script there, with the job's working
 directory, environment, arguments and standard streams. The job's own process waits and exits
-with the child's status, so Snakemake sees the same job. Nothing else changes: the child runs the
-job's code from the workflow's ``src/`` (the server imports only third-party libraries), and
-every output is byte-identical to a run without the server (tests/test_warm.py).
+with the child's status, so Snakemake sees the same job. The child runs the job's code from the
+workflow's ``src/`` (the server imports only third-party libraries), and every output is
+byte-identical to a run without the server (the forced rerun of tests/test_reliability.py runs
+without it and compares its bytes with the smoke run's; the server itself: tests/test_warm.py).
 
-Where it is not used, each job runs in its own process as before: a run with another executor
-(Slurm: :func:`wanted`), with ``--sdm conda`` or a container, off Linux (fork after importing
-these libraries is not safe on macOS), or with ``ATTNSCALE_WARM_JOBS=0``. If the server cannot
-be reached, a job runs in its own process. A Snakemake benchmark file then measures the waiting
-process: its wall time ``s`` is the job's, its CPU and memory columns are not.
+Where it is not used (:func:`wanted`), each job runs in its own process as before: another
+executor (Slurm), ``--sdm conda`` or a container, off Linux (fork after importing these libraries
+is not safe on macOS), ``ATTNSCALE_WARM_JOBS=0``, or a run of fewer than :data:`MIN_JOBS` jobs.
+If the server cannot be reached, a job runs in its own process. A Snakemake benchmark file then
+measures the waiting process: its wall time ``s`` is the job's, its CPU and memory columns are not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -133,11 +135,10 @@ def stop() -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
     folder = _SERVER.pop("folder", None)
-    if folder is not None:
-        for name in ("s",):
-            with _suppress():
-                os.unlink(os.path.join(folder, name))
-        with _suppress():
+    if folder is not None:  # the socket is gone if the server removed it
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(folder, "s"))
+        with contextlib.suppress(OSError):
             os.rmdir(folder)
 
 
@@ -190,7 +191,7 @@ def serve(path: str, owner: int, preload=PRELOAD) -> None:
         ready, _, _ = select.select([listener, wake, *[c for _, c in conns.values()]], [], [], 1)
         for sock in ready:
             if sock == wake:
-                with _suppress():
+                with contextlib.suppress(OSError):
                     os.read(wake, 4096)
             elif sock is listener:
                 conn, _ = listener.accept()
@@ -199,7 +200,7 @@ def serve(path: str, owner: int, preload=PRELOAD) -> None:
                     running[pid] = conn
             else:  # a waiting job's process ended (killed): end its child
                 pid, conn = conns[sock.fileno()]
-                with _suppress():
+                with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
         _reap(running)
     _exit_server(listener, path, running)
@@ -287,7 +288,7 @@ def _run_child(request: dict, fds) -> None:
         traceback.print_exc()
     finally:
         logging.shutdown()
-        with _suppress():
+        with contextlib.suppress(OSError):
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
@@ -306,17 +307,17 @@ def _reap(running) -> None:
         if conn is None:
             continue
         code = os.waitstatus_to_exitcode(status)
-        with _suppress(), conn:
+        with contextlib.suppress(OSError), conn:
             conn.sendall(_HEADER.pack(code if code >= 0 else 128 - code))
 
 
 def _exit_server(listener, path, running) -> None:
     """End every child, remove the socket and exit."""
     for pid in list(running):
-        with _suppress():
+        with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
     listener.close()
-    with _suppress():
+    with contextlib.suppress(OSError):
         os.unlink(path)
     os._exit(0)
 
@@ -330,16 +331,6 @@ def _recv_exact(conn, size: int) -> bytes | None:
             return None
         data += chunk
     return data
-
-
-class _suppress:
-    """``contextlib.suppress(OSError)`` without importing contextlib in the server's jobs."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        return kind is not None and issubclass(kind, OSError)
 
 
 if __name__ == "__main__":
