@@ -113,6 +113,40 @@ def test_layer_probes_on_a_tiny_model(tmp_path):
     assert 0 <= out["rho_hat"] < 1
 
 
+def test_row_space_keeps_every_probe_when_n_is_below_d():
+    """The probes in the basis of the inputs' row space (n < d) equal those on the inputs
+    themselves: every key of a layer's probes to 1e-12 relative (rounding only), and the
+    basis keeps the Gram matrix (docs/real-transformer.md#the-probes)."""
+    rng = np.random.default_rng(3)
+    n, d, H, dh = 20, 48, 2, 8
+    X = rng.standard_normal((n, d)) + 0.7 * rng.standard_normal(d)
+    Y = X / np.linalg.norm(X, axis=1, keepdims=True)
+    B = probes.row_space(Y)
+    assert B.shape == (n, n)
+    np.testing.assert_allclose(B @ B.T, Y @ Y.T, atol=1e-14)
+    wide = Y[:, :5]  # n >= d: nothing to gain, the inputs as they are
+    assert probes.row_space(wide) is wide
+
+    class Record:
+        inputs = X
+        q = rng.standard_normal((H, n, dh))
+        k = rng.standard_normal((H, n, dh))
+
+    rows = probes.text_rows(n, 12, np.random.default_rng(4))
+    ms = np.geomspace(0.1, 10, 5)
+    kw = {"bands": 2, "fixed_rows": np.arange(1, 6)}
+    fast = probes.layer_probes(Record, rows, ms, **kw)
+    original = probes.row_space
+    try:
+        probes.row_space = lambda Y: Y  # the probes on the inputs as they are
+        plain = probes.layer_probes(Record, rows, ms, **kw)
+    finally:
+        probes.row_space = original
+    assert fast.keys() == plain.keys()
+    for key in plain:
+        np.testing.assert_allclose(fast[key], plain[key], rtol=1e-12, atol=1e-15, err_msg=key)
+
+
 def test_block_indices():
     rng = np.random.default_rng(0)
     idx = bootstrap.block_indices(10, 3, 50, rng)

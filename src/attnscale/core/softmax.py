@@ -18,7 +18,8 @@ def softmax_rows(S: np.ndarray, *, log_mass: bool = False):
     Entries of ``-inf`` (a masked key) get weight zero; each row needs one finite entry.
     """
     top = S.max(axis=1, keepdims=True)
-    E = np.exp(S - top)
+    E = S - top
+    np.exp(E, out=E)
     mass = E.sum(axis=1, keepdims=True)
     E /= mass
     if log_mass:

@@ -34,6 +34,7 @@ __all__ = [
     "text_rows",
     "band_masks",
     "split_outputs",
+    "row_space",
     "head_curves",
     "layer_probes",
     "critical_multiplier",
@@ -76,6 +77,21 @@ def _ratio(Yr, out, keep):
     if keep.sum() < 2:
         return np.full(out.shape[0], np.nan)
     return angle_ratio_outputs(Yr, out, keep)[0]
+
+
+def row_space(Y):
+    """The rows of ``Y`` (n, d) in an orthonormal basis of their span: ``R^T`` (n, r) from the
+    thin QR factorisation ``Y^T = Q R``, ``r = min(n, d)``; ``Y`` itself when ``n >= d``.
+
+    ``R^T = Y Q`` with orthonormal columns ``Q``, so every inner product, norm and mean of the
+    rows and of any combination ``A Y`` is kept [derived]: the probes' outputs ``A(s) Y`` and
+    their lambda are the same, while each GEMM costs ``r / d`` of the original
+    (docs/real-transformer.md#the-probes).
+    """
+    n, d = Y.shape
+    if n >= d:
+        return Y
+    return np.ascontiguousarray(np.linalg.qr(Y.T, mode="reduced")[1].T)
 
 
 def split_outputs(Y, S, multipliers):
@@ -231,14 +247,15 @@ def layer_probes(
     n = X.shape[0]
     Y = X / np.linalg.norm(X, axis=1, keepdims=True)
     text = np.arange(1, n - 1)
+    Yb = row_space(Y)
     H, _, dh = record.q.shape
     out: dict[str, list] = {}
     for h in range(H):
         Qm = record.q[h] / np.sqrt(dh)
         Km = record.k[h]
-        res = head_curves(Y, Qm[row_idx] @ Km.T, row_idx, multipliers, bands=bands, text=text_keys)
+        res = head_curves(Yb, Qm[row_idx] @ Km.T, row_idx, multipliers, bands=bands, text=text_keys)
         if fixed_rows is not None:
-            fx = head_curves(Y, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers, text=False)
+            fx = head_curves(Yb, Qm[fixed_rows] @ Km.T, fixed_rows, multipliers, text=False)
             res["lambda_fixed"], res["lambda_fixed_inf"] = fx["lambda"], fx["lambda_inf"]
         if descriptors:
             res.update(_descriptors(record, h, text))
